@@ -1,0 +1,191 @@
+//! The one error type of emq, with a stable code per kind of failure.
+//!
+//! Every binding maps [`ErrorCode`] to its own error classes (a Python exception subclass, a Node
+//! `Error` with `.code`, a Kotlin sealed exception). The code strings are part of the public wire
+//! contract: scripts raise them as the first word of an error reply, and they never change meaning.
+
+use std::fmt;
+
+/// Stable error codes. `as_str` gives the snake_case form every language sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// A queue name broke a keyspace rule (empty, `:` `{` `}`, reserved `emq`, length, whitespace…).
+    InvalidQueueName,
+    /// A string that the core did not mint was offered as a job id.
+    InvalidJobId,
+    /// A job or worker option is out of range (negative delay, zero attempts…).
+    InvalidOption,
+    /// A payload or result is not valid JSON.
+    InvalidPayload,
+    /// The datastore cannot be reached, or the connection dropped.
+    ServerUnavailable,
+    /// The keyspace was written by an incompatible emq wire version.
+    IncompatibleVersion,
+    /// A script call would span more than one cluster slot.
+    CrossSlot,
+    /// A guarded script touched a key that is not in its `KEYS`.
+    UndeclaredKey,
+    /// A script failed for another reason (a bug, or the datastore refused it).
+    ScriptError,
+    /// A job's lease token no longer matches: another worker owns the job, or it was recovered.
+    LeaseLost,
+    /// This process lost its node-id lease and cannot mint job ids until it gets a new one.
+    NodeLeaseLost,
+    /// No job with that id exists in the queue.
+    JobNotFound,
+    /// The job is not in a state that allows the operation.
+    InvalidState,
+    /// A call did not finish within its deadline.
+    Timeout,
+    /// The queue or worker was closed.
+    Closed,
+    /// A handler failed (used for failure records, not raised to callers).
+    HandlerFailed,
+    /// Something emq did not expect; a bug report is welcome.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, for bindings that generate their exception classes.
+    pub const ALL: [ErrorCode; 17] = [
+        ErrorCode::InvalidQueueName,
+        ErrorCode::InvalidJobId,
+        ErrorCode::InvalidOption,
+        ErrorCode::InvalidPayload,
+        ErrorCode::ServerUnavailable,
+        ErrorCode::IncompatibleVersion,
+        ErrorCode::CrossSlot,
+        ErrorCode::UndeclaredKey,
+        ErrorCode::ScriptError,
+        ErrorCode::LeaseLost,
+        ErrorCode::NodeLeaseLost,
+        ErrorCode::JobNotFound,
+        ErrorCode::InvalidState,
+        ErrorCode::Timeout,
+        ErrorCode::Closed,
+        ErrorCode::HandlerFailed,
+        ErrorCode::Internal,
+    ];
+
+    /// The stable snake_case code.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidQueueName => "invalid_queue_name",
+            ErrorCode::InvalidJobId => "invalid_job_id",
+            ErrorCode::InvalidOption => "invalid_option",
+            ErrorCode::InvalidPayload => "invalid_payload",
+            ErrorCode::ServerUnavailable => "server_unavailable",
+            ErrorCode::IncompatibleVersion => "incompatible_version",
+            ErrorCode::CrossSlot => "cross_slot",
+            ErrorCode::UndeclaredKey => "undeclared_key",
+            ErrorCode::ScriptError => "script_error",
+            ErrorCode::LeaseLost => "lease_lost",
+            ErrorCode::NodeLeaseLost => "node_lease_lost",
+            ErrorCode::JobNotFound => "job_not_found",
+            ErrorCode::InvalidState => "invalid_state",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::Closed => "closed",
+            ErrorCode::HandlerFailed => "handler_failed",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// Parses a code string (as raised by a script or carried across a binding).
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An emq error: a stable code and a message that says what happened and what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    code: ErrorCode,
+    message: String,
+}
+
+/// The result type of the core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error with `code` and `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
+        Error {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The human message (without the code).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Error {
+        // Scripts raise `<code> <message>`; the guard raises `undeclared_key …`.
+        if let Some(code) = e.code().and_then(ErrorCode::parse) {
+            let detail = e.detail().unwrap_or_default();
+            return Error::new(code, detail.to_string());
+        }
+        let text = e.to_string();
+        if let Some(pos) = text.find("undeclared_key") {
+            return Error::new(ErrorCode::UndeclaredKey, text[pos..].to_string());
+        }
+        if e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_timeout()
+            || e.kind() == redis::ErrorKind::ClusterConnectionNotFound
+        {
+            return Error::new(
+                ErrorCode::ServerUnavailable,
+                format!("the datastore cannot be reached ({text}); check the URL and that the server is running"),
+            );
+        }
+        if e.code() == Some("CROSSSLOT") {
+            return Error::new(ErrorCode::CrossSlot, text);
+        }
+        Error::new(ErrorCode::ScriptError, text)
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Error {
+        Error::new(ErrorCode::InvalidPayload, format!("not valid JSON: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
+            assert!(seen.insert(c.as_str()), "duplicate code {c}");
+        }
+        assert_eq!(ErrorCode::parse("nope"), None);
+    }
+}

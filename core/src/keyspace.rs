@@ -1,0 +1,347 @@
+//! The owned keyspace: validated queue names and the only builders of keys.
+//!
+//! Every per-queue key is `emq:{q}:<type>` (or `emq:{q}:<jobId>:<part>` for a job's own keys), so all
+//! of a queue's keys share one hash tag and one cluster slot. The core's own cross-queue keys live
+//! under `{emq}:`. A [`Key`] can only be made here, from a [`QueueName`] and, for per-job keys, a
+//! [`JobId`]; scripts accept nothing else as a key.
+//!
+//! Rules on a queue name (the tag between the braces), each with its own message:
+//! - the caller may write `orders` or `{orders}`: the wrap is idempotent;
+//! - not empty; at most [`MAX_QUEUE_NAME_BYTES`] bytes of UTF-8;
+//! - no `:`, `{` or `}` (a cluster hashes the text between the first `{` and the next `}`);
+//! - no whitespace and no control characters (they make keys unreadable in every tool);
+//! - not `emq` in any letter case (`{emq}` is the core's namespace);
+//! - any other Unicode is allowed and kept byte for byte (no normalisation: `é` and `e\u{301}` are two
+//!   queues).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::job_id::JobId;
+use crate::slot::key_slot;
+use std::fmt;
+
+/// Longest queue name, in bytes of UTF-8.
+pub const MAX_QUEUE_NAME_BYTES: usize = 128;
+
+/// The prefix of every per-queue key.
+pub const PREFIX: &str = "emq";
+
+/// A validated queue name: the tag that goes between the braces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueName {
+    tag: String,
+}
+
+fn invalid(name: &str, rule: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidQueueName,
+        format!("invalid queue name {name:?}: {rule}"),
+    )
+}
+
+impl QueueName {
+    /// Validates `name` (bare `orders` or braced `{orders}`) and wraps it.
+    pub fn new(name: &str) -> Result<QueueName> {
+        let tag = match name.strip_prefix('{') {
+            Some(rest) => rest.strip_suffix('}').ok_or_else(|| {
+                invalid(name, "a braced name must be exactly `{name}` (unbalanced `{`)")
+            })?,
+            None => name,
+        };
+        if tag.is_empty() {
+            return Err(invalid(name, "the name is empty"));
+        }
+        if tag.len() > MAX_QUEUE_NAME_BYTES {
+            return Err(invalid(
+                name,
+                &format!("longer than {MAX_QUEUE_NAME_BYTES} bytes"),
+            ));
+        }
+        if let Some(c) = tag.chars().find(|c| matches!(c, ':' | '{' | '}')) {
+            return Err(invalid(
+                name,
+                &format!("`{c}` is not allowed inside the hash tag"),
+            ));
+        }
+        if tag.chars().any(char::is_whitespace) {
+            return Err(invalid(name, "whitespace is not allowed"));
+        }
+        if tag.chars().any(char::is_control) {
+            return Err(invalid(name, "control characters are not allowed"));
+        }
+        if tag.eq_ignore_ascii_case(PREFIX) {
+            return Err(invalid(
+                name,
+                "`emq` is reserved for the core's own keys ({emq}:…)",
+            ));
+        }
+        Ok(QueueName {
+            tag: tag.to_string(),
+        })
+    }
+
+    /// The bare name (the hash tag's text).
+    pub fn as_str(&self) -> &str {
+        &self.tag
+    }
+
+    /// The braced form, `{name}`; `QueueName::new` of it gives the same queue.
+    pub fn braced(&self) -> String {
+        format!("{{{}}}", self.tag)
+    }
+
+    /// The cluster slot every key of this queue lives in.
+    pub fn slot(&self) -> u16 {
+        key_slot(&self.braced())
+    }
+
+    /// The key of a queue-wide family.
+    pub fn key(&self, family: Family) -> Key {
+        Key::new(format!("{PREFIX}:{{{}}}:{}", self.tag, family.suffix()))
+    }
+
+    /// The key of one part of one job.
+    pub fn job_key(&self, id: JobId, part: JobPart) -> Key {
+        match part.suffix() {
+            "" => Key::new(format!("{PREFIX}:{{{}}}:{id}", self.tag)),
+            suffix => Key::new(format!("{PREFIX}:{{{}}}:{id}:{suffix}", self.tag)),
+        }
+    }
+
+    /// The v1 (EchoMQ 1.x) spelling of a family's key, for the keyspace figure only; never used.
+    pub fn v1_key(&self, family: Family) -> String {
+        format!("{PREFIX}:{}:{}", self.tag, family.suffix())
+    }
+}
+
+impl fmt::Display for QueueName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.tag)
+    }
+}
+
+impl std::str::FromStr for QueueName {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<QueueName> {
+        QueueName::new(s)
+    }
+}
+
+/// A datastore key built by this module. There is no way to make one from a `&str` outside it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key(String);
+
+impl Key {
+    fn new(text: String) -> Key {
+        Key(text)
+    }
+
+    /// The key's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Its cluster slot.
+    pub fn slot(&self) -> u16 {
+        key_slot(&self.0)
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl redis::ToRedisArgs for Key {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg(self.0.as_bytes())
+    }
+}
+
+/// Queue-wide key families. Each is `emq:{q}:<suffix>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// LIST of job ids ready to run, oldest at the right (LPUSH in, RPOP out).
+    Wait,
+    /// LIST of job ids leased to a worker.
+    Active,
+    /// LIST of job ids waiting while the queue is paused.
+    Paused,
+    /// ZSET of job ids by due time (server ms).
+    Delayed,
+    /// ZSET of ready job ids by priority then order.
+    Prioritized,
+    /// ZSET of completed job ids by finish time.
+    Completed,
+    /// ZSET of failed job ids by finish time.
+    Failed,
+    /// ZSET of parent job ids waiting for their children.
+    WaitingChildren,
+    /// SET of active job ids whose lease expired, pending the sweep.
+    Stalled,
+    /// STREAM of lifecycle events.
+    Events,
+    /// HASH of queue settings and counters (paused flag, sequence numbers, retention).
+    Meta,
+    /// HASH from a user's dedup key (data) to the job id holding it.
+    Dedup,
+    /// ZSET of active job ids by lease expiry (server ms); the sweep reads it.
+    Leases,
+    /// STRING lock that lets one worker at a time run the stalled sweep.
+    Sweep,
+    /// LIST that wakes blocked workers (a marker per ready job, never a job id).
+    Marker,
+}
+
+impl Family {
+    /// Every family, in the order of the keyspace table.
+    pub const ALL: [Family; 15] = [
+        Family::Wait,
+        Family::Active,
+        Family::Paused,
+        Family::Delayed,
+        Family::Prioritized,
+        Family::Completed,
+        Family::Failed,
+        Family::WaitingChildren,
+        Family::Stalled,
+        Family::Events,
+        Family::Meta,
+        Family::Dedup,
+        Family::Leases,
+        Family::Sweep,
+        Family::Marker,
+    ];
+
+    /// The `<type>` part of the key.
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            Family::Wait => "wait",
+            Family::Active => "active",
+            Family::Paused => "paused",
+            Family::Delayed => "delayed",
+            Family::Prioritized => "prioritized",
+            Family::Completed => "completed",
+            Family::Failed => "failed",
+            Family::WaitingChildren => "waiting-children",
+            Family::Stalled => "stalled",
+            Family::Events => "events",
+            Family::Meta => "meta",
+            Family::Dedup => "dedup",
+            Family::Leases => "leases",
+            Family::Sweep => "sweep",
+            Family::Marker => "marker",
+        }
+    }
+
+    /// The datastore type behind the key.
+    pub const fn redis_type(self) -> &'static str {
+        match self {
+            Family::Wait | Family::Active | Family::Paused | Family::Marker => "list",
+            Family::Delayed
+            | Family::Prioritized
+            | Family::Completed
+            | Family::Failed
+            | Family::WaitingChildren
+            | Family::Leases => "zset",
+            Family::Stalled => "set",
+            Family::Events => "stream",
+            Family::Meta | Family::Dedup => "hash",
+            Family::Sweep => "string",
+        }
+    }
+}
+
+/// The parts of one job, each `emq:{q}:<jobId>[:<part>]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobPart {
+    /// HASH: name, data, options, state, attempts, result, failure, stamps.
+    Record,
+    /// STRING: the current lease token, expiring with the lease.
+    Lock,
+    /// LIST: the job's log lines.
+    Logs,
+}
+
+impl JobPart {
+    /// Every part.
+    pub const ALL: [JobPart; 3] = [JobPart::Record, JobPart::Lock, JobPart::Logs];
+
+    /// The `<part>` suffix ("" for the record itself).
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            JobPart::Record => "",
+            JobPart::Lock => "lock",
+            JobPart::Logs => "logs",
+        }
+    }
+}
+
+/// The core's own cross-queue keys, under the `{emq}` tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoreKey {
+    /// STRING: the wire version of the keyspace.
+    Version,
+    /// HASH: node-id leases for job-id minting.
+    Nodes,
+}
+
+impl CoreKey {
+    /// Every core key.
+    pub const ALL: [CoreKey; 2] = [CoreKey::Version, CoreKey::Nodes];
+
+    /// The key.
+    pub fn key(self) -> Key {
+        match self {
+            CoreKey::Version => Key::new(format!("{{{PREFIX}}}:version")),
+            CoreKey::Nodes => Key::new(format!("{{{PREFIX}}}:nodes")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_idempotently() {
+        let a = QueueName::new("orders").unwrap();
+        let b = QueueName::new("{orders}").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.key(Family::Wait).as_str(), "emq:{orders}:wait");
+        assert_eq!(QueueName::new(&a.braced()).unwrap(), a);
+    }
+
+    #[test]
+    fn rejects_each_rule_with_its_message() {
+        for (name, needle) in [
+            ("", "empty"),
+            ("{}", "empty"),
+            ("a:b", "`:`"),
+            ("a{b", "`{`"),
+            ("a}b", "`}`"),
+            ("{a", "unbalanced"),
+            ("{{a}}", "`{`"),
+            ("emq", "reserved"),
+            ("EMQ", "reserved"),
+            ("{emq}", "reserved"),
+            ("a b", "whitespace"),
+            ("a\u{7}b", "control"),
+        ] {
+            let err = QueueName::new(name).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidQueueName, "{name:?}");
+            assert!(err.message().contains(needle), "{name:?}: {}", err.message());
+        }
+        let long = "x".repeat(MAX_QUEUE_NAME_BYTES + 1);
+        assert!(QueueName::new(&long).unwrap_err().message().contains("longer"));
+        assert!(QueueName::new(&"x".repeat(MAX_QUEUE_NAME_BYTES)).is_ok());
+        assert!(QueueName::new("zahlungen-ü-支払い").is_ok());
+    }
+
+    #[test]
+    fn core_keys_share_the_emq_tag() {
+        for k in CoreKey::ALL {
+            assert_eq!(crate::slot::hash_tag(k.key().as_str()), Some("emq"));
+        }
+    }
+}

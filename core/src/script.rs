@@ -1,0 +1,373 @@
+//! The script registry: every Lua script in `lua/`, its header, and how it is invoked.
+//!
+//! A script's source is assembled from `lua/lib/guard.lua` (the only place `redis.call` appears, and
+//! the only clock) and the script's own file; in guarded mode the key table of `lua/lib/keyspec.lua`
+//! goes in front, so `call` can check every key argument against `KEYS`. Each mode has its own SHA.
+//!
+//! Every script opens with a header naming each `KEYS[i]` and `ARGV[i]`; a trailing `KEYS[n..]` or
+//! `ARGV[n..]` line declares a repeating group. [`Invocation`] accepts keys only as [`Key`]s, checks
+//! the counts against the header and that all keys share one slot before sending, and uses EVALSHA,
+//! loading the script and retrying once when the server answers NOSCRIPT (after `SCRIPT FLUSH` or a
+//! restart).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::keyspace::Key;
+use crate::store::Store;
+use redis::{FromRedisValue, ToRedisArgs};
+use std::sync::OnceLock;
+
+const GUARD: &str = include_str!("../lua/lib/guard.lua");
+const KEYSPEC: &str = include_str!("../lua/lib/keyspec.lua");
+
+/// A script's declared interface, read from its header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Names of `KEYS[1..]`.
+    pub keys: Vec<String>,
+    /// True when the last key line is a repeating `KEYS[n..]` group.
+    pub keys_repeat: bool,
+    /// Names of `ARGV[1..]`.
+    pub argv: Vec<String>,
+    /// True when the last ARGV line is a repeating `ARGV[n..]` group.
+    pub argv_repeat: bool,
+}
+
+/// One script of `lua/`.
+pub struct Script {
+    name: &'static str,
+    body: &'static str,
+    header: OnceLock<Result<Header, String>>,
+    compiled: [OnceLock<Compiled>; 2],
+}
+
+struct Compiled {
+    source: String,
+    sha: String,
+}
+
+impl Script {
+    /// A script from its file name (without `.lua`) and body.
+    pub const fn new(name: &'static str, body: &'static str) -> Script {
+        Script {
+            name,
+            body,
+            header: OnceLock::new(),
+            compiled: [OnceLock::new(), OnceLock::new()],
+        }
+    }
+
+    /// The file name, without `.lua`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The script's own text (without the guard).
+    pub fn body(&self) -> &'static str {
+        self.body
+    }
+
+    /// The parsed header.
+    pub fn header(&self) -> Result<&Header> {
+        self.header
+            .get_or_init(|| parse_header(self.body))
+            .as_ref()
+            .map_err(|e| Error::new(ErrorCode::Internal, format!("{}.lua: {e}", self.name)))
+    }
+
+    fn compiled(&self, guarded: bool) -> &Compiled {
+        self.compiled[guarded as usize].get_or_init(|| {
+            let source = assemble(self.body, guarded);
+            let sha = redis::Script::new(&source).get_hash().to_string();
+            Compiled { source, sha }
+        })
+    }
+
+    /// The full source sent to the server in the given mode.
+    pub fn source(&self, guarded: bool) -> &str {
+        &self.compiled(guarded).source
+    }
+
+    /// Its SHA1 in the given mode.
+    pub fn sha(&self, guarded: bool) -> &str {
+        &self.compiled(guarded).sha
+    }
+
+    /// Starts a call of this script.
+    pub fn prepare(&'static self) -> Invocation {
+        Invocation {
+            script: self,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// Builds the text the server runs: mode flag, key table (guarded only), guard, body.
+pub fn assemble(body: &str, guarded: bool) -> String {
+    let mut s = String::with_capacity(body.len() + GUARD.len() + 64);
+    if guarded {
+        s.push_str("local EMQ_GUARDED = true\n");
+        s.push_str(KEYSPEC);
+    } else {
+        s.push_str("local EMQ_GUARDED = false\nlocal EMQ_KEYSPEC = nil\n");
+    }
+    s.push('\n');
+    s.push_str(GUARD);
+    s.push('\n');
+    s.push_str(body);
+    s
+}
+
+fn parse_header(body: &str) -> Result<Header, String> {
+    let mut h = Header {
+        keys: Vec::new(),
+        keys_repeat: false,
+        argv: Vec::new(),
+        argv_repeat: false,
+    };
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix("--") else {
+            break; // the header is the leading comment block
+        };
+        let rest = rest.trim_start();
+        for (prefix, list, repeat) in [
+            ("KEYS[", &mut h.keys, &mut h.keys_repeat),
+            ("ARGV[", &mut h.argv, &mut h.argv_repeat),
+        ] {
+            let Some(after) = rest.strip_prefix(prefix) else {
+                continue;
+            };
+            let close = after.find(']').ok_or("unclosed `[` in header")?;
+            let (index, rep) = match after[..close].strip_suffix("..") {
+                Some(i) => (i, true),
+                None => (&after[..close], false),
+            };
+            let index: usize = index.parse().map_err(|_| format!("bad index in {line:?}"))?;
+            if *repeat {
+                return Err(format!("{line:?} follows a repeating group"));
+            }
+            if index != list.len() + 1 {
+                return Err(format!("{line:?}: expected index {}", list.len() + 1));
+            }
+            let name = after[close + 1..]
+                .split_whitespace()
+                .next()
+                .ok_or_else(|| format!("{line:?} has no name"))?;
+            list.push(name.to_string());
+            *repeat = rep;
+        }
+    }
+    Ok(h)
+}
+
+fn count_ok(declared: usize, repeat: bool, given: usize) -> bool {
+    if !repeat {
+        return given == declared;
+    }
+    let fixed = declared - 1;
+    given >= fixed
+}
+
+/// One call of a script, being built.
+pub struct Invocation {
+    script: &'static Script,
+    keys: Vec<Key>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Invocation {
+    /// Adds the next `KEYS` entry. Only a [`Key`] from the keyspace builders is accepted.
+    pub fn key(mut self, key: &Key) -> Self {
+        self.keys.push(key.clone());
+        self
+    }
+
+    /// Adds the next `ARGV` entry.
+    pub fn arg<T: ToRedisArgs>(mut self, arg: T) -> Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    /// Checks the call against the header and the one-slot rule, without sending it.
+    pub fn check(&self) -> Result<()> {
+        let h = self.script.header()?;
+        if !count_ok(h.keys.len(), h.keys_repeat, self.keys.len())
+            || !count_ok(h.argv.len(), h.argv_repeat, self.args.len())
+        {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "{}.lua declares {} keys and {} args, called with {} and {}",
+                    self.script.name,
+                    h.keys.len(),
+                    h.argv.len(),
+                    self.keys.len(),
+                    self.args.len()
+                ),
+            ));
+        }
+        if let Some(first) = self.keys.first() {
+            let slot = first.slot();
+            if let Some(other) = self.keys.iter().find(|k| k.slot() != slot) {
+                return Err(Error::new(
+                    ErrorCode::CrossSlot,
+                    format!(
+                        "{}.lua called with keys in two slots: {first} ({slot}) and {other} ({})",
+                        self.script.name,
+                        other.slot()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The EVALSHA command for this call.
+    pub(crate) fn evalsha(&self, guarded: bool) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.sha(guarded)).arg(self.keys.len());
+        for k in &self.keys {
+            cmd.arg(k);
+        }
+        for a in &self.args {
+            cmd.arg(a.as_slice());
+        }
+        cmd
+    }
+
+    /// The script being called.
+    pub fn script(&self) -> &'static Script {
+        self.script
+    }
+
+    /// Runs the call: EVALSHA, and on NOSCRIPT load the script and retry once.
+    pub async fn invoke<T: FromRedisValue>(self, store: &Store) -> Result<T> {
+        self.check()?;
+        let guarded = store.guarded();
+        let mut conn = store.conn();
+        let cmd = self.evalsha(guarded);
+        match cmd.query_async::<T>(&mut conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                store.load_script(self.script, self.keys.first()).await?;
+                Ok(cmd.query_async::<T>(&mut conn).await?)
+            }
+            other => Ok(other?),
+        }
+    }
+}
+
+
+/// Words that name an instant; an ARGV entry may not carry one (scripts take "now" from `TIME`).
+const INSTANT_WORDS: &[&str] = &[
+    "now", "time", "timestamp", "ts", "at", "deadline", "until", "expiry", "expires", "due", "when",
+    "epoch", "date", "clock",
+];
+
+/// Checks a script's text against the wire rules that can be read off it, returning each breach:
+/// a parsable header; `KEYS[n]` / `ARGV[n]` used only as declared; no ARGV entry names an instant
+/// (durations end in `_ms`); no `redis.call`, `redis.pcall` or `TIME` outside the guard.
+pub fn lint(name: &str, body: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let header = match parse_header(body) {
+        Ok(h) => h,
+        Err(e) => return vec![format!("{name}.lua: header: {e}")],
+    };
+    if header.keys.is_empty() && !body.contains("KEYS: none") {
+        problems.push(format!("{name}.lua: the header declares no KEYS"));
+    }
+    for (i, arg) in header.argv.iter().enumerate() {
+        let words: Vec<&str> = arg.split(|c: char| c == '_' || c == '-').collect();
+        if let Some(w) = words.iter().find(|w| INSTANT_WORDS.contains(&w.to_ascii_lowercase().as_str())) {
+            problems.push(format!(
+                "{name}.lua: ARGV[{}] {arg:?} names an instant ({w}); pass a duration named *_ms and take now from now_ms()",
+                i + 1
+            ));
+        }
+    }
+    let code: String = body
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (prefix, declared, repeat) in [
+        ("KEYS[", header.keys.len(), header.keys_repeat),
+        ("ARGV[", header.argv.len(), header.argv_repeat),
+    ] {
+        for (pos, _) in code.match_indices(prefix) {
+            let rest = &code[pos + prefix.len()..];
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if let Ok(n) = digits.parse::<usize>() {
+                if n == 0 || (n > declared && !repeat) {
+                    problems.push(format!("{name}.lua: uses {prefix}{n}] but declares {declared}"));
+                }
+            }
+        }
+    }
+    for banned in ["redis.call", "redis.pcall", "'TIME'", "\"TIME\""] {
+        if code.contains(banned) {
+            problems.push(format!(
+                "{name}.lua: uses {banned}; go through call()/try_call() and now_ms() of the guard"
+            ));
+        }
+    }
+    problems
+}
+
+macro_rules! scripts {
+    ($($(#[$doc:meta])* $ident:ident => $file:literal,)*) => {
+        $( $(#[$doc])* pub static $ident: Script = Script::new($file, include_str!(concat!("../lua/", $file, ".lua")));)*
+        /// Every script in `lua/`.
+        pub static ALL: &[&Script] = &[$(&$ident),*];
+    };
+}
+
+scripts! {
+    /// Writes the wire version on first connect, returns the stored one.
+    VERSION_CHECK => "version_check",
+    /// Leases a node id for minting job ids.
+    NODE_ACQUIRE => "node_acquire",
+    /// Renews a node-id lease.
+    NODE_RENEW => "node_renew",
+    /// Releases a node-id lease.
+    NODE_RELEASE => "node_release",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_parses() {
+        let h = parse_header(
+            "-- x: does a thing\n-- KEYS[1] wait  the list\n-- KEYS[2..] job  per job\n-- ARGV[1] ttl_ms\nlocal x = 1\n-- KEYS[9] not header",
+        )
+        .unwrap();
+        assert_eq!(h.keys, vec!["wait", "job"]);
+        assert!(h.keys_repeat);
+        assert_eq!(h.argv, vec!["ttl_ms"]);
+        assert!(!h.argv_repeat);
+        assert!(parse_header("-- KEYS[2] skipped\n").is_err());
+    }
+
+    #[test]
+    fn lint_catches_each_breach() {
+        let bad = "-- x\n-- KEYS[1] wait\n-- ARGV[1] now\n-- ARGV[2] due_at\nredis.call('GET', KEYS[2])\nlocal t = call('TIME')\nreturn ARGV[3]";
+        let p = lint("x", bad);
+        assert!(p.iter().any(|m| m.contains("ARGV[1] \"now\"")), "{p:?}");
+        assert!(p.iter().any(|m| m.contains("ARGV[2] \"due_at\"")), "{p:?}");
+        assert!(p.iter().any(|m| m.contains("KEYS[2]")), "{p:?}");
+        assert!(p.iter().any(|m| m.contains("ARGV[3]")), "{p:?}");
+        assert!(p.iter().any(|m| m.contains("redis.call")), "{p:?}");
+        assert!(p.iter().any(|m| m.contains("'TIME'")), "{p:?}");
+        let good = "-- x\n-- KEYS[1] wait\n-- ARGV[1] delay_ms\nreturn call('LLEN', KEYS[1]) + ARGV[1]";
+        assert!(lint("x", good).is_empty());
+    }
+
+    #[test]
+    fn every_shipped_script_passes_lint() {
+        for s in ALL {
+            let p = lint(s.name(), s.body());
+            assert!(p.is_empty(), "{p:?}");
+        }
+    }
+}

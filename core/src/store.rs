@@ -1,0 +1,262 @@
+//! The connection to the datastore: standalone or cluster behind one type, the guard mode, the wire
+//! version check, and script loading.
+//!
+//! [`Store::connect`] takes one URL (standalone, or a cluster node: it asks the server and switches to
+//! a cluster client when `cluster_enabled:1`) or several seed URLs (a cluster). `rediss://` URLs use
+//! TLS (with an optional private CA); a user and password in the URL authenticate with ACL. On
+//! connect it writes `{emq}:version` if absent and refuses a keyspace of another wire version.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::keyspace::{CoreKey, Key};
+use crate::script::{self, Script};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The keyspace wire version this core reads and writes.
+pub const WIRE_VERSION: u32 = 2;
+
+/// How to reach the datastore.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// One URL (standalone or any cluster node) or several cluster seed URLs.
+    pub urls: Vec<String>,
+    /// Run every script with the undeclared-key guard. Default: on when `EMQ_GUARD=1`.
+    pub guarded: bool,
+    /// PEM of a private CA for `rediss://` (else the system's roots).
+    pub ca_cert_pem: Option<Vec<u8>>,
+    /// Deadline for one non-blocking command.
+    pub response_timeout: Duration,
+    /// Deadline for opening a connection.
+    pub connect_timeout: Duration,
+}
+
+impl ConnectOptions {
+    /// Options for one URL.
+    pub fn new(url: impl Into<String>) -> ConnectOptions {
+        ConnectOptions::seeds([url.into()])
+    }
+
+    /// Options for several cluster seed URLs.
+    pub fn seeds<I: IntoIterator<Item = S>, S: Into<String>>(urls: I) -> ConnectOptions {
+        ConnectOptions {
+            urls: urls.into_iter().map(Into::into).collect(),
+            guarded: std::env::var("EMQ_GUARD").map(|v| v == "1").unwrap_or(false),
+            ca_cert_pem: None,
+            response_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Sets guarded mode.
+    pub fn guarded(mut self, on: bool) -> ConnectOptions {
+        self.guarded = on;
+        self
+    }
+
+    /// Trusts a private CA (PEM) for `rediss://`.
+    pub fn ca_cert_pem(mut self, pem: Vec<u8>) -> ConnectOptions {
+        self.ca_cert_pem = Some(pem);
+        self
+    }
+}
+
+/// Which kind of deployment the store talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// One server (Redis, Valkey, Dragonfly).
+    Standalone,
+    /// A Redis Cluster.
+    Cluster,
+}
+
+/// A shared connection: cheap to clone, safe to use from many tasks (never for blocking commands).
+#[derive(Clone)]
+pub enum Conn {
+    /// A multiplexed connection to one server.
+    Single(MultiplexedConnection),
+    /// A cluster connection routing by slot.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+struct Inner {
+    options: ConnectOptions,
+    topology: Topology,
+    single: Option<redis::Client>,
+}
+
+/// A connected datastore.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+    conn: Conn,
+}
+
+fn client_for(url: &str, opts: &ConnectOptions) -> Result<redis::Client> {
+    let bad_url = |e: redis::RedisError| {
+        Error::new(
+            ErrorCode::InvalidOption,
+            format!("cannot use the URL {url:?}: {e}"),
+        )
+    };
+    match &opts.ca_cert_pem {
+        Some(pem) if url.starts_with("rediss://") => redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem.clone()),
+            },
+        )
+        .map_err(bad_url),
+        _ => redis::Client::open(url).map_err(bad_url),
+    }
+}
+
+impl Store {
+    /// Connects, detects the topology, and checks the wire version.
+    pub async fn connect(options: ConnectOptions) -> Result<Store> {
+        let first = options.urls.first().ok_or_else(|| {
+            Error::new(ErrorCode::InvalidOption, "no datastore URL was given")
+        })?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(Some(options.response_timeout))
+            .set_connection_timeout(Some(options.connect_timeout));
+        let mut is_cluster = options.urls.len() > 1;
+        let mut single = None;
+        let mut conn = None;
+        if !is_cluster {
+            let client = client_for(first, &options)?;
+            let mut c = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut c).await?;
+            is_cluster = info.contains("cluster_enabled:1");
+            if !is_cluster {
+                conn = Some(Conn::Single(c));
+                single = Some(client);
+            }
+        }
+        if is_cluster {
+            let mut builder = ClusterClient::builder(options.urls.clone())
+                .response_timeout(options.response_timeout)
+                .connection_timeout(options.connect_timeout);
+            if let Some(pem) = &options.ca_cert_pem {
+                builder = builder.certs(redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                });
+            }
+            let client = builder.build()?;
+            conn = Some(Conn::Cluster(client.get_async_connection().await?));
+        }
+        let store = Store {
+            inner: Arc::new(Inner {
+                topology: if is_cluster {
+                    Topology::Cluster
+                } else {
+                    Topology::Standalone
+                },
+                options,
+                single,
+            }),
+            conn: conn.expect("one branch connected"),
+        };
+        store.check_version().await?;
+        Ok(store)
+    }
+
+    async fn check_version(&self) -> Result<()> {
+        let stored: String = script::VERSION_CHECK
+            .prepare()
+            .key(&CoreKey::Version.key())
+            .arg(WIRE_VERSION)
+            .invoke(self)
+            .await?;
+        if stored != WIRE_VERSION.to_string() {
+            return Err(Error::new(
+                ErrorCode::IncompatibleVersion,
+                format!(
+                    "{} holds wire version {stored:?}, this emq speaks {WIRE_VERSION}; use an emq of \
+                     that version, or another datastore (or database number) for this one",
+                    CoreKey::Version.key()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// True when scripts run under the undeclared-key guard.
+    pub fn guarded(&self) -> bool {
+        self.inner.options.guarded
+    }
+
+    /// Standalone or cluster.
+    pub fn topology(&self) -> Topology {
+        self.inner.topology
+    }
+
+    /// The options it was connected with.
+    pub fn options(&self) -> &ConnectOptions {
+        &self.inner.options
+    }
+
+    /// A handle on the shared connection (cheap; never use it for a blocking command).
+    pub fn conn(&self) -> Conn {
+        self.conn.clone()
+    }
+
+    /// The standalone client, to open dedicated connections.
+    pub(crate) fn single_client(&self) -> Option<&redis::Client> {
+        self.inner.single.as_ref()
+    }
+
+    /// Loads `script` on the node that owns `key` (every node when no key is given, or on a cluster).
+    pub async fn load_script(&self, script: &Script, _key: Option<&Key>) -> Result<()> {
+        let mut conn = self.conn();
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script.source(self.guarded()))
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Loads every script (on a cluster: on every node).
+    pub async fn load_all_scripts(&self) -> Result<()> {
+        for s in script::ALL {
+            self.load_script(s, None).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,93 @@
+-- guard: the one place a script reaches the datastore, and its only clock.
+--
+-- Every script calls `call(...)` / `try_call(...)` instead of redis.call / redis.pcall, and `now_ms()`
+-- for "now". The loader puts this file in front of each script, after setting EMQ_GUARDED. In guarded
+-- mode (on in every test run, an option for users) `call` resolves the key arguments of the command
+-- from EMQ_KEYSPEC (generated from COMMAND INFO, see keyspec.lua) and fails the script with an
+-- `undeclared_key` error naming any key that is not exactly one of KEYS. Unguarded, `call` is
+-- redis.call itself: no cost on the hot path.
+-- KEYS: none of its own. ARGV: none of its own.
+
+local function emq_guard_check(argv)
+  local declared = {}
+  for i = 1, #KEYS do declared[KEYS[i]] = true end
+  local name = string.lower(tostring(argv[1]))
+  local spec = EMQ_KEYSPEC[name]
+  if spec == 'container' then
+    name = name .. '|' .. string.lower(tostring(argv[2]))
+    spec = EMQ_KEYSPEC[name]
+  end
+  if spec == nil then
+    error({err = 'undeclared_key guard does not know the command ' .. name})
+  end
+  local positions = {}
+  local n = #argv - 1 -- argument positions exclude the command name, as in COMMAND INFO
+  local function add(p) if p >= 1 and p <= n then positions[#positions + 1] = p end end
+  local resolver = spec[4]
+  if resolver == nil then
+    local first, last, step = spec[1], spec[2], spec[3]
+    if first > 0 then
+      if last < 0 then last = n + 1 + last end
+      for p = first, last, step do add(p) end
+    end
+  elseif resolver == 'numkeys1' or resolver == 'numkeys2' then
+    -- numkeys at argument 1 (ZUNION, LMPOP, …) or 2 (BLMPOP, BZMPOP); keys follow it
+    local at = (resolver == 'numkeys1') and 1 or 2
+    local count = tonumber(argv[at + 1]) or 0
+    for p = at + 1, at + count do add(p) end
+  elseif resolver == 'dest_numkeys' then
+    -- ZUNIONSTORE dest numkeys key…
+    add(1)
+    local count = tonumber(argv[3]) or 0
+    for p = 3, 2 + count do add(p) end
+  elseif resolver == 'streams' then
+    -- XREAD … STREAMS k1 k2 id1 id2
+    for p = 1, n do
+      if string.upper(tostring(argv[p + 1])) == 'STREAMS' then
+        local count = math.floor((n - p) / 2)
+        for q = p + 1, p + count do add(q) end
+        break
+      end
+    end
+  elseif resolver == 'store' then
+    -- SORT key … STORE dest; GEORADIUS key … STORE|STOREDIST dest
+    add(1)
+    for p = 2, n - 1 do
+      local word = string.upper(tostring(argv[p + 1]))
+      if word == 'STORE' or word == 'STOREDIST' then add(p + 1) end
+    end
+  else
+    error({err = 'undeclared_key guard cannot resolve the keys of ' .. name})
+  end
+  for _, p in ipairs(positions) do
+    local key = argv[p + 1]
+    if not declared[key] then
+      error({err = 'undeclared_key ' .. tostring(key) .. ' (argument ' .. p .. ' of ' .. name ..
+        ') is not in KEYS; declare every key a script touches'})
+    end
+  end
+end
+
+local call = redis.call
+local try_call = redis.pcall
+if EMQ_GUARDED then
+  call = function(...)
+    emq_guard_check({...})
+    return redis.call(...)
+  end
+  try_call = function(...)
+    emq_guard_check({...})
+    return redis.pcall(...)
+  end
+end
+
+-- The server's clock in milliseconds: the only "now" a script may use.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Raises a coded error (`<code> <message>`), which the core maps to its error enum.
+local function fail(code, message)
+  error({err = code .. ' ' .. message})
+end
