@@ -9,7 +9,7 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::keyspace::{CoreKey, Key};
 use crate::script::{self, Script};
-use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
@@ -76,8 +76,8 @@ pub enum Topology {
 /// A shared connection: cheap to clone, safe to use from many tasks (never for blocking commands).
 #[derive(Clone)]
 pub enum Conn {
-    /// A multiplexed connection to one server.
-    Single(MultiplexedConnection),
+    /// A multiplexed connection to one server that reconnects by itself.
+    Single(ConnectionManager),
     /// A cluster connection routing by slot.
     Cluster(ClusterConnection),
 }
@@ -157,12 +157,21 @@ impl Store {
         let mut conn = None;
         if !is_cluster {
             let client = client_for(first, &options)?;
-            let mut c = client
+            let mut probe = client
                 .get_multiplexed_async_connection_with_config(&config)
                 .await?;
-            let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut c).await?;
+            let info: String = redis::cmd("INFO")
+                .arg("cluster")
+                .query_async(&mut probe)
+                .await?;
             is_cluster = info.contains("cluster_enabled:1");
             if !is_cluster {
+                let manager = ConnectionManagerConfig::new()
+                    .set_response_timeout(Some(options.response_timeout))
+                    .set_connection_timeout(Some(options.connect_timeout))
+                    .set_number_of_retries(3)
+                    .set_max_delay(Duration::from_secs(2));
+                let c = ConnectionManager::new_with_config(client.clone(), manager).await?;
                 conn = Some(Conn::Single(c));
                 single = Some(client);
             }
