@@ -163,7 +163,9 @@ impl redis::ToRedisArgs for Key {
 pub enum Family {
     /// LIST of job ids ready to run, oldest at the right (LPUSH in, RPOP out).
     Wait,
-    /// LIST of job ids leased to a worker.
+    /// ZSET of job ids leased to a worker, scored by lease expiry (server ms). v1 kept a LIST and a
+    /// per-job lock string; an ordered lease index lets the stalled sweep select expired leases
+    /// from one declared key.
     Active,
     /// LIST of job ids waiting while the queue is paused.
     Paused,
@@ -177,7 +179,7 @@ pub enum Family {
     Failed,
     /// ZSET of parent job ids waiting for their children.
     WaitingChildren,
-    /// SET of active job ids whose lease expired, pending the sweep.
+    /// SET of job ids whose lease expired, moved out of `active` by the sweep, pending recovery.
     Stalled,
     /// STREAM of lifecycle events.
     Events,
@@ -185,7 +187,8 @@ pub enum Family {
     Meta,
     /// HASH from a user's dedup key (data) to the job id holding it.
     Dedup,
-    /// ZSET of active job ids by lease expiry (server ms); the sweep reads it.
+    /// HASH from an active job id to its lease token (replaces v1's per-job `:lock` string, which a
+    /// select-then-claim fetch could not write without touching undeclared keys).
     Leases,
     /// STRING lock that lets one worker at a time run the stalled sweep.
     Sweep,
@@ -237,16 +240,16 @@ impl Family {
     /// The datastore type behind the key.
     pub const fn redis_type(self) -> &'static str {
         match self {
-            Family::Wait | Family::Active | Family::Paused | Family::Marker => "list",
-            Family::Delayed
+            Family::Wait | Family::Paused | Family::Marker => "list",
+            Family::Active
+            | Family::Delayed
             | Family::Prioritized
             | Family::Completed
             | Family::Failed
-            | Family::WaitingChildren
-            | Family::Leases => "zset",
+            | Family::WaitingChildren => "zset",
             Family::Stalled => "set",
             Family::Events => "stream",
-            Family::Meta | Family::Dedup => "hash",
+            Family::Meta | Family::Dedup | Family::Leases => "hash",
             Family::Sweep => "string",
         }
     }
@@ -255,23 +258,20 @@ impl Family {
 /// The parts of one job, each `emq:{q}:<jobId>[:<part>]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum JobPart {
-    /// HASH: name, data, options, state, attempts, result, failure, stamps.
+    /// HASH: name, data, options, attempts, result, failure, stamps.
     Record,
-    /// STRING: the current lease token, expiring with the lease.
-    Lock,
     /// LIST: the job's log lines.
     Logs,
 }
 
 impl JobPart {
     /// Every part.
-    pub const ALL: [JobPart; 3] = [JobPart::Record, JobPart::Lock, JobPart::Logs];
+    pub const ALL: [JobPart; 2] = [JobPart::Record, JobPart::Logs];
 
     /// The `<part>` suffix ("" for the record itself).
     pub const fn suffix(self) -> &'static str {
         match self {
             JobPart::Record => "",
-            JobPart::Lock => "lock",
             JobPart::Logs => "logs",
         }
     }

@@ -8,6 +8,7 @@
 //! - [`store`]: the connection (standalone or cluster), TLS/ACL, the wire-version check;
 //! - [`error`]: one error type with stable codes.
 
+pub mod embedded;
 pub mod error;
 pub mod job_id;
 pub mod keyspace;
