@@ -182,7 +182,10 @@ mod tests {
             assert_eq!(JobId::parse(&t).unwrap(), id);
         }
         let id = JobId::from_parts(123_456, 7, 9);
-        assert_eq!((id.unix_ms() - EPOCH_MS, id.node(), id.seq()), (123_456, 7, 9));
+        assert_eq!(
+            (id.unix_ms() - EPOCH_MS, id.node(), id.seq()),
+            (123_456, 7, 9)
+        );
     }
 
     #[test]
@@ -206,7 +209,15 @@ mod tests {
         }
         // A single changed character is caught unless the check digits collide (1 in 1024).
         assert!(rejected * 1000 >= tried * 998, "{rejected}/{tried}");
-        for s in ["", "j", &good.to_uppercase(), &good[..15], &format!("{good}0"), "12345", "orders"] {
+        for s in [
+            "",
+            "j",
+            &good.to_uppercase(),
+            &good[..15],
+            &format!("{good}0"),
+            "12345",
+            "orders",
+        ] {
             let e = JobId::parse(s).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidJobId, "{s:?}");
         }

@@ -43,7 +43,10 @@ impl QueueName {
     pub fn new(name: &str) -> Result<QueueName> {
         let tag = match name.strip_prefix('{') {
             Some(rest) => rest.strip_suffix('}').ok_or_else(|| {
-                invalid(name, "a braced name must be exactly `{name}` (unbalanced `{`)")
+                invalid(
+                    name,
+                    "a braced name must be exactly `{name}` (unbalanced `{`)",
+                )
             })?,
             None => name,
         };
@@ -123,6 +126,64 @@ impl std::str::FromStr for QueueName {
     type Err = Error;
     fn from_str(s: &str) -> Result<QueueName> {
         QueueName::new(s)
+    }
+}
+
+/// Every queue-wide key of one queue, built once.
+#[derive(Clone, Debug)]
+pub struct QueueKeys {
+    /// `emq:{q}:wait`
+    pub wait: Key,
+    /// `emq:{q}:active`
+    pub active: Key,
+    /// `emq:{q}:paused`
+    pub paused: Key,
+    /// `emq:{q}:delayed`
+    pub delayed: Key,
+    /// `emq:{q}:prioritized`
+    pub prioritized: Key,
+    /// `emq:{q}:completed`
+    pub completed: Key,
+    /// `emq:{q}:failed`
+    pub failed: Key,
+    /// `emq:{q}:waiting-children`
+    pub waiting_children: Key,
+    /// `emq:{q}:stalled`
+    pub stalled: Key,
+    /// `emq:{q}:events`
+    pub events: Key,
+    /// `emq:{q}:meta`
+    pub meta: Key,
+    /// `emq:{q}:dedup`
+    pub dedup: Key,
+    /// `emq:{q}:leases`
+    pub leases: Key,
+    /// `emq:{q}:sweep`
+    pub sweep: Key,
+    /// `emq:{q}:marker`
+    pub marker: Key,
+}
+
+impl QueueName {
+    /// All queue-wide keys of this queue.
+    pub fn keys(&self) -> QueueKeys {
+        QueueKeys {
+            wait: self.key(Family::Wait),
+            active: self.key(Family::Active),
+            paused: self.key(Family::Paused),
+            delayed: self.key(Family::Delayed),
+            prioritized: self.key(Family::Prioritized),
+            completed: self.key(Family::Completed),
+            failed: self.key(Family::Failed),
+            waiting_children: self.key(Family::WaitingChildren),
+            stalled: self.key(Family::Stalled),
+            events: self.key(Family::Events),
+            meta: self.key(Family::Meta),
+            dedup: self.key(Family::Dedup),
+            leases: self.key(Family::Leases),
+            sweep: self.key(Family::Sweep),
+            marker: self.key(Family::Marker),
+        }
     }
 }
 
@@ -330,10 +391,17 @@ mod tests {
         ] {
             let err = QueueName::new(name).unwrap_err();
             assert_eq!(err.code(), ErrorCode::InvalidQueueName, "{name:?}");
-            assert!(err.message().contains(needle), "{name:?}: {}", err.message());
+            assert!(
+                err.message().contains(needle),
+                "{name:?}: {}",
+                err.message()
+            );
         }
         let long = "x".repeat(MAX_QUEUE_NAME_BYTES + 1);
-        assert!(QueueName::new(&long).unwrap_err().message().contains("longer"));
+        assert!(QueueName::new(&long)
+            .unwrap_err()
+            .message()
+            .contains("longer"));
         assert!(QueueName::new(&"x".repeat(MAX_QUEUE_NAME_BYTES)).is_ok());
         assert!(QueueName::new("zahlungen-ü-支払い").is_ok());
     }

@@ -6,20 +6,35 @@
 //!   node-id lease on the server's clock;
 //! - [`script`]: the Lua scripts of `lua/`, their headers, the undeclared-key guard, EVALSHA;
 //! - [`store`]: the connection (standalone or cluster), TLS/ACL, the wire-version check;
+//! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
+//! - [`events`]: the events stream; [`audit`]: the invariant check;
+//! - [`embedded`]: the private redis-server used when no URL is given;
 //! - [`error`]: one error type with stable codes.
 
+pub mod audit;
 pub mod embedded;
 pub mod error;
+pub mod events;
+pub mod handler;
+pub mod job;
 pub mod job_id;
 pub mod keyspace;
 pub mod minter;
+pub mod options;
+pub mod queue;
 pub mod script;
 pub mod slot;
 pub mod store;
 pub mod task;
+pub mod worker;
 
 pub use error::{Error, ErrorCode, Result};
+pub use handler::{Handler, HandlerError, HandlerResult, JobContext};
+pub use job::{Counts, Job, JobState};
 pub use job_id::JobId;
 pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
 pub use minter::IdMinter;
+pub use options::{Backoff, JobOptions, Retention};
+pub use queue::{NewJob, Queue};
 pub use store::{ConnectOptions, Store, Topology};
+pub use worker::{Worker, WorkerHandle, WorkerOptions, WorkerStats};

@@ -92,7 +92,10 @@ impl Inner {
                 Ok(())
             }
             Err(e) if e.code() == ErrorCode::NodeLeaseLost => {
-                tracing::warn!(node, "lost the node-id lease; minting stops until a new one");
+                tracing::warn!(
+                    node,
+                    "lost the node-id lease; minting stops until a new one"
+                );
                 self.state.lock().expect("minter state").node = None;
                 self.acquire().await
             }

@@ -18,6 +18,8 @@ use std::sync::OnceLock;
 
 const GUARD: &str = include_str!("../lua/lib/guard.lua");
 const KEYSPEC: &str = include_str!("../lua/lib/keyspec.lua");
+/// Library files a script may pull in with a `-- uses lib/<name>.lua` header line.
+const LIBS: &[(&str, &str)] = &[("lib/claim.lua", include_str!("../lua/lib/claim.lua"))];
 
 /// A script's declared interface, read from its header.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,6 +116,17 @@ pub fn assemble(body: &str, guarded: bool) -> String {
     s.push('\n');
     s.push_str(GUARD);
     s.push('\n');
+    for line in body.lines().take_while(|l| l.starts_with("--")) {
+        if let Some(lib) = line.strip_prefix("-- uses ") {
+            let lib = lib.trim();
+            let (_, text) = LIBS
+                .iter()
+                .find(|(name, _)| *name == lib)
+                .unwrap_or_else(|| panic!("unknown library {lib:?} in a script header"));
+            s.push_str(text);
+            s.push('\n');
+        }
+    }
     s.push_str(body);
     s
 }
@@ -142,7 +155,9 @@ fn parse_header(body: &str) -> Result<Header, String> {
                 Some(i) => (i, true),
                 None => (&after[..close], false),
             };
-            let index: usize = index.parse().map_err(|_| format!("bad index in {line:?}"))?;
+            let index: usize = index
+                .parse()
+                .map_err(|_| format!("bad index in {line:?}"))?;
             if *repeat {
                 return Err(format!("{line:?} follows a repeating group"));
             }
@@ -256,11 +271,22 @@ impl Invocation {
     }
 }
 
-
 /// Words that name an instant; an ARGV entry may not carry one (scripts take "now" from `TIME`).
 const INSTANT_WORDS: &[&str] = &[
-    "now", "time", "timestamp", "ts", "at", "deadline", "until", "expiry", "expires", "due", "when",
-    "epoch", "date", "clock",
+    "now",
+    "time",
+    "timestamp",
+    "ts",
+    "at",
+    "deadline",
+    "until",
+    "expiry",
+    "expires",
+    "due",
+    "when",
+    "epoch",
+    "date",
+    "clock",
 ];
 
 /// Checks a script's text against the wire rules that can be read off it, returning each breach:
@@ -277,7 +303,10 @@ pub fn lint(name: &str, body: &str) -> Vec<String> {
     }
     for (i, arg) in header.argv.iter().enumerate() {
         let words: Vec<&str> = arg.split(|c: char| c == '_' || c == '-').collect();
-        if let Some(w) = words.iter().find(|w| INSTANT_WORDS.contains(&w.to_ascii_lowercase().as_str())) {
+        if let Some(w) = words
+            .iter()
+            .find(|w| INSTANT_WORDS.contains(&w.to_ascii_lowercase().as_str()))
+        {
             problems.push(format!(
                 "{name}.lua: ARGV[{}] {arg:?} names an instant ({w}); pass a duration named *_ms and take now from now_ms()",
                 i + 1
@@ -298,7 +327,9 @@ pub fn lint(name: &str, body: &str) -> Vec<String> {
             let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
             if let Ok(n) = digits.parse::<usize>() {
                 if n == 0 || (n > declared && !repeat) {
-                    problems.push(format!("{name}.lua: uses {prefix}{n}] but declares {declared}"));
+                    problems.push(format!(
+                        "{name}.lua: uses {prefix}{n}] but declares {declared}"
+                    ));
                 }
             }
         }
@@ -330,6 +361,40 @@ scripts! {
     NODE_RENEW => "node_renew",
     /// Releases a node-id lease.
     NODE_RELEASE => "node_release",
+    /// Adds one job.
+    ADD => "add",
+    /// Leases ready jobs to a worker.
+    CLAIM => "claim",
+    /// Completes a job and leases the next ones.
+    COMPLETE => "complete",
+    /// Fails a job: retry or move to failed.
+    FAIL => "fail",
+    /// Renews leases of in-flight jobs.
+    RENEW => "renew",
+    /// Gives unfinished jobs back on shutdown.
+    RELEASE => "release",
+    /// Selects stalled jobs (one sweeper at a time).
+    SWEEP => "sweep",
+    /// Recovers one stalled job.
+    RECOVER => "recover",
+    /// Reads a job and its state.
+    JOB_STATE => "job_state",
+    /// Removes one job.
+    REMOVE_JOB => "remove_job",
+    /// Selects finished jobs to trim or clean.
+    SELECT_FINISHED => "select_finished",
+    /// Pauses a queue.
+    PAUSE => "pause",
+    /// Resumes a queue.
+    RESUME => "resume",
+    /// Records progress.
+    PROGRESS => "progress",
+    /// Appends a log line.
+    LOG => "log",
+    /// Retries a failed job.
+    RETRY_JOB => "retry_job",
+    /// Promotes a delayed job.
+    PROMOTE_JOB => "promote_job",
 }
 
 #[cfg(test)]
@@ -359,7 +424,8 @@ mod tests {
         assert!(p.iter().any(|m| m.contains("ARGV[3]")), "{p:?}");
         assert!(p.iter().any(|m| m.contains("redis.call")), "{p:?}");
         assert!(p.iter().any(|m| m.contains("'TIME'")), "{p:?}");
-        let good = "-- x\n-- KEYS[1] wait\n-- ARGV[1] delay_ms\nreturn call('LLEN', KEYS[1]) + ARGV[1]";
+        let good =
+            "-- x\n-- KEYS[1] wait\n-- ARGV[1] delay_ms\nreturn call('LLEN', KEYS[1]) + ARGV[1]";
         assert!(lint("x", good).is_empty());
     }
 

@@ -44,7 +44,9 @@ impl ConnectOptions {
     pub fn seeds<I: IntoIterator<Item = S>, S: Into<String>>(urls: I) -> ConnectOptions {
         ConnectOptions {
             urls: urls.into_iter().map(Into::into).collect(),
-            guarded: std::env::var("EMQ_GUARD").map(|v| v == "1").unwrap_or(false),
+            guarded: std::env::var("EMQ_GUARD")
+                .map(|v| v == "1")
+                .unwrap_or(false),
             ca_cert_pem: None,
             response_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
@@ -146,9 +148,10 @@ fn client_for(url: &str, opts: &ConnectOptions) -> Result<redis::Client> {
 impl Store {
     /// Connects, detects the topology, and checks the wire version.
     pub async fn connect(options: ConnectOptions) -> Result<Store> {
-        let first = options.urls.first().ok_or_else(|| {
-            Error::new(ErrorCode::InvalidOption, "no datastore URL was given")
-        })?;
+        let first = options
+            .urls
+            .first()
+            .ok_or_else(|| Error::new(ErrorCode::InvalidOption, "no datastore URL was given"))?;
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connect_timeout));
@@ -245,9 +248,68 @@ impl Store {
         self.conn.clone()
     }
 
-    /// The standalone client, to open dedicated connections.
-    pub(crate) fn single_client(&self) -> Option<&redis::Client> {
-        self.inner.single.as_ref()
+    /// A dedicated connection to the node that owns `key`, with no response deadline: the only kind
+    /// of connection that may carry a blocking command (BRPOP, XREAD BLOCK). One per blocking loop.
+    pub async fn blocking_connection(
+        &self,
+        key: &Key,
+    ) -> Result<redis::aio::MultiplexedConnection> {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(self.inner.options.connect_timeout));
+        let client = match &self.inner.single {
+            Some(c) => c.clone(),
+            None => {
+                let url = self.node_url_for(key.slot()).await?;
+                client_for(&url, &self.inner.options)?
+            }
+        };
+        Ok(client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?)
+    }
+
+    /// The URL of the cluster master that owns `slot`, with the seed URL's scheme and credentials.
+    async fn node_url_for(&self, slot: u16) -> Result<String> {
+        let mut conn = self.conn();
+        let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut conn)
+            .await?;
+        for range in slots {
+            let redis::Value::Array(parts) = range else {
+                continue;
+            };
+            let (
+                Some(redis::Value::Int(lo)),
+                Some(redis::Value::Int(hi)),
+                Some(redis::Value::Array(master)),
+            ) = (parts.first(), parts.get(1), parts.get(2))
+            else {
+                continue;
+            };
+            if (*lo..=*hi).contains(&(slot as i64)) {
+                let host = match master.first() {
+                    Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).to_string(),
+                    Some(redis::Value::SimpleString(s)) => s.clone(),
+                    _ => continue,
+                };
+                let Some(redis::Value::Int(port)) = master.get(1) else {
+                    continue;
+                };
+                let seed = &self.inner.options.urls[0];
+                let (scheme, rest) = seed.split_once("://").unwrap_or(("redis", seed));
+                let creds = rest
+                    .split_once('@')
+                    .map(|(c, _)| format!("{c}@"))
+                    .unwrap_or_default();
+                return Ok(format!("{scheme}://{creds}{host}:{port}"));
+            }
+        }
+        Err(Error::new(
+            ErrorCode::ServerUnavailable,
+            format!("no cluster node owns slot {slot}; is the cluster healthy?"),
+        ))
     }
 
     /// Loads `script` on the node that owns `key` (every node when no key is given, or on a cluster).
@@ -267,5 +329,37 @@ impl Store {
             self.load_script(s, None).await?;
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// Sends many script calls in one pipelined round trip (EVALSHA each); after NOSCRIPT, loads the
+    /// scripts involved and resends once. Only for calls that are safe to repeat.
+    pub async fn pipeline<T: redis::FromRedisValue>(
+        &self,
+        calls: &[crate::script::Invocation],
+    ) -> Result<Vec<T>> {
+        let guarded = self.guarded();
+        let mut pipe = redis::pipe();
+        for c in calls {
+            c.check()?;
+            pipe.add_command(c.evalsha(guarded));
+        }
+        let mut conn = self.conn();
+        match pipe.query_async::<Vec<T>>(&mut conn).await {
+            Err(e)
+                if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+                    || e.to_string().contains("NoScript") =>
+            {
+                let mut seen = std::collections::HashSet::new();
+                for c in calls {
+                    if seen.insert(c.script().name()) {
+                        self.load_script(c.script(), None).await?;
+                    }
+                }
+                Ok(pipe.query_async::<Vec<T>>(&mut conn).await?)
+            }
+            other => Ok(other?),
+        }
     }
 }

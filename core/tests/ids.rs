@@ -14,7 +14,9 @@ const CHILD_ENV: &str = "EMQ_TEST_MINT_CHILD";
 /// Body of a child process: mints `count` ids and prints them, one per line.
 #[tokio::test]
 async fn mint_child() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let (url, count) = spec.split_once(',').unwrap();
     let count: usize = count.parse().unwrap();
     let store = emq::Store::connect(emq::ConnectOptions::new(url).guarded(true))

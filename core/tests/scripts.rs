@@ -7,19 +7,15 @@ mod common;
 use emq::script::{self, Script};
 use emq::{ConnectOptions, ErrorCode, Family, QueueName, Store};
 
-static BAD_ARGV_BASE: Script = Script::new(
-    "bad_argv_base",
-    include_str!("fixtures/bad_argv_base.lua"),
-);
+static BAD_ARGV_BASE: Script =
+    Script::new("bad_argv_base", include_str!("fixtures/bad_argv_base.lua"));
 static BAD_DECLARED_ROOT: Script = Script::new(
     "bad_declared_root",
     include_str!("fixtures/bad_declared_root.lua"),
 );
 static BAD_MOVABLE: Script = Script::new("bad_movable", include_str!("fixtures/bad_movable.lua"));
-static GOOD_DECLARED: Script = Script::new(
-    "good_declared",
-    include_str!("fixtures/good_declared.lua"),
-);
+static GOOD_DECLARED: Script =
+    Script::new("good_declared", include_str!("fixtures/good_declared.lua"));
 
 #[tokio::test]
 async fn guard_fails_keys_built_from_argv_or_a_declared_root() {
@@ -35,7 +31,10 @@ async fn guard_fails_keys_built_from_argv_or_a_declared_root() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::UndeclaredKey, "{topology}: {e}");
-        assert!(e.message().contains(&format!("{base}lock")), "{topology}: {e}");
+        assert!(
+            e.message().contains(&format!("{base}lock")),
+            "{topology}: {e}"
+        );
 
         let e = BAD_DECLARED_ROOT
             .prepare()
@@ -44,7 +43,10 @@ async fn guard_fails_keys_built_from_argv_or_a_declared_root() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::UndeclaredKey, "{topology}: {e}");
-        assert!(e.message().contains(&format!("{base}meta")), "{topology}: {e}");
+        assert!(
+            e.message().contains(&format!("{base}meta")),
+            "{topology}: {e}"
+        );
 
         let e = BAD_MOVABLE
             .prepare()
@@ -201,7 +203,9 @@ fn render_keyspec(reply: &redis::Value) -> String {
     let mut rows = Vec::new();
     fn walk(entries: &[Value], rows: &mut Vec<(String, String)>) {
         for e in entries {
-            let Value::Array(f) = e else { panic!("entry {e:?}") };
+            let Value::Array(f) = e else {
+                panic!("entry {e:?}")
+            };
             let name = text(&f[0]).to_lowercase();
             let flags: Vec<String> = match &f[2] {
                 Value::Array(a) => a.iter().map(text).collect(),
@@ -229,7 +233,9 @@ fn render_keyspec(reply: &redis::Value) -> String {
             rows.push((name, value));
         }
     }
-    let Value::Array(entries) = reply else { panic!("COMMAND reply {reply:?}") };
+    let Value::Array(entries) = reply else {
+        panic!("COMMAND reply {reply:?}")
+    };
     walk(entries, &mut rows);
     rows.sort();
     let mut out = String::from(

@@ -21,7 +21,10 @@ pub async fn cluster() -> Store {
 
 /// Both topologies, named, for tests that must pass on each.
 pub async fn both() -> Vec<(&'static str, Store)> {
-    vec![("standalone", standalone().await), ("cluster", cluster().await)]
+    vec![
+        ("standalone", standalone().await),
+        ("cluster", cluster().await),
+    ]
 }
 
 /// A queue name unique to this test run.

@@ -1,0 +1,158 @@
+//! The audit: checks a queue's invariants. Run it on a quiet queue (no worker or producer between
+//! its reads) — after a test, a chaos run, or by an operator (`emq audit`).
+//!
+//! Invariants: every job id is in exactly one state container; every id in a container has a
+//! record; every active job has a lease token and every token belongs to an active job (an active job
+//! whose lease expired is "stalled-pending", which is allowed); jobs added minus jobs deleted equals
+//! jobs held; every dedup entry points at a job that is waiting or active.
+
+use crate::error::Result;
+use crate::job_id::JobId;
+use crate::keyspace::JobPart;
+use crate::queue::Queue;
+use std::collections::{HashMap, HashSet};
+
+/// What the audit found.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct AuditReport {
+    /// Jobs held in any container.
+    pub jobs: u64,
+    /// Active jobs whose lease has expired (waiting for the sweep).
+    pub stalled_pending: u64,
+    /// Each broken invariant, in words.
+    pub problems: Vec<String>,
+}
+
+impl AuditReport {
+    /// True when no invariant is broken.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl Queue {
+    /// Checks the queue's invariants.
+    pub async fn audit(&self) -> Result<AuditReport> {
+        let k = self.keys();
+        let mut conn = self.store().conn();
+        let mut pipe = redis::pipe();
+        pipe.cmd("LRANGE").arg(&k.wait).arg(0).arg(-1);
+        pipe.cmd("LRANGE").arg(&k.paused).arg(0).arg(-1);
+        for z in [
+            &k.active,
+            &k.delayed,
+            &k.prioritized,
+            &k.completed,
+            &k.failed,
+            &k.waiting_children,
+        ] {
+            pipe.cmd("ZRANGE").arg(z).arg(0).arg(-1);
+        }
+        pipe.cmd("SMEMBERS").arg(&k.stalled);
+        let lists: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
+        let names = [
+            "wait",
+            "paused",
+            "active",
+            "delayed",
+            "prioritized",
+            "completed",
+            "failed",
+            "waiting-children",
+            "stalled",
+        ];
+        let mut report = AuditReport::default();
+        let mut seen: HashMap<String, &str> = HashMap::new();
+        for (name, ids) in names.iter().zip(&lists) {
+            for id in ids {
+                if let Some(other) = seen.insert(id.clone(), name) {
+                    report
+                        .problems
+                        .push(format!("job {id} is in {other} and in {name}"));
+                }
+            }
+        }
+        report.jobs = seen.len() as u64;
+        let mut ids = Vec::new();
+        for id in seen.keys() {
+            match JobId::parse(id) {
+                Ok(j) => ids.push(j),
+                Err(_) => report
+                    .problems
+                    .push(format!("{id:?} in a container is not a job id")),
+            }
+        }
+        for chunk in ids.chunks(1_000) {
+            let mut pipe = redis::pipe();
+            for id in chunk {
+                pipe.cmd("EXISTS")
+                    .arg(self.name().job_key(*id, JobPart::Record));
+            }
+            let exists: Vec<i64> = pipe.query_async(&mut conn).await?;
+            for (id, e) in chunk.iter().zip(exists) {
+                if e == 0 {
+                    report
+                        .problems
+                        .push(format!("job {id} is held but has no record"));
+                }
+            }
+        }
+        let leases: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&k.leases)
+            .query_async(&mut conn)
+            .await?;
+        let active: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&k.active)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await?;
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
+        let now = (secs * 1000 + micros / 1000) as f64;
+        let active_set: HashSet<&String> = active.iter().map(|(id, _)| id).collect();
+        for (id, expiry) in &active {
+            if !leases.contains_key(id) {
+                report
+                    .problems
+                    .push(format!("active job {id} has no lease token"));
+            }
+            if *expiry < now {
+                report.stalled_pending += 1;
+            }
+        }
+        for id in leases.keys() {
+            if !active_set.contains(id) {
+                report
+                    .problems
+                    .push(format!("lease token for {id}, which is not active"));
+            }
+        }
+        let meta: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&k.meta)
+            .query_async(&mut conn)
+            .await?;
+        let get = |f: &str| meta.get(f).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+        let (added, gone) = (get("added"), get("gone"));
+        if added - gone != report.jobs as i64 {
+            report.problems.push(format!(
+                "{added} jobs added and {gone} deleted, so {} should be held, but {} are",
+                added - gone,
+                report.jobs
+            ));
+        }
+        let dedup: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&k.dedup)
+            .query_async(&mut conn)
+            .await?;
+        for (key, id) in dedup {
+            match seen.get(&id) {
+                Some(&("wait" | "paused" | "active" | "delayed" | "prioritized" | "stalled")) => {}
+                other => report
+                    .problems
+                    .push(format!("dedup key {key:?} points at job {id} in {other:?}")),
+            }
+        }
+        Ok(report)
+    }
+}

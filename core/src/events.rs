@@ -1,0 +1,103 @@
+//! [`EventStream`]: a subscriber on a queue's events stream (`emq:{q}:events`).
+//!
+//! Every transition appends an entry (`ev` = added, delayed, active, completed, retrying, failed,
+//! stalled, released, removed, progress, paused, resumed; `id` = the job). The stream is capped
+//! (approximately) by the queue, so memory stays bounded. Reading blocks on a dedicated connection
+//! to the node that owns the queue, never on the shared one.
+
+use crate::error::Result;
+use crate::job_id::JobId;
+use crate::keyspace::Key;
+use crate::store::Store;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// One event.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Event {
+    /// The stream entry id (server ms and sequence).
+    pub stream_id: String,
+    /// What happened.
+    pub kind: String,
+    /// The job it happened to, when there is one.
+    pub job_id: Option<JobId>,
+    /// Every field of the entry.
+    pub fields: HashMap<String, String>,
+}
+
+/// Reads a queue's events in order.
+pub struct EventStream {
+    store: Store,
+    key: Key,
+    last: String,
+    conn: Option<redis::aio::MultiplexedConnection>,
+}
+
+impl EventStream {
+    pub(crate) async fn new(store: Store, key: Key, after: Option<String>) -> Result<EventStream> {
+        let last = match after {
+            Some(id) => id,
+            None => {
+                // Pin "now" to a concrete id, so no event is missed between two reads.
+                let newest: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+                    .arg(&key)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .query_async(&mut store.conn())
+                    .await?;
+                newest
+                    .first()
+                    .map(|e| e.0.clone())
+                    .unwrap_or_else(|| "0-0".into())
+            }
+        };
+        Ok(EventStream {
+            store,
+            key,
+            last,
+            conn: None,
+        })
+    }
+
+    /// The next events, waiting up to `wait` for the first one; empty when none came.
+    pub async fn next_batch(&mut self, wait: Duration, count: usize) -> Result<Vec<Event>> {
+        if self.conn.is_none() {
+            self.conn = Some(self.store.blocking_connection(&self.key).await?);
+        }
+        let conn = self.conn.as_mut().expect("connected");
+        let reply: redis::RedisResult<
+            Option<Vec<(String, Vec<(String, HashMap<String, String>)>)>>,
+        > = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(count)
+            .arg("BLOCK")
+            .arg(wait.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(&self.key)
+            .arg(&self.last)
+            .query_async(conn)
+            .await;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                self.conn = None;
+                return Err(e.into());
+            }
+        };
+        let mut out = Vec::new();
+        for (_, entries) in reply.unwrap_or_default() {
+            for (stream_id, fields) in entries {
+                self.last = stream_id.clone();
+                out.push(Event {
+                    kind: fields.get("ev").cloned().unwrap_or_default(),
+                    job_id: fields.get("id").and_then(|s| JobId::parse(s).ok()),
+                    stream_id,
+                    fields,
+                });
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,213 @@
+//! Job options and their validation: the one place a binding's numbers become durations and limits.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::job_id::JobId;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How long to wait before a failed job's next attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Backoff {
+    /// Retry at once.
+    None,
+    /// The same wait before every retry.
+    Fixed {
+        /// Wait in ms.
+        delay_ms: u64,
+    },
+    /// `delay * 2^(attempt-1)`, capped.
+    Exponential {
+        /// First wait in ms.
+        delay_ms: u64,
+        /// Largest wait in ms (0: no cap).
+        max_ms: u64,
+    },
+}
+
+impl Backoff {
+    /// The wait before the retry that follows `attempts_made` attempts, with up to `jitter` (0..=1)
+    /// of it taken off at random.
+    pub fn delay(&self, attempts_made: u32, jitter: f64) -> Duration {
+        let base = match *self {
+            Backoff::None => 0,
+            Backoff::Fixed { delay_ms } => delay_ms,
+            Backoff::Exponential { delay_ms, max_ms } => {
+                let exp = attempts_made.saturating_sub(1).min(40);
+                let d = delay_ms.saturating_mul(1u64 << exp);
+                if max_ms > 0 {
+                    d.min(max_ms)
+                } else {
+                    d
+                }
+            }
+        };
+        let cut = if jitter > 0.0 {
+            (base as f64 * jitter * rand::random::<f64>()) as u64
+        } else {
+            0
+        };
+        Duration::from_millis(base - cut.min(base))
+    }
+}
+
+/// Options of one job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobOptions {
+    /// Use this id (minted earlier by this or another process) instead of minting one: adding the
+    /// same id twice adds one job.
+    #[serde(skip)]
+    pub id: Option<JobId>,
+    /// Run no sooner than this after the server receives the job.
+    pub delay_ms: u64,
+    /// 0 for none; otherwise lower numbers run first (1 is the most urgent).
+    pub priority: u32,
+    /// Run before the jobs already waiting.
+    pub lifo: bool,
+    /// Most attempts (at least 1).
+    pub attempts: u32,
+    /// Wait between attempts.
+    pub backoff: Backoff,
+    /// Fraction (0..=1) of each backoff taken off at random, to spread retries.
+    pub jitter: f64,
+    /// Lease length for this job (0: the worker's).
+    pub lease_ms: u64,
+    /// Time limit for one run of the handler (0: none).
+    pub timeout_ms: u64,
+    /// Delete the job as soon as it completes (else the queue's retention applies).
+    pub remove_on_complete: bool,
+    /// Delete the job as soon as it finally fails (else the queue's retention applies).
+    pub remove_on_fail: bool,
+    /// While a job with this key is waiting or active, adding another returns the first one's id.
+    /// It is data (a field of the queue's dedup hash), never a key.
+    pub dedup: Option<String>,
+}
+
+impl Default for JobOptions {
+    fn default() -> JobOptions {
+        JobOptions {
+            id: None,
+            delay_ms: 0,
+            priority: 0,
+            lifo: false,
+            attempts: 1,
+            backoff: Backoff::None,
+            jitter: 0.0,
+            lease_ms: 0,
+            timeout_ms: 0,
+            remove_on_complete: false,
+            remove_on_fail: false,
+            dedup: None,
+        }
+    }
+}
+
+/// The largest priority (so that priority and order fit a ZSET score exactly).
+pub const MAX_PRIORITY: u32 = 2_097_151;
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorCode::InvalidOption, msg)
+}
+
+impl JobOptions {
+    /// Checks every option; bindings call [`millis`] first for their own number types.
+    pub fn validate(&self) -> Result<()> {
+        if self.attempts == 0 {
+            return Err(invalid("attempts must be at least 1".into()));
+        }
+        if self.priority > MAX_PRIORITY {
+            return Err(invalid(format!("priority must be at most {MAX_PRIORITY}")));
+        }
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(invalid(format!(
+                "jitter must be between 0 and 1, got {}",
+                self.jitter
+            )));
+        }
+        if let Some(d) = &self.dedup {
+            if d.is_empty() || d.len() > 512 {
+                return Err(invalid("dedup must be 1 to 512 bytes".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Converts a binding's duration in milliseconds (a float, possibly negative or NaN) into whole
+/// milliseconds, or an `invalid_option` error naming the option.
+pub fn millis(what: &str, ms: f64) -> Result<u64> {
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a finite, non-negative duration, got {ms}"
+        )));
+    }
+    if ms > 1e15 {
+        return Err(invalid(format!("{what} is too large: {ms} ms")));
+    }
+    Ok(ms.round() as u64)
+}
+
+/// How long finished jobs are kept (applied by workers in the background).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at most this many (None: no count limit).
+    pub count: Option<u64>,
+    /// Keep none older than this (None: no age limit).
+    pub age_ms: Option<u64>,
+}
+
+impl Retention {
+    /// Keep everything: memory grows without bound.
+    pub const KEEP_ALL: Retention = Retention {
+        count: None,
+        age_ms: None,
+    };
+    /// Default for completed jobs: the newest 1,000, none older than a day.
+    pub const COMPLETED: Retention = Retention {
+        count: Some(1_000),
+        age_ms: Some(24 * 3600 * 1000),
+    };
+    /// Default for failed jobs: the newest 10,000, none older than a week.
+    pub const FAILED: Retention = Retention {
+        count: Some(10_000),
+        age_ms: Some(7 * 24 * 3600 * 1000),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_and_millis() {
+        assert!(JobOptions::default().validate().is_ok());
+        let zero = JobOptions {
+            attempts: 0,
+            ..Default::default()
+        };
+        assert_eq!(
+            zero.validate().unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
+        assert_eq!(
+            millis("delay", -1.0).unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
+        assert!(millis("delay", f64::NAN).is_err());
+        assert_eq!(millis("delay", 1.6).unwrap(), 2);
+    }
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let b = Backoff::Exponential {
+            delay_ms: 100,
+            max_ms: 1_000,
+        };
+        assert_eq!(b.delay(1, 0.0).as_millis(), 100);
+        assert_eq!(b.delay(3, 0.0).as_millis(), 400);
+        assert_eq!(b.delay(10, 0.0).as_millis(), 1_000);
+        let j = b.delay(3, 0.5).as_millis();
+        assert!((200..=400).contains(&j));
+    }
+}

@@ -1,0 +1,648 @@
+//! [`Queue`]: the producer and operator side of one queue — add, read, count, list, pause, drain,
+//! clean, obliterate, progress, logs, remove, retry, promote, events and audit.
+//!
+//! Ids are minted here, before sending, so a retried add (after a timeout or a dropped connection)
+//! carries the same id and the add script makes it a no-op: an add never duplicates. Work on ids not
+//! known in advance (drain, clean, trim, obliterate) selects ids from the queue's containers first,
+//! then removes each with a script that declares that job's keys and re-checks its state.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::EventStream;
+use crate::job::{Counts, Job, JobState};
+use crate::job_id::JobId;
+use crate::keyspace::{JobPart, QueueKeys, QueueName};
+use crate::minter::IdMinter;
+use crate::options::{JobOptions, Retention};
+use crate::script::{self, Invocation};
+use crate::store::{ConnectOptions, Store};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default cap of a queue's events stream (approximate, trimmed as it grows).
+pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
+/// Most log lines kept per job.
+pub const MAX_LOG_LINES: u64 = 1_000;
+
+/// One job to add.
+#[derive(Clone, Debug)]
+pub struct NewJob {
+    /// The kind of work.
+    pub name: String,
+    /// The payload.
+    pub data: Value,
+    /// Its options.
+    pub options: JobOptions,
+}
+
+/// A handle on one queue. Cheap to clone.
+#[derive(Clone)]
+pub struct Queue {
+    pub(crate) store: Store,
+    pub(crate) name: QueueName,
+    pub(crate) keys: Arc<QueueKeys>,
+    pub(crate) minter: Arc<IdMinter>,
+    pub(crate) max_events: u64,
+}
+
+impl Queue {
+    /// Connects to the datastore and opens the queue `name` (`orders` or `{orders}`).
+    pub async fn connect(options: ConnectOptions, name: &str) -> Result<Queue> {
+        let queue_name = QueueName::new(name)?;
+        let store = Store::connect(options).await?;
+        let minter = Arc::new(IdMinter::start(store.clone()).await?);
+        Ok(Queue::from_parts(store, minter, queue_name))
+    }
+
+    /// Opens the queue `name` on an existing store and id minter (several queues share them).
+    pub fn with_store(store: Store, minter: Arc<IdMinter>, name: &str) -> Result<Queue> {
+        Ok(Queue::from_parts(store, minter, QueueName::new(name)?))
+    }
+
+    pub(crate) fn from_parts(store: Store, minter: Arc<IdMinter>, name: QueueName) -> Queue {
+        Queue {
+            keys: Arc::new(name.keys()),
+            store,
+            name,
+            minter,
+            max_events: DEFAULT_MAX_EVENTS,
+        }
+    }
+
+    /// Another queue on the same connection and id minter.
+    pub fn queue(&self, name: &str) -> Result<Queue> {
+        Ok(Queue::from_parts(
+            self.store.clone(),
+            self.minter.clone(),
+            QueueName::new(name)?,
+        ))
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &QueueName {
+        &self.name
+    }
+
+    /// The store it talks to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Its keys.
+    pub fn keys(&self) -> &QueueKeys {
+        &self.keys
+    }
+
+    /// Mints a job id now (to add later with `JobOptions::id`, for an add that is idempotent across
+    /// process restarts).
+    pub fn mint_id(&self) -> Result<JobId> {
+        self.minter.mint()
+    }
+
+    fn add_invocation(&self, id: JobId, job: &NewJob, data: &str) -> Result<Invocation> {
+        job.options.validate()?;
+        let k = &self.keys;
+        let opts = serde_json::to_string(&job.options)?;
+        Ok(script::ADD
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.delayed)
+            .key(&k.prioritized)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.dedup)
+            .key(&k.marker)
+            .arg(id)
+            .arg(&job.name)
+            .arg(data)
+            .arg(opts)
+            .arg(job.options.attempts)
+            .arg(job.options.delay_ms)
+            .arg(job.options.priority)
+            .arg(if job.options.lifo { "1" } else { "0" })
+            .arg(job.options.dedup.as_deref().unwrap_or(""))
+            .arg(self.max_events))
+    }
+
+    /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
+    pub async fn add(&self, name: &str, data: Value, options: JobOptions) -> Result<JobId> {
+        let data_text = serde_json::to_string(&data)?;
+        self.add_text(name, &data_text, options).await
+    }
+
+    /// Adds a job whose payload is JSON text (bindings pass their serialised payload); the text is
+    /// checked to be JSON.
+    pub async fn add_json(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
+        serde_json::from_str::<serde::de::IgnoredAny>(data)?;
+        self.add_text(name, data, options).await
+    }
+
+    async fn add_text(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
+        let id = match options.id {
+            Some(id) => id,
+            None => self.minter.mint()?,
+        };
+        let job = NewJob {
+            name: name.to_string(),
+            data: Value::Null,
+            options,
+        };
+        // The id is fixed before the first send, so a retry after a lost reply is a no-op.
+        let mut tries = 0;
+        loop {
+            let inv = self.add_invocation(id, &job, data)?;
+            match inv.invoke::<(String, i64)>(&self.store).await {
+                Ok((held, _)) => return JobId::parse(&held),
+                Err(e) if e.code() == ErrorCode::ServerUnavailable && tries < 3 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100 << tries)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Adds many jobs in pipelined round trips; returns their ids in order.
+    pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        let mut prepared = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let id = match job.options.id {
+                Some(id) => id,
+                None => self.minter.mint()?,
+            };
+            let data = serde_json::to_string(&job.data)?;
+            prepared.push(self.add_invocation(id, job, &data)?);
+        }
+        let mut ids = Vec::with_capacity(prepared.len());
+        for chunk in prepared.chunks(1_000) {
+            let replies: Vec<(String, i64)> = self.store.pipeline(chunk).await?;
+            for (held, _) in replies {
+                ids.push(JobId::parse(&held)?);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Reads a job by its id's text form (the one gate parses it); None when there is no such job.
+    pub async fn get_str(&self, id: &str) -> Result<Option<Job>> {
+        self.get(JobId::parse(id)?).await
+    }
+
+    /// Reads a job and its state.
+    pub async fn get(&self, id: JobId) -> Result<Option<Job>> {
+        let k = &self.keys;
+        let flat: Vec<String> = script::JOB_STATE
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.active)
+            .key(&k.delayed)
+            .key(&k.prioritized)
+            .key(&k.completed)
+            .key(&k.failed)
+            .key(&k.stalled)
+            .key(&k.waiting_children)
+            .arg(id)
+            .invoke(&self.store)
+            .await?;
+        let Some((state, rest)) = flat.split_first() else {
+            return Ok(None);
+        };
+        let map: HashMap<String, String> = rest
+            .chunks(2)
+            .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
+            .collect();
+        Ok(Some(Job::from_record(id, JobState::parse(state).ok(), map)))
+    }
+
+    /// Counts jobs per state.
+    pub async fn counts(&self) -> Result<Counts> {
+        let k = &self.keys;
+        let mut pipe = redis::pipe();
+        pipe.cmd("LLEN").arg(&k.wait);
+        pipe.cmd("LLEN").arg(&k.paused);
+        pipe.cmd("ZCARD").arg(&k.active);
+        pipe.cmd("ZCARD").arg(&k.delayed);
+        pipe.cmd("ZCARD").arg(&k.prioritized);
+        pipe.cmd("ZCARD").arg(&k.completed);
+        pipe.cmd("ZCARD").arg(&k.failed);
+        pipe.cmd("SCARD").arg(&k.stalled);
+        pipe.cmd("ZCARD").arg(&k.waiting_children);
+        let v: Vec<u64> = pipe.query_async(&mut self.store.conn()).await?;
+        Ok(Counts {
+            waiting: v[0],
+            paused: v[1],
+            active: v[2],
+            delayed: v[3],
+            prioritized: v[4],
+            completed: v[5],
+            failed: v[6],
+            stalled: v[7],
+            waiting_children: v[8],
+        })
+    }
+
+    /// Ids in one state, a page at a time: oldest first for waiting states, newest first for
+    /// completed and failed.
+    pub async fn list_ids(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<JobId>> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let k = &self.keys;
+        let (start, stop) = (offset as i64, (offset + limit) as i64 - 1);
+        let mut conn = self.store.conn();
+        let raw: Vec<String> = match state {
+            JobState::Waiting | JobState::Paused => {
+                let key = if state == JobState::Waiting {
+                    &k.wait
+                } else {
+                    &k.paused
+                };
+                // Lists hold the oldest at the right.
+                let mut v: Vec<String> = redis::cmd("LRANGE")
+                    .arg(key)
+                    .arg(-stop - 1)
+                    .arg(-start - 1)
+                    .query_async(&mut conn)
+                    .await?;
+                v.reverse();
+                v
+            }
+            JobState::Stalled => {
+                redis::cmd("SMEMBERS")
+                    .arg(&k.stalled)
+                    .query_async(&mut conn)
+                    .await?
+            }
+            JobState::Completed | JobState::Failed => {
+                let key = if state == JobState::Completed {
+                    &k.completed
+                } else {
+                    &k.failed
+                };
+                redis::cmd("ZRANGE")
+                    .arg(key)
+                    .arg(start)
+                    .arg(stop)
+                    .arg("REV")
+                    .query_async(&mut conn)
+                    .await?
+            }
+            JobState::Active
+            | JobState::Delayed
+            | JobState::Prioritized
+            | JobState::WaitingChildren => {
+                let key = match state {
+                    JobState::Active => &k.active,
+                    JobState::Delayed => &k.delayed,
+                    JobState::Prioritized => &k.prioritized,
+                    _ => &k.waiting_children,
+                };
+                redis::cmd("ZRANGE")
+                    .arg(key)
+                    .arg(start)
+                    .arg(stop)
+                    .query_async(&mut conn)
+                    .await?
+            }
+        };
+        raw.iter().map(|s| JobId::parse(s)).collect()
+    }
+
+    /// Jobs in one state, a page at a time (see [`Queue::list_ids`]).
+    pub async fn list(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<Job>> {
+        let ids = self.list_ids(state, offset, limit).await?;
+        let mut jobs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(job) = self.get(id).await? {
+                jobs.push(job);
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// Stops handing out jobs (adds still land, in paused).
+    pub async fn pause(&self) -> Result<()> {
+        let k = &self.keys;
+        let _: i64 = script::PAUSE
+            .prepare()
+            .key(&k.meta)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.events)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(())
+    }
+
+    /// Hands out jobs again.
+    pub async fn resume(&self) -> Result<()> {
+        let k = &self.keys;
+        let _: i64 = script::RESUME
+            .prepare()
+            .key(&k.meta)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.events)
+            .key(&k.marker)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(())
+    }
+
+    /// True while paused.
+    pub async fn is_paused(&self) -> Result<bool> {
+        let v: Option<String> = redis::cmd("HGET")
+            .arg(&self.keys.meta)
+            .arg("paused")
+            .query_async(&mut self.store.conn())
+            .await?;
+        Ok(v.as_deref() == Some("1"))
+    }
+
+    pub(crate) fn remove_invocation(&self, id: JobId, allowed: &str, older_ms: u64) -> Invocation {
+        let k = &self.keys;
+        script::REMOVE_JOB
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&self.name.job_key(id, JobPart::Logs))
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.active)
+            .key(&k.leases)
+            .key(&k.delayed)
+            .key(&k.prioritized)
+            .key(&k.completed)
+            .key(&k.failed)
+            .key(&k.stalled)
+            .key(&k.waiting_children)
+            .key(&k.dedup)
+            .key(&k.meta)
+            .key(&k.events)
+            .arg(id)
+            .arg(allowed)
+            .arg(self.max_events)
+            .arg(older_ms)
+    }
+
+    /// Removes a job that is not active; true when it existed.
+    pub async fn remove(&self, id: JobId) -> Result<bool> {
+        let n: i64 = self
+            .remove_invocation(id, "any", 0)
+            .invoke(&self.store)
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn remove_many(&self, ids: &[JobId], allowed: &str, older_ms: u64) -> Result<u64> {
+        let mut removed = 0;
+        for chunk in ids.chunks(500) {
+            let invs: Vec<Invocation> = chunk
+                .iter()
+                .map(|id| self.remove_invocation(*id, allowed, older_ms))
+                .collect();
+            let replies: Vec<i64> = self.store.pipeline(&invs).await?;
+            removed += replies.iter().filter(|r| **r == 1).count() as u64;
+        }
+        Ok(removed)
+    }
+
+    /// Removes every waiting, paused and prioritized job, and the delayed ones too when asked.
+    pub async fn drain(&self, delayed: bool) -> Result<u64> {
+        let mut states = vec![JobState::Waiting, JobState::Paused, JobState::Prioritized];
+        if delayed {
+            states.push(JobState::Delayed);
+        }
+        let mut total = 0;
+        for state in states {
+            loop {
+                let ids = self.list_ids(state, 0, 1_000).await?;
+                if ids.is_empty() {
+                    break;
+                }
+                let n = self.remove_many(&ids, "waiting", 0).await?;
+                total += n;
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    async fn select_finished(
+        &self,
+        state: JobState,
+        keep: Option<u64>,
+        age_ms: Option<u64>,
+        limit: u64,
+    ) -> Result<Vec<JobId>> {
+        let key = match state {
+            JobState::Completed => &self.keys.completed,
+            JobState::Failed => &self.keys.failed,
+            other => {
+                return Err(Error::new(
+                    ErrorCode::InvalidOption,
+                    format!(
+                        "only completed and failed jobs are cleaned or trimmed, not {}",
+                        other.as_str()
+                    ),
+                ))
+            }
+        };
+        let ids: Vec<String> = script::SELECT_FINISHED
+            .prepare()
+            .key(key)
+            .arg(keep.map(|c| c as i64).unwrap_or(-1))
+            .arg(age_ms.map(|a| a as i64).unwrap_or(-1))
+            .arg(limit)
+            .invoke(&self.store)
+            .await?;
+        ids.iter().map(|s| JobId::parse(s)).collect()
+    }
+
+    /// Removes up to `limit` completed or failed jobs that finished more than `grace` ago.
+    pub async fn clean(&self, state: JobState, grace: Duration, limit: u64) -> Result<u64> {
+        let grace_ms = grace.as_millis() as u64;
+        let ids = self
+            .select_finished(state, None, Some(grace_ms), limit)
+            .await?;
+        self.remove_many(&ids, state.as_str(), grace_ms).await
+    }
+
+    /// Applies a retention policy to completed or failed jobs; returns how many were removed.
+    pub async fn trim(&self, state: JobState, keep: Retention) -> Result<u64> {
+        if keep == Retention::KEEP_ALL {
+            return Ok(0);
+        }
+        let mut total = 0;
+        loop {
+            let ids = self
+                .select_finished(state, keep.count, keep.age_ms, 500)
+                .await?;
+            if ids.is_empty() {
+                return Ok(total);
+            }
+            let n = self.remove_many(&ids, state.as_str(), 0).await?;
+            total += n;
+            if n == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Deletes the whole queue: every job and every key. Refuses while jobs are active unless
+    /// `force`.
+    pub async fn obliterate(&self, force: bool) -> Result<u64> {
+        if !force && self.counts().await?.active > 0 {
+            return Err(Error::new(
+                ErrorCode::InvalidState,
+                "the queue has active jobs; stop its workers first, or obliterate with force",
+            ));
+        }
+        self.pause().await?;
+        let mut total = 0;
+        for state in JobState::ALL {
+            loop {
+                let ids = self.list_ids(state, 0, 1_000).await?;
+                if ids.is_empty() {
+                    break;
+                }
+                let n = self.remove_many(&ids, "force", 0).await?;
+                total += n;
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        let k = &self.keys;
+        let mut conn = self.store.conn();
+        for key in [
+            &k.meta, &k.events, &k.dedup, &k.marker, &k.sweep, &k.leases, &k.wait, &k.paused,
+        ] {
+            let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
+        }
+        Ok(total)
+    }
+
+    /// Records a job's progress (any JSON) and announces it on the events stream.
+    pub async fn update_progress(&self, id: JobId, progress: &Value) -> Result<()> {
+        let n: i64 = script::PROGRESS
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&self.keys.events)
+            .arg(id)
+            .arg(serde_json::to_string(progress)?)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        not_found_if_zero(n, id)
+    }
+
+    /// Appends a line to a job's log; returns the number of lines kept.
+    pub async fn log(&self, id: JobId, line: &str) -> Result<u64> {
+        let n: i64 = script::LOG
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&self.name.job_key(id, JobPart::Logs))
+            .arg(line)
+            .arg(MAX_LOG_LINES)
+            .invoke(&self.store)
+            .await?;
+        not_found_if_zero(n, id)?;
+        Ok(n as u64)
+    }
+
+    /// A job's log lines, oldest first.
+    pub async fn logs(&self, id: JobId) -> Result<Vec<String>> {
+        Ok(redis::cmd("LRANGE")
+            .arg(self.name.job_key(id, JobPart::Logs))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.store.conn())
+            .await?)
+    }
+
+    /// Sends a failed job back to wait with its attempts reset; false when it is not failed.
+    pub async fn retry(&self, id: JobId) -> Result<bool> {
+        let k = &self.keys;
+        let n: i64 = script::RETRY_JOB
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&k.failed)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.marker)
+            .arg(id)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Retries every failed job; returns how many.
+    pub async fn retry_failed(&self) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let ids = self.list_ids(JobState::Failed, 0, 500).await?;
+            if ids.is_empty() {
+                return Ok(total);
+            }
+            let mut n = 0;
+            for id in ids {
+                n += self.retry(id).await? as u64;
+            }
+            total += n;
+            if n == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Runs a delayed job now; false when it is not delayed.
+    pub async fn promote(&self, id: JobId) -> Result<bool> {
+        let k = &self.keys;
+        let n: i64 = script::PROMOTE_JOB
+            .prepare()
+            .key(&k.delayed)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.marker)
+            .arg(id)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Follows the queue's events from now on (or after a stream id).
+    pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
+        EventStream::new(self.store.clone(), self.keys.events.clone(), after).await
+    }
+
+    /// Releases the queue's node-id lease (ids can no longer be minted by it or its siblings).
+    pub async fn close(&self) -> Result<()> {
+        self.minter.release().await
+    }
+}
+
+fn not_found_if_zero(n: i64, id: JobId) -> Result<()> {
+    if n == 0 {
+        Err(Error::new(
+            ErrorCode::JobNotFound,
+            format!("no job {id} in this queue"),
+        ))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,781 @@
+//! [`Worker`]: leases jobs from one queue and runs a [`Handler`] on them, N at a time.
+//!
+//! - **Fetch** is select-then-claim: `claim.lua` leases ready ids from the queue's containers; the
+//!   worker then reads each job's record with one pipelined HMGET. Completing a job leases the
+//!   slot's next job in the same script (`complete.lua`), so a busy worker pays one round trip per job.
+//! - **Waiting** for work blocks (BRPOP on the queue's marker list) on a dedicated connection, never
+//!   on the shared one, for at most the time until the next delayed job is due.
+//! - **Leases** are renewed in the background (`renew.lua`, all in-flight jobs in one call); a job
+//!   whose lease is lost is flagged to its handler and its completion is refused.
+//! - **Failures** (an error, a panic, a timeout) fail the job, never the worker: retry with backoff
+//!   while attempts remain, unless the error is unrecoverable.
+//! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
+//!   recovers each job (`sweep.lua`, then `recover.lua` per id).
+//! - **Retention**: finished jobs are trimmed by count and age in the background.
+//! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within a
+//!   deadline, then releases the rest to the front of wait. Dropping the handle aborts everything;
+//!   the leases then expire and the sweep recovers the jobs.
+
+use crate::error::{ErrorCode, Result};
+use crate::handler::{Handler, HandlerError, HandlerResult, JobContext};
+use crate::job::{Job, JobState};
+use crate::job_id::JobId;
+use crate::keyspace::JobPart;
+use crate::options::{Backoff, Retention};
+use crate::queue::Queue;
+use crate::script::{self, Invocation};
+use crate::task::TaskHandle;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Lease length (renewed every third of it while the handler runs).
+    pub lease: Duration,
+    /// How often the stalled sweep runs (one worker at a time).
+    pub stalled_interval: Duration,
+    /// Stalls allowed before a job fails.
+    pub max_stalls: u32,
+    /// Longest single wait for work.
+    pub block_timeout: Duration,
+    /// How long `close` waits for in-flight jobs before releasing them.
+    pub shutdown_deadline: Duration,
+    /// Retention of completed jobs.
+    pub completed: Retention,
+    /// Retention of failed jobs.
+    pub failed: Retention,
+    /// How often retention is applied.
+    pub trim_interval: Duration,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> WorkerOptions {
+        WorkerOptions {
+            concurrency: 1,
+            lease: Duration::from_secs(30),
+            stalled_interval: Duration::from_secs(15),
+            max_stalls: 1,
+            block_timeout: Duration::from_secs(5),
+            shutdown_deadline: Duration::from_secs(10),
+            completed: Retention::COMPLETED,
+            failed: Retention::FAILED,
+            trim_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Counters of one worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerStats {
+    /// Jobs completed.
+    pub completed: u64,
+    /// Runs that failed (retried or not).
+    pub failed: u64,
+    /// Completions or failures refused because the lease was lost.
+    pub lease_lost: u64,
+    /// Stalled jobs this worker recovered.
+    pub recovered: u64,
+}
+
+struct Flight {
+    token: String,
+    lease_ms: u64,
+    lost: Arc<AtomicBool>,
+    abort: Option<tokio::task::AbortHandle>,
+}
+
+struct Shared {
+    queue: Queue,
+    handler: Arc<dyn Handler>,
+    opts: WorkerOptions,
+    flights: Mutex<HashMap<JobId, Flight>>,
+    running: AtomicUsize,
+    stopping: AtomicBool,
+    wake: Notify,
+    idle: Notify,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    lease_lost: AtomicU64,
+    recovered: AtomicU64,
+}
+
+/// A leased job: id, token, and its record once read.
+type Leased = (JobId, String);
+
+/// Builds and starts workers.
+pub struct Worker;
+
+impl Worker {
+    /// A builder for a worker on `queue`.
+    pub fn builder(queue: Queue) -> WorkerBuilder {
+        WorkerBuilder {
+            queue,
+            opts: WorkerOptions::default(),
+            handler: None,
+        }
+    }
+}
+
+/// Configures a worker.
+pub struct WorkerBuilder {
+    queue: Queue,
+    opts: WorkerOptions,
+    handler: Option<Arc<dyn Handler>>,
+}
+
+impl WorkerBuilder {
+    /// Jobs run at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.opts.concurrency = n.max(1);
+        self
+    }
+
+    /// Every option at once.
+    pub fn options(mut self, opts: WorkerOptions) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// The handler.
+    pub fn handler<H: Handler>(mut self, h: H) -> Self {
+        self.handler = Some(Arc::new(h));
+        self
+    }
+
+    /// The handler, already shared.
+    pub fn handler_arc(mut self, h: Arc<dyn Handler>) -> Self {
+        self.handler = Some(h);
+        self
+    }
+
+    /// Starts the worker on the current tokio runtime.
+    pub fn run(self) -> Result<WorkerHandle> {
+        let handler = self.handler.ok_or_else(|| {
+            crate::Error::new(ErrorCode::InvalidOption, "a worker needs a handler")
+        })?;
+        if self.opts.lease < Duration::from_millis(300) {
+            return Err(crate::Error::new(
+                ErrorCode::InvalidOption,
+                "the lease must be at least 300 ms",
+            ));
+        }
+        let shared = Arc::new(Shared {
+            queue: self.queue,
+            handler,
+            opts: self.opts,
+            flights: Mutex::new(HashMap::new()),
+            running: AtomicUsize::new(0),
+            stopping: AtomicBool::new(false),
+            wake: Notify::new(),
+            idle: Notify::new(),
+            completed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            lease_lost: AtomicU64::new(0),
+            recovered: AtomicU64::new(0),
+        });
+        let tasks = vec![
+            TaskHandle::spawn(fetch_loop(shared.clone())),
+            TaskHandle::spawn(renew_loop(shared.clone())),
+            TaskHandle::spawn(sweep_loop(shared.clone())),
+            TaskHandle::spawn(trim_loop(shared.clone())),
+        ];
+        Ok(WorkerHandle { shared, tasks })
+    }
+}
+
+/// A running worker. Dropping it aborts the worker at once (leases then expire and the jobs are
+/// recovered by a sweep); [`WorkerHandle::close`] shuts it down gracefully.
+pub struct WorkerHandle {
+    shared: Arc<Shared>,
+    tasks: Vec<TaskHandle>,
+}
+
+/// What a graceful close did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CloseReport {
+    /// Jobs still running at the deadline, given back to wait.
+    pub released: u64,
+}
+
+impl WorkerHandle {
+    /// Its counters.
+    pub fn stats(&self) -> WorkerStats {
+        let s = &self.shared;
+        WorkerStats {
+            completed: s.completed.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            lease_lost: s.lease_lost.load(Ordering::Relaxed),
+            recovered: s.recovered.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Jobs running now.
+    pub fn running(&self) -> usize {
+        self.shared.running.load(Ordering::Relaxed)
+    }
+
+    /// Stops fetching, waits up to the shutdown deadline for in-flight jobs, then releases the rest.
+    pub async fn close(self) -> Result<CloseReport> {
+        let deadline = self.shared.opts.shutdown_deadline;
+        self.close_within(deadline).await
+    }
+
+    /// As [`WorkerHandle::close`] with its own deadline.
+    pub async fn close_within(mut self, deadline: Duration) -> Result<CloseReport> {
+        let s = self.shared.clone();
+        s.stopping.store(true, Ordering::SeqCst);
+        s.wake.notify_waiters();
+        s.wake.notify_one();
+        let until = Instant::now() + deadline;
+        while s.running.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            let left = until.saturating_duration_since(Instant::now());
+            let _ =
+                tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
+        }
+        let mut report = CloseReport::default();
+        let pairs: Vec<(JobId, String)> = {
+            let mut flights = s.flights.lock().expect("flights");
+            flights
+                .iter_mut()
+                .map(|(id, f)| {
+                    if let Some(a) = f.abort.take() {
+                        a.abort();
+                    }
+                    (*id, f.token.clone())
+                })
+                .collect()
+        };
+        if !pairs.is_empty() {
+            let k = s.queue.keys();
+            let mut inv = script::RELEASE
+                .prepare()
+                .key(&k.active)
+                .key(&k.leases)
+                .key(&k.wait)
+                .key(&k.paused)
+                .key(&k.meta)
+                .key(&k.events)
+                .key(&k.marker)
+                .arg(s.queue.max_events);
+            for (id, token) in &pairs {
+                inv = inv.arg(*id).arg(token);
+            }
+            let n: u64 = inv.invoke(s.queue.store()).await?;
+            report.released = n;
+        }
+        for t in self.tasks.drain(..) {
+            t.stop().await;
+        }
+        Ok(report)
+    }
+}
+
+fn claim_keys(inv: Invocation, q: &Queue) -> Invocation {
+    let k = q.keys();
+    inv.key(&k.wait)
+        .key(&k.paused)
+        .key(&k.delayed)
+        .key(&k.prioritized)
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
+}
+
+fn parse_err(e: impl std::fmt::Display) -> crate::Error {
+    crate::Error::new(ErrorCode::Internal, format!("unexpected claim reply: {e}"))
+}
+
+/// Parses a claim reply: {next due in ms or -1, id, token, …}.
+fn parse_claim(reply: Vec<redis::Value>) -> Result<(Option<u64>, Vec<Leased>)> {
+    let mut it = reply.into_iter();
+    let due: i64 = match it.next() {
+        Some(v) => redis::from_redis_value(v).map_err(parse_err)?,
+        None => -1,
+    };
+    let mut jobs = Vec::new();
+    while let (Some(id), Some(token)) = (it.next(), it.next()) {
+        let id: String = redis::from_redis_value(id).map_err(parse_err)?;
+        let token: String = redis::from_redis_value(token).map_err(parse_err)?;
+        jobs.push((JobId::parse(&id)?, token));
+    }
+    Ok(((due >= 0).then_some(due as u64), jobs))
+}
+
+const RECORD_FIELDS: [&str; 9] = [
+    "name",
+    "data",
+    "opts",
+    "atts",
+    "attempts",
+    "stalls",
+    "created_ms",
+    "priority",
+    "progress",
+];
+
+/// Reads the records of leased jobs in one pipelined round trip; None for a job removed meanwhile.
+async fn read_records(q: &Queue, ids: &[JobId]) -> Result<Vec<Option<Job>>> {
+    let mut pipe = redis::pipe();
+    for id in ids {
+        pipe.cmd("HMGET")
+            .arg(q.name().job_key(*id, JobPart::Record))
+            .arg(&RECORD_FIELDS[..]);
+    }
+    let rows: Vec<Vec<Option<String>>> = pipe.query_async(&mut q.store().conn()).await?;
+    Ok(ids
+        .iter()
+        .zip(rows)
+        .map(|(id, row)| {
+            row[0].as_ref()?;
+            let map: HashMap<String, String> = RECORD_FIELDS
+                .iter()
+                .zip(row)
+                .filter_map(|(k, v)| Some((k.to_string(), v?)))
+                .collect();
+            Some(Job::from_record(*id, Some(JobState::Active), map))
+        })
+        .collect())
+}
+
+async fn fetch_loop(s: Arc<Shared>) {
+    let mut blocking: Option<redis::aio::MultiplexedConnection> = None;
+    let mut backoff = Duration::from_millis(100);
+    while !s.stopping.load(Ordering::SeqCst) {
+        let free = s
+            .opts
+            .concurrency
+            .saturating_sub(s.running.load(Ordering::SeqCst));
+        if free == 0 {
+            s.wake.notified().await;
+            continue;
+        }
+        let claimed = claim_keys(script::CLAIM.prepare(), &s.queue)
+            .arg(free)
+            .arg(s.opts.lease.as_millis() as u64)
+            .arg(s.queue.max_events)
+            .invoke::<Vec<redis::Value>>(s.queue.store())
+            .await
+            .and_then(parse_claim);
+        let (due, jobs) = match claimed {
+            Ok(c) => {
+                backoff = Duration::from_millis(100);
+                c
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "claim failed; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = s.wake.notified() => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        if !jobs.is_empty() {
+            start(&s, jobs).await;
+            continue;
+        }
+        let wait = due
+            .map(|d| Duration::from_millis(d.max(1)))
+            .unwrap_or(s.opts.block_timeout)
+            .min(s.opts.block_timeout);
+        if blocking.is_none() {
+            match s
+                .queue
+                .store()
+                .blocking_connection(&s.queue.keys().marker)
+                .await
+            {
+                Ok(c) => blocking = Some(c),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot open the blocking connection");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = s.wake.notified() => {}
+                    }
+                    continue;
+                }
+            }
+        }
+        let conn = blocking.as_mut().expect("connected");
+        let mut cmd = redis::cmd("BRPOP");
+        cmd.arg(&s.queue.keys().marker)
+            .arg(wait.as_secs_f64().max(0.001));
+        tokio::select! {
+            r = cmd.query_async::<Option<(String, String)>>(conn) => {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "blocking wait failed; reconnecting");
+                    blocking = None;
+                }
+            }
+            _ = s.wake.notified() => {
+                // A slot freed or close was called; the pending BRPOP dies with its connection.
+                blocking = None;
+            }
+        }
+    }
+}
+
+async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {
+    s.running.fetch_add(leased.len(), Ordering::SeqCst);
+    let ids: Vec<JobId> = leased.iter().map(|(id, _)| *id).collect();
+    let records = match read_records(&s.queue, &ids).await {
+        Ok(r) => r,
+        Err(e) => {
+            // The leases stand; if we cannot read the jobs they stall and are recovered.
+            tracing::warn!(error = %e, "cannot read leased jobs; they will be recovered when their leases expire");
+            s.running.fetch_sub(leased.len(), Ordering::SeqCst);
+            return;
+        }
+    };
+    for ((_, token), job) in leased.into_iter().zip(records) {
+        match job {
+            Some(job) => {
+                let s = s.clone();
+                tokio::spawn(run_slot(s, job, token));
+            }
+            None => {
+                s.running.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+fn job_lease_ms(s: &Shared, job: &Job) -> u64 {
+    let own = job
+        .options
+        .get("lease_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if own > 0 {
+        own
+    } else {
+        s.opts.lease.as_millis() as u64
+    }
+}
+
+async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
+    let mut next = Some((first, first_token));
+    while let Some((job, token)) = next.take() {
+        let lost = Arc::new(AtomicBool::new(false));
+        let lease_ms = job_lease_ms(&s, &job);
+        let id = job.id;
+        let job = Arc::new(job);
+        let ctx = JobContext {
+            job: job.clone(),
+            queue: s.queue.clone(),
+            lost: lost.clone(),
+        };
+        let run = tokio::spawn(s.handler.handle(ctx));
+        s.flights.lock().expect("flights").insert(
+            id,
+            Flight {
+                token: token.clone(),
+                lease_ms,
+                lost,
+                abort: Some(run.abort_handle()),
+            },
+        );
+        if lease_ms != s.opts.lease.as_millis() as u64 {
+            let _ = renew(&s, lease_ms, &[(id, token.clone())]).await;
+        }
+        let timeout_ms = job
+            .options
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let outcome: std::result::Result<HandlerResult, &'static str> = if timeout_ms > 0 {
+            let abort = run.abort_handle();
+            match tokio::time::timeout(Duration::from_millis(timeout_ms), run).await {
+                Ok(joined) => joined_outcome(joined),
+                Err(_) => {
+                    abort.abort();
+                    Ok(Err(HandlerError::new(format!(
+                        "the handler ran longer than {timeout_ms} ms"
+                    ))
+                    .with_code("timeout")))
+                }
+            }
+        } else {
+            joined_outcome(run.await)
+        };
+        let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(_cancelled) => break, // aborted by close: close releases the job
+        };
+        if !still_ours {
+            break;
+        }
+        next = finish(&s, &job, &token, outcome).await;
+    }
+    s.running.fetch_sub(1, Ordering::SeqCst);
+    s.wake.notify_one();
+    s.idle.notify_waiters();
+}
+
+fn joined_outcome(
+    joined: std::result::Result<HandlerResult, tokio::task::JoinError>,
+) -> std::result::Result<HandlerResult, &'static str> {
+    match joined {
+        Ok(r) => Ok(r),
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the handler panicked".into());
+            Ok(Err(HandlerError::new(msg).with_code("panic")))
+        }
+        Err(_) => Err("cancelled"),
+    }
+}
+
+/// Completes or fails a job; returns the slot's next job when the completion leased one.
+async fn finish(
+    s: &Arc<Shared>,
+    job: &Job,
+    token: &str,
+    outcome: HandlerResult,
+) -> Option<(Job, String)> {
+    let q = &s.queue;
+    let k = q.keys();
+    let opt = |name: &str| {
+        job.options
+            .get(name)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    match outcome {
+        Ok(result) => {
+            let fetch = if s.stopping.load(Ordering::SeqCst) {
+                0
+            } else {
+                1
+            };
+            let reply = script::COMPLETE
+                .prepare()
+                .key(&q.name().job_key(job.id, JobPart::Record))
+                .key(&q.name().job_key(job.id, JobPart::Logs))
+                .key(&k.active)
+                .key(&k.leases)
+                .key(&k.completed)
+                .key(&k.dedup)
+                .key(&k.wait)
+                .key(&k.paused)
+                .key(&k.delayed)
+                .key(&k.prioritized)
+                .key(&k.meta)
+                .key(&k.events)
+                .key(&k.marker)
+                .arg(job.id)
+                .arg(token)
+                .arg(serde_json::to_string(&result).unwrap_or_else(|_| "null".into()))
+                .arg(if opt("remove_on_complete") { "0" } else { "1" })
+                .arg(q.max_events)
+                .arg(fetch)
+                .arg(s.opts.lease.as_millis() as u64)
+                .invoke::<Vec<redis::Value>>(q.store())
+                .await
+                .and_then(parse_claim);
+            match reply {
+                Ok((_, mut next)) => {
+                    s.completed.fetch_add(1, Ordering::Relaxed);
+                    let (id, token) = next.pop()?;
+                    match read_records(q, &[id]).await {
+                        Ok(mut r) => r.pop().flatten().map(|j| (j, token)),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot read the next job; it will be recovered");
+                            None
+                        }
+                    }
+                }
+                Err(e) => {
+                    note_finish_error(s, job.id, e);
+                    None
+                }
+            }
+        }
+        Err(err) => {
+            s.failed.fetch_add(1, Ordering::Relaxed);
+            let backoff: Backoff = job
+                .options
+                .get("backoff")
+                .and_then(|b| serde_json::from_value(b.clone()).ok())
+                .unwrap_or(Backoff::None);
+            let jitter = job
+                .options
+                .get("jitter")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            let delay = backoff.delay(job.attempts_made + 1, jitter);
+            let failure = serde_json::json!({
+                "code": err.code, "message": err.message, "stack": err.stack,
+            });
+            let r = script::FAIL
+                .prepare()
+                .key(&q.name().job_key(job.id, JobPart::Record))
+                .key(&q.name().job_key(job.id, JobPart::Logs))
+                .key(&k.active)
+                .key(&k.leases)
+                .key(&k.wait)
+                .key(&k.paused)
+                .key(&k.delayed)
+                .key(&k.failed)
+                .key(&k.dedup)
+                .key(&k.meta)
+                .key(&k.events)
+                .key(&k.marker)
+                .arg(job.id)
+                .arg(token)
+                .arg(failure.to_string())
+                .arg(delay.as_millis() as u64)
+                .arg(if err.unrecoverable { "0" } else { "1" })
+                .arg(if opt("remove_on_fail") { "0" } else { "1" })
+                .arg(q.max_events)
+                .invoke::<String>(q.store())
+                .await;
+            if let Err(e) = r {
+                note_finish_error(s, job.id, e);
+            }
+            None
+        }
+    }
+}
+
+fn note_finish_error(s: &Shared, id: JobId, e: crate::Error) {
+    if e.code() == ErrorCode::LeaseLost {
+        s.lease_lost.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(job = %id, "lease lost before the job finished; its result was not recorded");
+    } else {
+        tracing::warn!(job = %id, error = %e, "could not record the job's outcome; it will be recovered when its lease expires");
+    }
+}
+
+async fn renew(s: &Shared, lease_ms: u64, pairs: &[(JobId, String)]) -> Result<Vec<String>> {
+    let k = s.queue.keys();
+    let mut lost = Vec::new();
+    for chunk in pairs.chunks(500) {
+        let mut inv = script::RENEW
+            .prepare()
+            .key(&k.active)
+            .key(&k.leases)
+            .arg(lease_ms);
+        for (id, token) in chunk {
+            inv = inv.arg(*id).arg(token);
+        }
+        let l: Vec<String> = inv.invoke(s.queue.store()).await?;
+        lost.extend(l);
+    }
+    Ok(lost)
+}
+
+async fn renew_loop(s: Arc<Shared>) {
+    loop {
+        let (groups, shortest) = {
+            let flights = s.flights.lock().expect("flights");
+            let mut groups: HashMap<u64, Vec<(JobId, String)>> = HashMap::new();
+            let mut shortest = s.opts.lease.as_millis() as u64;
+            for (id, f) in flights.iter() {
+                groups
+                    .entry(f.lease_ms)
+                    .or_default()
+                    .push((*id, f.token.clone()));
+                shortest = shortest.min(f.lease_ms);
+            }
+            (groups, shortest)
+        };
+        for (lease_ms, pairs) in groups {
+            match renew(&s, lease_ms, &pairs).await {
+                Ok(lost) => {
+                    let flights = s.flights.lock().expect("flights");
+                    for id in lost.iter().filter_map(|t| JobId::parse(t).ok()) {
+                        if let Some(f) = flights.get(&id) {
+                            f.lost.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "lease renewal failed; will retry"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis((shortest / 3).max(50))).await;
+    }
+}
+
+async fn sweep_loop(s: Arc<Shared>) {
+    loop {
+        if let Err(e) = sweep_once(&s).await {
+            tracing::warn!(error = %e, "stalled sweep failed; will retry");
+        }
+        tokio::time::sleep(s.opts.stalled_interval).await;
+    }
+}
+
+async fn sweep_once(s: &Shared) -> Result<()> {
+    let q = &s.queue;
+    let k = q.keys();
+    let ids: Vec<String> = script::SWEEP
+        .prepare()
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&k.stalled)
+        .key(&k.sweep)
+        .arg(s.opts.stalled_interval.as_millis() as u64)
+        .arg(1_000)
+        .invoke(q.store())
+        .await?;
+    for id in ids.iter().filter_map(|t| JobId::parse(t).ok()) {
+        let r: String = script::RECOVER
+            .prepare()
+            .key(&q.name().job_key(id, JobPart::Record))
+            .key(&q.name().job_key(id, JobPart::Logs))
+            .key(&k.stalled)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.failed)
+            .key(&k.dedup)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.marker)
+            .arg(id)
+            .arg(s.opts.max_stalls)
+            .arg(
+                if s.opts.failed == Retention::KEEP_ALL || s.opts.failed.count != Some(0) {
+                    "1"
+                } else {
+                    "0"
+                },
+            )
+            .arg(q.max_events)
+            .invoke(q.store())
+            .await?;
+        if !r.is_empty() {
+            s.recovered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+async fn trim_loop(s: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(s.opts.trim_interval).await;
+        for (state, keep) in [
+            (JobState::Completed, s.opts.completed),
+            (JobState::Failed, s.opts.failed),
+        ] {
+            if let Err(e) = s.queue.trim(state, keep).await {
+                tracing::warn!(error = %e, "retention trim failed; will retry");
+            }
+        }
+    }
+}

@@ -1,0 +1,606 @@
+//! The job lifecycle on real servers, on both topologies: add, process, retry, delay, priority,
+//! dedup, pause, drain, clean, obliterate, progress, logs, events, graceful close, stalled recovery,
+//! bad input. Every test ends with the audit.
+
+mod common;
+
+use emq::{
+    Backoff, ErrorCode, HandlerError, JobContext, JobOptions, JobState, NewJob, Queue, Store,
+    Worker, WorkerOptions,
+};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+async fn queue_on(store: &Store, prefix: &str) -> Queue {
+    let minter = Arc::new(emq::IdMinter::start(store.clone()).await.unwrap());
+    Queue::with_store(store.clone(), minter, &common::unique(prefix)).unwrap()
+}
+
+async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + limit;
+    while !f().await {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn audit_ok(q: &Queue) {
+    let r = q.audit().await.unwrap();
+    assert!(r.ok(), "audit of {}: {:?}", q.name(), r.problems);
+}
+
+fn fast() -> WorkerOptions {
+    WorkerOptions {
+        block_timeout: Duration::from_millis(500),
+        ..WorkerOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_process_complete_on_both_topologies() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "basic").await;
+        let mut events = q.events(None).await.unwrap();
+        let ids = q
+            .add_bulk(
+                (0..200)
+                    .map(|i| NewJob {
+                        name: "double".into(),
+                        data: json!({ "n": i }),
+                        options: JobOptions::default(),
+                    })
+                    .collect(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(ids.len(), 200);
+        assert_eq!(q.counts().await.unwrap().waiting, 200, "{topology}");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        let worker = Worker::builder(q.clone())
+            .concurrency(8)
+            .options(WorkerOptions {
+                concurrency: 8,
+                ..fast()
+            })
+            .handler(move |job: JobContext| {
+                let seen = seen2.clone();
+                async move {
+                    seen.lock().unwrap().push(job.id());
+                    Ok(json!(job.data()["n"].as_i64().unwrap() * 2))
+                }
+            })
+            .run()
+            .unwrap();
+        wait_until("200 completions", Duration::from_secs(20), || async {
+            q.counts().await.unwrap().completed == 200
+        })
+        .await;
+        worker.close().await.unwrap();
+        let mut got = seen.lock().unwrap().clone();
+        got.sort();
+        let mut want = ids.clone();
+        want.sort();
+        assert_eq!(got, want, "{topology}: each job ran exactly once");
+        let job = q.get(ids[7]).await.unwrap().unwrap();
+        assert_eq!(job.state, Some(JobState::Completed));
+        assert_eq!(job.result, Some(json!(14)));
+        assert_eq!(job.attempts_made, 1);
+        assert!(job.processed_ms.unwrap() <= job.finished_ms.unwrap());
+        let evs = events
+            .next_batch(Duration::from_secs(2), 1_000)
+            .await
+            .unwrap();
+        assert!(evs.iter().any(|e| e.kind == "completed"), "{topology}");
+        audit_ok(&q).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_retry_with_backoff_or_stop() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "fail").await;
+        let retried = q
+            .add(
+                "flaky",
+                json!({"fail_times": 2}),
+                JobOptions {
+                    attempts: 3,
+                    backoff: Backoff::Fixed { delay_ms: 200 },
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let doomed = q
+            .add(
+                "doomed",
+                json!({}),
+                JobOptions {
+                    attempts: 5,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let panics = q
+            .add("panics", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        let slow = q
+            .add(
+                "slow",
+                json!({}),
+                JobOptions {
+                    timeout_ms: 100,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let runs2 = runs.clone();
+        let worker = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 4,
+                ..fast()
+            })
+            .handler(move |job: JobContext| {
+                let runs = runs2.clone();
+                async move {
+                    match job.job().name.as_str() {
+                        "flaky" => {
+                            let n = runs.fetch_add(1, Ordering::SeqCst);
+                            if n < 2 {
+                                Err(HandlerError::new(format!("try {n}")))
+                            } else {
+                                Ok(json!("finally"))
+                            }
+                        }
+                        "doomed" => {
+                            Err(HandlerError::unrecoverable("bad card").with_code("card_declined"))
+                        }
+                        "panics" => panic!("boom"),
+                        _ => {
+                            tokio::time::sleep(Duration::from_secs(5)).await;
+                            Ok(Value::Null)
+                        }
+                    }
+                }
+            })
+            .run()
+            .unwrap();
+        wait_until("outcomes", Duration::from_secs(20), || async {
+            let c = q.counts().await.unwrap();
+            c.completed == 1 && c.failed == 3
+        })
+        .await;
+        worker.close().await.unwrap();
+        let j = q.get(retried).await.unwrap().unwrap();
+        assert_eq!(
+            (j.attempts_made, j.result.clone()),
+            (3, Some(json!("finally"))),
+            "{topology}"
+        );
+        let j = q.get(doomed).await.unwrap().unwrap();
+        assert_eq!(
+            j.attempts_made, 1,
+            "{topology}: unrecoverable skips retries"
+        );
+        assert_eq!(j.failure.unwrap().code, "card_declined");
+        let j = q.get(panics).await.unwrap().unwrap();
+        assert_eq!(j.failure.unwrap().code, "panic");
+        let j = q.get(slow).await.unwrap().unwrap();
+        assert_eq!(j.failure.unwrap().code, "timeout");
+        // An operator retries a failed job: it runs again.
+        assert!(q.retry(doomed).await.unwrap());
+        assert_eq!(
+            q.get(doomed).await.unwrap().unwrap().state,
+            Some(JobState::Waiting)
+        );
+        audit_ok(&q).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_priority_lifo_dedup_and_idempotent_add() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "order").await;
+    q.pause().await.unwrap();
+    let a = q.add("a", json!(1), JobOptions::default()).await.unwrap();
+    let b = q.add("b", json!(2), JobOptions::default()).await.unwrap();
+    let urgent = q
+        .add(
+            "urgent",
+            json!(3),
+            JobOptions {
+                priority: 1,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let lifo = q
+        .add(
+            "lifo",
+            json!(4),
+            JobOptions {
+                lifo: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let later = q
+        .add(
+            "later",
+            json!(5),
+            JobOptions {
+                delay_ms: 700,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Same id twice: one job.
+    let id = q.mint_id().unwrap();
+    let opts = JobOptions {
+        id: Some(id),
+        ..Default::default()
+    };
+    assert_eq!(q.add("once", json!(6), opts.clone()).await.unwrap(), id);
+    assert_eq!(q.add("once", json!(6), opts).await.unwrap(), id);
+    // A dedup key held by a live job returns that job.
+    let d1 = q
+        .add(
+            "d",
+            json!(7),
+            JobOptions {
+                dedup: Some("order-42".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let d2 = q
+        .add(
+            "d",
+            json!(8),
+            JobOptions {
+                dedup: Some("order-42".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(d1, d2);
+    assert_eq!(q.counts().await.unwrap().paused, 5);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let order2 = order.clone();
+    let started = Instant::now();
+    let worker = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            ..fast()
+        })
+        .handler(move |job: JobContext| {
+            let order = order2.clone();
+            async move {
+                order.lock().unwrap().push((job.id(), started.elapsed()));
+                Ok(Value::Null)
+            }
+        })
+        .run()
+        .unwrap();
+    q.resume().await.unwrap();
+    wait_until("all 7", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().completed == 7
+    })
+    .await;
+    worker.close().await.unwrap();
+    let order = order.lock().unwrap().clone();
+    let ids: Vec<_> = order.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids[0], urgent, "priority first");
+    assert_eq!(ids[1], lifo, "then LIFO");
+    assert_eq!(&ids[2..4], &[a, b], "then FIFO");
+    assert_eq!(*ids.last().unwrap(), later, "the delayed job last");
+    assert!(
+        order.last().unwrap().1 >= Duration::from_millis(600),
+        "not before it is due"
+    );
+    // Once the dedup holder finished, the key is free again.
+    let d3 = q
+        .add(
+            "d",
+            json!(9),
+            JobOptions {
+                dedup: Some("order-42".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_ne!(d3, d1);
+    audit_ok(&q).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_calls_and_bad_input() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "ops").await;
+        let ids = q
+            .add_bulk(
+                (0..30)
+                    .map(|i| NewJob {
+                        name: "n".into(),
+                        data: json!(i),
+                        options: JobOptions::default(),
+                    })
+                    .collect(),
+            )
+            .await
+            .unwrap();
+        let page = q.list_ids(JobState::Waiting, 0, 10).await.unwrap();
+        assert_eq!(page, ids[..10].to_vec(), "{topology}: oldest first");
+        let page2 = q.list_ids(JobState::Waiting, 10, 10).await.unwrap();
+        assert_eq!(page2, ids[10..20].to_vec());
+        q.update_progress(ids[0], &json!({"pct": 50}))
+            .await
+            .unwrap();
+        q.log(ids[0], "step one").await.unwrap();
+        q.log(ids[0], "step two").await.unwrap();
+        assert_eq!(q.logs(ids[0]).await.unwrap(), vec!["step one", "step two"]);
+        assert_eq!(
+            q.get(ids[0]).await.unwrap().unwrap().progress,
+            Some(json!({"pct": 50}))
+        );
+        assert!(q.remove(ids[1]).await.unwrap());
+        assert!(q.get(ids[1]).await.unwrap().is_none());
+        let delayed = q
+            .add(
+                "later",
+                json!(0),
+                JobOptions {
+                    delay_ms: 60_000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            q.get(delayed).await.unwrap().unwrap().state,
+            Some(JobState::Delayed)
+        );
+        assert!(q.promote(delayed).await.unwrap());
+        assert_eq!(
+            q.get(delayed).await.unwrap().unwrap().state,
+            Some(JobState::Waiting)
+        );
+        assert_eq!(q.drain(true).await.unwrap(), 30);
+        assert_eq!(q.counts().await.unwrap().total(), 0);
+
+        // Bad input: typed errors, nothing added.
+        let e = q
+            .add_json("x", "{not json", JobOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidPayload);
+        let e = q
+            .add(
+                "x",
+                json!(1),
+                JobOptions {
+                    attempts: 0,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        assert_eq!(
+            q.get_str("j0000000000000zz").await.unwrap_err().code(),
+            ErrorCode::InvalidJobId
+        );
+        assert_eq!(
+            q.get_str("123").await.unwrap_err().code(),
+            ErrorCode::InvalidJobId
+        );
+        assert_eq!(
+            q.queue("bad:name").err().unwrap().code(),
+            ErrorCode::InvalidQueueName
+        );
+        assert_eq!(q.counts().await.unwrap().total(), 0);
+        audit_ok(&q).await;
+
+        // Clean and obliterate.
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 4,
+                ..fast()
+            })
+            .handler(|_job: JobContext| async { Ok(Value::Null) })
+            .run()
+            .unwrap();
+        q.add_bulk(
+            (0..5)
+                .map(|i| NewJob {
+                    name: "n".into(),
+                    data: json!(i),
+                    options: JobOptions::default(),
+                })
+                .collect(),
+        )
+        .await
+        .unwrap();
+        wait_until("5 done", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 5
+        })
+        .await;
+        w.close().await.unwrap();
+        assert_eq!(
+            q.clean(JobState::Completed, Duration::ZERO, 100)
+                .await
+                .unwrap(),
+            5
+        );
+        q.add("left", json!(0), JobOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(q.obliterate(false).await.unwrap(), 1);
+        assert_eq!(q.counts().await.unwrap().total(), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_lease_is_refused_and_stalled_jobs_are_recovered() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "stall").await;
+        let id = q
+            .add("hang", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        let short = WorkerOptions {
+            concurrency: 1,
+            lease: Duration::from_millis(600),
+            stalled_interval: Duration::from_millis(200),
+            ..fast()
+        };
+        let started = Arc::new(AtomicUsize::new(0));
+        let s2 = started.clone();
+        // A worker that takes the job and is then killed (dropped: its tasks abort, nothing is
+        // released, its lease just stops being renewed).
+        let w1 = Worker::builder(q.clone())
+            .options(short.clone())
+            .handler(move |_job: JobContext| {
+                let s = s2.clone();
+                async move {
+                    s.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok(Value::Null)
+                }
+            })
+            .run()
+            .unwrap();
+        wait_until("the job started", Duration::from_secs(10), || async {
+            started.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        drop(w1);
+        let w2 = Worker::builder(q.clone())
+            .options(short)
+            .handler(|_job: JobContext| async { Ok(json!("second worker")) })
+            .run()
+            .unwrap();
+        wait_until(
+            "recovered and completed",
+            Duration::from_secs(15),
+            || async { q.counts().await.unwrap().completed == 1 },
+        )
+        .await;
+        let stats = w2.stats();
+        w2.close().await.unwrap();
+        let job = q.get(id).await.unwrap().unwrap();
+        assert_eq!(job.result, Some(json!("second worker")), "{topology}");
+        assert_eq!(job.stalls, 1);
+        assert_eq!(job.attempts_made, 2, "the stalled run counts as an attempt");
+        assert_eq!(stats.recovered, 1);
+        audit_ok(&q).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_close_releases_unfinished_jobs() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "close").await;
+    q.add_bulk(
+        (0..3)
+            .map(|i| NewJob {
+                name: "slow".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect(),
+    )
+    .await
+    .unwrap();
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 3,
+            ..fast()
+        })
+        .handler(|_job: JobContext| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(Value::Null)
+        })
+        .run()
+        .unwrap();
+    wait_until("3 active", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().active == 3
+    })
+    .await;
+    let report = w.close_within(Duration::from_millis(200)).await.unwrap();
+    assert_eq!(report.released, 3);
+    let c = q.counts().await.unwrap();
+    assert_eq!((c.waiting, c.active), (3, 0));
+    for job in q.list(JobState::Waiting, 0, 10).await.unwrap() {
+        assert_eq!(job.attempts_made, 0, "a released run is not an attempt");
+    }
+    audit_ok(&q).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queues_spread_over_cluster_nodes() {
+    let cluster = emq_harness::shared_cluster();
+    let store = common::cluster().await;
+    let mut nodes = std::collections::HashSet::new();
+    let mut queues = Vec::new();
+    for i in 0..12 {
+        let q = queue_on(&store, &format!("spread{i}")).await;
+        nodes.insert(cluster.node_for_slot(q.name().slot()));
+        queues.push(q);
+        if nodes.len() == 3 && queues.len() >= 3 {
+            break;
+        }
+    }
+    assert_eq!(nodes.len(), 3, "the queues live on three different nodes");
+    let mut workers = Vec::new();
+    for q in &queues {
+        q.add_bulk(
+            (0..20)
+                .map(|i| NewJob {
+                    name: "n".into(),
+                    data: json!(i),
+                    options: JobOptions::default(),
+                })
+                .collect(),
+        )
+        .await
+        .unwrap();
+        workers.push(
+            Worker::builder(q.clone())
+                .options(WorkerOptions {
+                    concurrency: 4,
+                    ..fast()
+                })
+                .handler(|_job: JobContext| async { Ok(Value::Null) })
+                .run()
+                .unwrap(),
+        );
+    }
+    for q in &queues {
+        wait_until("20 per queue", Duration::from_secs(20), || async {
+            q.counts().await.unwrap().completed == 20
+        })
+        .await;
+        audit_ok(q).await;
+    }
+    for w in workers {
+        w.close().await.unwrap();
+    }
+}

@@ -1,0 +1,19 @@
+-- claim: lease up to `count` ready jobs to a worker (the select half of select-then-claim; the
+-- worker then reads each job's record with a plain HMGET of that job's key).
+-- uses lib/claim.lua
+-- KEYS[1] wait         LIST
+-- KEYS[2] paused       LIST
+-- KEYS[3] delayed      ZSET
+-- KEYS[4] prioritized  ZSET
+-- KEYS[5] active       ZSET id -> lease expiry
+-- KEYS[6] leases       HASH id -> "<token>|<start ms>"
+-- KEYS[7] meta         HASH
+-- KEYS[8] events       STREAM
+-- KEYS[9] marker       LIST
+-- ARGV[1] count        jobs wanted
+-- ARGV[2] lease_ms     lease length
+-- ARGV[3] max_events   stream cap
+-- Returns {next due in ms or -1, id, token, id, token, …}.
+local k = {wait = KEYS[1], paused = KEYS[2], delayed = KEYS[3], prioritized = KEYS[4],
+  active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9]}
+return emq_claim(k, now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])

@@ -1,0 +1,55 @@
+-- fail: a leased job's handler failed; retry it (after a backoff) or move it to failed.
+-- KEYS[1] record       emq:{q}:<id>, HASH
+-- KEYS[2] logs         emq:{q}:<id>:logs, LIST
+-- KEYS[3] active       ZSET
+-- KEYS[4] leases       HASH
+-- KEYS[5] wait         LIST
+-- KEYS[6] paused       LIST
+-- KEYS[7] delayed      ZSET
+-- KEYS[8] failed       ZSET id -> finish time
+-- KEYS[9] dedup        HASH
+-- KEYS[10] meta        HASH
+-- KEYS[11] events      STREAM
+-- KEYS[12] marker      LIST
+-- ARGV[1] id
+-- ARGV[2] token        the lease token the worker holds
+-- ARGV[3] failure      JSON text {code, message, stack}
+-- ARGV[4] backoff_ms   wait before the retry
+-- ARGV[5] retry        "1" retry while attempts remain, "0" unrecoverable
+-- ARGV[6] keep         "1" keep the record in failed, "0" delete it
+-- ARGV[7] max_events   stream cap
+-- Returns 'retry' or 'failed', or a lease_lost error.
+local id = ARGV[1]
+local lease = call('HGET', KEYS[4], id)
+if not lease or string.match(lease, '^([^|]*)|') ~= ARGV[2] then
+  fail('lease_lost', 'job ' .. id .. ' is not leased with this token any more (it stalled and was recovered, or was removed)')
+end
+local now = now_ms()
+call('ZREM', KEYS[3], id)
+call('HDEL', KEYS[4], id)
+local atts = call('HINCRBY', KEYS[1], 'atts', 1)
+local most = tonumber(call('HGET', KEYS[1], 'attempts') or '1')
+call('HSET', KEYS[1], 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'))
+if ARGV[5] == '1' and atts < most then
+  local backoff = tonumber(ARGV[4])
+  if backoff > 0 then
+    call('ZADD', KEYS[7], now + backoff, id)
+  else
+    local paused = call('HGET', KEYS[10], 'paused') == '1'
+    call('RPUSH', paused and KEYS[6] or KEYS[5], id)
+    if not paused then call('LPUSH', KEYS[12], '1') end
+  end
+  call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts)
+  return 'retry'
+end
+local dedup = call('HGET', KEYS[1], 'dedup')
+if dedup and dedup ~= '' and call('HGET', KEYS[9], dedup) == id then call('HDEL', KEYS[9], dedup) end
+if ARGV[6] == '1' then
+  call('HSET', KEYS[1], 'finished_ms', now)
+  call('ZADD', KEYS[8], now, id)
+else
+  call('DEL', KEYS[1], KEYS[2])
+  call('HINCRBY', KEYS[10], 'gone', 1)
+end
+call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts)
+return 'failed'
