@@ -1,0 +1,88 @@
+//! `emq`: the command line of EchoMQ 2.0.
+//!
+//! Layout, for whoever adds the next subcommand:
+//! - `main.rs`: the clap definition ([`Cli`], [`Command`]) and the dispatch ([`run`]);
+//! - `commands/<name>.rs`: one file per subcommand, with its clap `Args` and a `run` that returns
+//!   `emq::Result<()>` (async when it talks to the datastore);
+//! - `connect.rs`: `--url` (repeatable) / `EMQ_URL` / the embedded default → an `emq::Store`,
+//!   keeping a started `EmbeddedServer` alive as long as the store;
+//! - `exit.rs`: an `emq::Error` → `error[<code>]: <message>` on stderr and the exit code
+//!   (2 for invalid input, 1 otherwise; clap's own usage errors exit 2 too).
+
+mod commands;
+mod connect;
+mod exit;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// emq — EchoMQ 2.0, a background-job queue on Redis-protocol datastores.
+#[derive(Parser, Debug)]
+#[command(name = "emq", version, propagate_version = true)]
+struct Cli {
+    /// Datastore URL; repeat for cluster seeds [default: $EMQ_URL, else a private redis-server]
+    ///
+    /// `redis://[user:password@]host:port[/db]` or `rediss://…` for TLS; give it several times to
+    /// name several seed nodes of a cluster (one node of a cluster is enough too). Without it,
+    /// `EMQ_URL` is used (one URL, or seeds separated by commas); without both, a private
+    /// redis-server is started for the command and stopped when it exits. `keyspace` needs no
+    /// datastore and ignores it; `dev` starts its own server and refuses it.
+    #[arg(long = "url", value_name = "URL", global = true)]
+    urls: Vec<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show a queue's keys: v1 and v2 spelling, datastore type, hash tag and cluster slot.
+    ///
+    /// Needs no server: the figure is computed from the keyspace rules of this emq.
+    Keyspace(commands::keyspace::Args),
+
+    /// Run a private redis-server in the foreground and print its URL on stdout.
+    ///
+    /// The server listens on 127.0.0.1 on a free port, keeps its data in memory only, and is
+    /// stopped (and its temp dir removed) on Ctrl-C or SIGTERM. Point other programs at it with
+    /// `EMQ_URL=<the printed URL>`.
+    Dev,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => exit::report(&e),
+    }
+}
+
+/// Runs one parsed command line. Every value a command owns (a store, an embedded server) is
+/// dropped before this returns, so nothing is left running when `main` exits.
+async fn run(cli: Cli) -> emq::Result<()> {
+    match cli.command {
+        Command::Keyspace(args) => commands::keyspace::run(&args),
+        Command::Dev => commands::dev::run(&cli.urls).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn url_is_global_and_repeatable() {
+        let want = ["redis://a:1", "redis://b:2"];
+        let before = Cli::parse_from(["emq", "--url", want[0], "--url", want[1], "dev"]);
+        assert_eq!(before.urls, want);
+        let after = Cli::parse_from(["emq", "keyspace", "q", "--url", want[0], "--url", want[1]]);
+        assert_eq!(after.urls, want);
+    }
+}
