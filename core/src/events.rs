@@ -12,6 +12,9 @@ use crate::store::Store;
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// One stream's entries as XREAD returns them: (stream key, [(entry id, fields)]).
+type StreamReply = (String, Vec<(String, HashMap<String, String>)>);
+
 /// One event.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Event {
@@ -67,9 +70,7 @@ impl EventStream {
             self.conn = Some(self.store.blocking_connection(&self.key).await?);
         }
         let conn = self.conn.as_mut().expect("connected");
-        let reply: redis::RedisResult<
-            Option<Vec<(String, Vec<(String, HashMap<String, String>)>)>>,
-        > = redis::cmd("XREAD")
+        let reply: redis::RedisResult<Option<Vec<StreamReply>>> = redis::cmd("XREAD")
             .arg("COUNT")
             .arg(count)
             .arg("BLOCK")

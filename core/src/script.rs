@@ -302,7 +302,7 @@ pub fn lint(name: &str, body: &str) -> Vec<String> {
         problems.push(format!("{name}.lua: the header declares no KEYS"));
     }
     for (i, arg) in header.argv.iter().enumerate() {
-        let words: Vec<&str> = arg.split(|c: char| c == '_' || c == '-').collect();
+        let words: Vec<&str> = arg.split(['_', '-']).collect();
         if let Some(w) = words
             .iter()
             .find(|w| INSTANT_WORDS.contains(&w.to_ascii_lowercase().as_str()))

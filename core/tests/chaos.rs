@@ -17,12 +17,16 @@ const CHILD_ENV: &str = "EMQ_TEST_WORKER_CHILD";
 /// starts and `DONE <id>` when it finishes; runs until killed or for 30 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_child() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let parts: Vec<&str> = spec.split('|').collect();
     let (url, name) = (parts[0], parts[1]);
     let lease_ms: u64 = parts[2].parse().unwrap();
     let sleep_ms: u64 = parts[3].parse().unwrap();
-    let q = Queue::connect(emq::ConnectOptions::new(url).guarded(true), name).await.unwrap();
+    let q = Queue::connect(emq::ConnectOptions::new(url).guarded(true), name)
+        .await
+        .unwrap();
     let w = Worker::builder(q)
         .options(WorkerOptions {
             concurrency: 1,
@@ -78,11 +82,15 @@ fn wait_line(child: &mut Child, prefix: &str, limit: Duration) -> String {
             }
         }
     });
-    rx.recv_timeout(limit).unwrap_or_else(|e| panic!("the child did not print {prefix_shown:?} in time: {e}"))
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|e| panic!("the child did not print {prefix_shown:?} in time: {e}"))
 }
 
 async fn server_ms(q: &Queue) -> u64 {
-    let (s, us): (u64, u64) = redis::cmd("TIME").query_async(&mut q.store().conn()).await.unwrap();
+    let (s, us): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap();
     s * 1000 + us / 1000
 }
 
@@ -97,7 +105,10 @@ async fn a_worker_killed_mid_job_loses_nothing() {
         let name = common::unique("crash");
         let minter = std::sync::Arc::new(emq::IdMinter::start(store.clone()).await.unwrap());
         let q = Queue::with_store(store.clone(), minter, &name).unwrap();
-        let id = q.add("work", json!({"n": 1}), JobOptions::default()).await.unwrap();
+        let id = q
+            .add("work", json!({"n": 1}), JobOptions::default())
+            .await
+            .unwrap();
         let mut victim = spawn_worker(&format!("{url}|{name}|1000|60000"), None);
         let line = wait_line(&mut victim, "STARTED", Duration::from_secs(20));
         assert_eq!(line, format!("STARTED {id}"));
@@ -122,7 +133,10 @@ async fn a_worker_killed_mid_job_loses_nothing() {
         rescuer.wait().ok();
         let job = q.get(id).await.unwrap().unwrap();
         assert_eq!(job.stalls, 1, "{topology}");
-        assert_eq!(job.attempts_made, 2, "{topology}: the killed run is counted");
+        assert_eq!(
+            job.attempts_made, 2,
+            "{topology}: the killed run is counted"
+        );
         let r = q.audit().await.unwrap();
         assert!(r.ok(), "{topology}: {:?}", r.problems);
         assert_eq!(q.counts().await.unwrap().total(), 1);
@@ -148,7 +162,17 @@ async fn skewed_worker_clocks_follow_the_server() {
         // A 1 s lease and a 2.5 s job: only renewal on the server's clock keeps the lease.
         let mut worker = spawn_worker(&format!("{url}|{name}|1000|2500"), Some(offset));
         let added_at = server_ms(&q).await;
-        let id = q.add("later", json!({}), JobOptions { delay_ms: 1_500, ..Default::default() }).await.unwrap();
+        let id = q
+            .add(
+                "later",
+                json!({}),
+                JobOptions {
+                    delay_ms: 1_500,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
         let line = wait_line(&mut worker, "DONE", Duration::from_secs(20));
         assert_eq!(line, format!("DONE {id}"), "{offset}");
         let until = Instant::now() + Duration::from_secs(10);
@@ -163,11 +187,22 @@ async fn skewed_worker_clocks_follow_the_server() {
         worker.kill().ok();
         worker.wait().ok();
         let started = job.processed_ms.unwrap();
-        assert!(started >= added_at + 1_500, "{offset}: not before due ({} ms after add)", started - added_at);
-        assert!(started <= added_at + 1_500 + 2_000, "{offset}: not late ({} ms after add)", started - added_at);
+        assert!(
+            started >= added_at + 1_500,
+            "{offset}: not before due ({} ms after add)",
+            started - added_at
+        );
+        assert!(
+            started <= added_at + 1_500 + 2_000,
+            "{offset}: not late ({} ms after add)",
+            started - added_at
+        );
         assert_eq!(job.stalls, 0, "{offset}: the lease did not expire early");
         assert_eq!(job.result, Some(json!({"lease_lost": false})), "{offset}");
-        assert!(job.id.unix_ms().abs_diff(added_at) < 2_000, "ids carry server time");
+        assert!(
+            job.id.unix_ms().abs_diff(added_at) < 2_000,
+            "ids carry server time"
+        );
         let r = q.audit().await.unwrap();
         assert!(r.ok(), "{offset}: {:?}", r.problems);
         let _ = Value::Null;
