@@ -126,6 +126,10 @@ pub struct Store {
 }
 
 fn client_for(url: &str, opts: &ConnectOptions) -> Result<redis::Client> {
+    if url.starts_with("rediss://") {
+        // rustls needs one process-wide crypto provider; the first caller installs ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
     let bad_url = |e: redis::RedisError| {
         Error::new(
             ErrorCode::InvalidOption,
@@ -180,6 +184,9 @@ impl Store {
             }
         }
         if is_cluster {
+            if first.starts_with("rediss://") {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
             let mut builder = ClusterClient::builder(options.urls.clone())
                 .response_timeout(options.response_timeout)
                 .connection_timeout(options.connect_timeout);

@@ -604,3 +604,54 @@ async fn queues_spread_over_cluster_nodes() {
         w.close().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_acl_from_the_url() {
+    let server = emq_harness::TlsServer::start().unwrap();
+    let pem = std::fs::read(server.ca_cert_path()).unwrap();
+    let url = server.url();
+    assert!(url.starts_with("rediss://emq:emq-secret@"), "{url}");
+    let q = Queue::connect(
+        emq::ConnectOptions::new(url.clone())
+            .guarded(true)
+            .ca_cert_pem(pem.clone()),
+        "tls-orders",
+    )
+    .await
+    .unwrap();
+    let id = q
+        .add("t", json!({"secure": true}), JobOptions::default())
+        .await
+        .unwrap();
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 2,
+            ..fast()
+        })
+        .handler(|job: JobContext| async move { Ok(job.data().clone()) })
+        .run()
+        .unwrap();
+    wait_until("the TLS job", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().completed == 1
+    })
+    .await;
+    w.close().await.unwrap();
+    assert_eq!(
+        q.get(id).await.unwrap().unwrap().result,
+        Some(json!({"secure": true}))
+    );
+    audit_ok(&q).await;
+    // A wrong password is refused with a typed error.
+    let bad = url.replacen("emq-secret", "wrong", 1);
+    let e = Queue::connect(emq::ConnectOptions::new(bad).ca_cert_pem(pem), "tls-orders")
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(
+            e.code(),
+            ErrorCode::ServerUnavailable | ErrorCode::ScriptError
+        ),
+        "{e}"
+    );
+}
