@@ -8,12 +8,9 @@
 //! Subcommands that read or write the datastore call [`connect`] and keep the [`Connected`] for as
 //! long as they run.
 
-// The datastore subcommands (stats, jobs, job, retry, demo, …) are the users of this module; until
-// they land only its tests are.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use emq::embedded::EmbeddedServer;
-use emq::{ConnectOptions, Error, ErrorCode, Store};
+use emq::{ConnectOptions, Error, ErrorCode, IdMinter, Queue, QueueName, Store};
+use std::sync::Arc;
 
 /// The environment variable read when no `--url` is given.
 pub const URL_ENV: &str = "EMQ_URL";
@@ -60,9 +57,38 @@ impl Connected {
     }
 
     /// The private server, when no URL was given.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn embedded(&self) -> Option<&EmbeddedServer> {
         self.embedded.as_ref()
     }
+}
+
+/// An open queue and the connection behind it (keep both alive while the queue is used).
+pub struct Opened {
+    /// The queue handle. Declared first, so it drops before the connection.
+    pub queue: Queue,
+    /// The connection (and the embedded server, if one was started).
+    pub _connected: Connected,
+}
+
+/// Checks the queue name (before any connection, so a bad name never starts a server), connects
+/// and opens the queue.
+pub async fn open_queue(cli_urls: &[String], name: &str) -> emq::Result<Opened> {
+    let name = QueueName::new(name)?;
+    let connected = connect(cli_urls).await?;
+    let minter = Arc::new(IdMinter::start(connected.store().clone()).await?);
+    let queue = Queue::with_store(connected.store().clone(), minter, name.as_str())?;
+    Ok(Opened {
+        queue,
+        _connected: connected,
+    })
+}
+
+/// The datastore's clock (`TIME`), in milliseconds since the epoch.
+pub async fn server_time_ms(store: &Store) -> emq::Result<u64> {
+    let mut conn = store.conn();
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
+    Ok(secs * 1000 + micros / 1000)
 }
 
 /// Resolves the datastore from `--url` values and `EMQ_URL`, and connects.

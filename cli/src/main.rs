@@ -14,6 +14,7 @@ mod connect;
 mod exit;
 
 use clap::{Parser, Subcommand};
+use commands::admin;
 use std::process::ExitCode;
 
 /// emq — EchoMQ 2.0, a background-job queue on Redis-protocol datastores.
@@ -47,6 +48,48 @@ enum Command {
     /// stopped (and its temp dir removed) on Ctrl-C or SIGTERM. Point other programs at it with
     /// `EMQ_URL=<the printed URL>`.
     Dev,
+
+    /// Run N jobs over three demo queues with Rust workers, print the throughput, and audit.
+    ///
+    /// Empties `demo-emails`, `demo-images` and `demo-reports` first. Exits 0 only if every job
+    /// completed exactly once and every queue's audit passes.
+    Demo(commands::demo::Args),
+
+    /// Jobs per state, and the age of the oldest waiting job.
+    Stats(commands::stats::Args),
+
+    /// List the jobs in one state.
+    Jobs(commands::jobs::Args),
+
+    /// Show one job.
+    Job(commands::job::Args),
+
+    /// Move a failed job back to waiting.
+    Retry(commands::admin::JobArgs),
+
+    /// Make a delayed job ready now.
+    Promote(commands::admin::JobArgs),
+
+    /// Delete a job that is not active.
+    Remove(commands::admin::JobArgs),
+
+    /// Move every failed job back to waiting.
+    RetryFailed(commands::admin::QueueArgs),
+
+    /// Pause a queue: workers take no new jobs from it.
+    Pause(commands::admin::QueueArgs),
+
+    /// Resume a paused queue.
+    Resume(commands::admin::QueueArgs),
+
+    /// Remove the waiting (and with --delayed, the delayed) jobs.
+    Drain(commands::admin::DrainArgs),
+
+    /// Remove completed or failed jobs that finished more than --grace-ms ago.
+    Clean(commands::admin::CleanArgs),
+
+    /// Check a queue's invariants; exits 1 if any is broken.
+    Audit(commands::audit::Args),
 }
 
 #[tokio::main]
@@ -64,6 +107,23 @@ async fn run(cli: Cli) -> emq::Result<()> {
     match cli.command {
         Command::Keyspace(args) => commands::keyspace::run(&args),
         Command::Dev => commands::dev::run(&cli.urls).await,
+        Command::Demo(args) => commands::demo::run(&cli.urls, &args).await,
+        Command::Stats(args) => commands::stats::run(&cli.urls, &args).await,
+        Command::Jobs(args) => commands::jobs::run(&cli.urls, &args).await,
+        Command::Job(args) => commands::job::run(&cli.urls, &args).await,
+        Command::Retry(args) => admin::run_job(&cli.urls, admin::JobAction::Retry, &args).await,
+        Command::Promote(args) => admin::run_job(&cli.urls, admin::JobAction::Promote, &args).await,
+        Command::Remove(args) => admin::run_job(&cli.urls, admin::JobAction::Remove, &args).await,
+        Command::RetryFailed(args) => {
+            admin::run_queue(&cli.urls, admin::QueueAction::RetryFailed, &args).await
+        }
+        Command::Pause(args) => admin::run_queue(&cli.urls, admin::QueueAction::Pause, &args).await,
+        Command::Resume(args) => {
+            admin::run_queue(&cli.urls, admin::QueueAction::Resume, &args).await
+        }
+        Command::Drain(args) => admin::run_drain(&cli.urls, &args).await,
+        Command::Clean(args) => admin::run_clean(&cli.urls, &args).await,
+        Command::Audit(args) => commands::audit::run(&cli.urls, &args).await,
     }
 }
 

@@ -99,6 +99,7 @@ struct Shared {
     running: AtomicUsize,
     stopping: AtomicBool,
     wake: Notify,
+    stop: Notify,
     idle: Notify,
     completed: AtomicU64,
     failed: AtomicU64,
@@ -174,6 +175,7 @@ impl WorkerBuilder {
             running: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             wake: Notify::new(),
+            stop: Notify::new(),
             idle: Notify::new(),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -233,6 +235,7 @@ impl WorkerHandle {
         s.stopping.store(true, Ordering::SeqCst);
         s.wake.notify_waiters();
         s.wake.notify_one();
+        s.stop.notify_waiters();
         let until = Instant::now() + deadline;
         while s.running.load(Ordering::SeqCst) > 0 && Instant::now() < until {
             let left = until.saturating_duration_since(Instant::now());
@@ -417,8 +420,8 @@ async fn fetch_loop(s: Arc<Shared>) {
                     blocking = None;
                 }
             }
-            _ = s.wake.notified() => {
-                // A slot freed or close was called; the pending BRPOP dies with its connection.
+            _ = s.stop.notified() => {
+                // close was called; the pending BRPOP dies with its connection.
                 blocking = None;
             }
         }

@@ -1,4 +1,16 @@
 //! One module per subcommand. Each has its clap `Args` (if it takes any) and a `run`.
 
+pub mod admin;
+pub mod audit;
+pub mod demo;
 pub mod dev;
+pub mod job;
+pub mod jobs;
 pub mod keyspace;
+pub mod stats;
+
+/// Pretty JSON text of a value, or an `internal` error.
+pub fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> emq::Result<String> {
+    serde_json::to_string_pretty(value)
+        .map_err(|e| emq::Error::new(emq::ErrorCode::Internal, format!("cannot write JSON: {e}")))
+}

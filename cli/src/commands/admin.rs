@@ -1,0 +1,160 @@
+//! The commands that change a queue: `retry`, `promote`, `remove` (one job), `retry-failed`,
+//! `pause`, `resume`, `drain` and `clean`. Each prints one line saying what it did.
+
+use crate::commands::job::{not_found, parse_target};
+use crate::connect::open_queue;
+use clap::Args as ClapArgs;
+use emq::{Error, ErrorCode, JobState, QueueName};
+use std::time::Duration;
+
+/// Options of the commands on one job.
+#[derive(ClapArgs, Debug)]
+pub struct JobArgs {
+    /// The queue name.
+    pub queue: String,
+    /// The job's id.
+    pub id: String,
+}
+
+/// Options of the commands on a whole queue.
+#[derive(ClapArgs, Debug)]
+pub struct QueueArgs {
+    /// The queue name.
+    pub queue: String,
+}
+
+/// `emq drain` options.
+#[derive(ClapArgs, Debug)]
+pub struct DrainArgs {
+    /// The queue name.
+    pub queue: String,
+    /// Remove the delayed jobs too.
+    #[arg(long)]
+    pub delayed: bool,
+}
+
+/// `emq clean` options.
+#[derive(ClapArgs, Debug)]
+pub struct CleanArgs {
+    /// The queue name.
+    pub queue: String,
+    /// completed or failed.
+    #[arg(long)]
+    pub state: String,
+    /// Only jobs that finished more than this many ms ago.
+    #[arg(long, default_value_t = 0)]
+    pub grace_ms: u64,
+    /// Most jobs to remove.
+    #[arg(long, default_value_t = 1_000)]
+    pub limit: u64,
+}
+
+/// What to do to one job.
+#[derive(Clone, Copy, Debug)]
+pub enum JobAction {
+    /// Move a failed job back to waiting.
+    Retry,
+    /// Make a delayed job ready now.
+    Promote,
+    /// Delete a job that is not active.
+    Remove,
+}
+
+/// Runs `emq retry|promote|remove <queue> <id>`.
+pub async fn run_job(urls: &[String], action: JobAction, args: &JobArgs) -> emq::Result<()> {
+    let id = parse_target(&args.queue, &args.id)?;
+    let opened = open_queue(urls, &args.queue).await?;
+    let q = &opened.queue;
+    let name = q.name().as_str();
+    let job = q.get(id).await?.ok_or_else(|| not_found(name, id))?;
+    let state = job.state.map(|s| s.as_str()).unwrap_or("unknown");
+    let (done, verb, need) = match action {
+        JobAction::Retry => (q.retry(id).await?, "retried", "failed"),
+        JobAction::Promote => (q.promote(id).await?, "promoted", "delayed"),
+        JobAction::Remove => (q.remove(id).await?, "removed", "not active"),
+    };
+    if done {
+        println!("{verb} job {id} in queue {name}");
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorCode::InvalidState,
+            format!("job {id} in queue {name} is {state}; it must be {need} to be {verb}"),
+        ))
+    }
+}
+
+/// What to do to a whole queue.
+#[derive(Clone, Copy, Debug)]
+pub enum QueueAction {
+    /// Move every failed job back to waiting.
+    RetryFailed,
+    /// Stop handing out jobs.
+    Pause,
+    /// Hand out jobs again.
+    Resume,
+}
+
+/// Runs `emq retry-failed|pause|resume <queue>`.
+pub async fn run_queue(urls: &[String], action: QueueAction, args: &QueueArgs) -> emq::Result<()> {
+    let opened = open_queue(urls, &args.queue).await?;
+    let q = &opened.queue;
+    let name = q.name().as_str();
+    match action {
+        QueueAction::RetryFailed => {
+            let n = q.retry_failed().await?;
+            println!("retried {n} failed jobs in queue {name}");
+        }
+        QueueAction::Pause => {
+            q.pause().await?;
+            println!("paused queue {name}");
+        }
+        QueueAction::Resume => {
+            q.resume().await?;
+            println!("resumed queue {name}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs `emq drain`.
+pub async fn run_drain(urls: &[String], args: &DrainArgs) -> emq::Result<()> {
+    let opened = open_queue(urls, &args.queue).await?;
+    let n = opened.queue.drain(args.delayed).await?;
+    let what = if args.delayed {
+        "waiting, paused, prioritized and delayed"
+    } else {
+        "waiting, paused and prioritized"
+    };
+    println!(
+        "drained {n} {what} jobs from queue {}",
+        opened.queue.name().as_str()
+    );
+    Ok(())
+}
+
+/// Runs `emq clean`.
+pub async fn run_clean(urls: &[String], args: &CleanArgs) -> emq::Result<()> {
+    QueueName::new(&args.queue)?;
+    let state = JobState::parse(&args.state)?;
+    if !matches!(state, JobState::Completed | JobState::Failed) {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "--state must be completed or failed, not {}",
+                state.as_str()
+            ),
+        ));
+    }
+    let opened = open_queue(urls, &args.queue).await?;
+    let n = opened
+        .queue
+        .clean(state, Duration::from_millis(args.grace_ms), args.limit)
+        .await?;
+    println!(
+        "removed {n} {} jobs from queue {}",
+        state.as_str(),
+        opened.queue.name().as_str()
+    );
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! `emq job <queue> <id> [--json]`: one job, its state and record.
+//!
+//! A malformed id exits 2 (`invalid_job_id`) without connecting; an id with no job exits 1
+//! (`job_not_found`).
+
+use crate::connect::open_queue;
+use clap::Args as ClapArgs;
+use emq::{Error, ErrorCode, JobId, QueueName};
+
+/// `emq job` options.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The queue name.
+    pub queue: String,
+
+    /// The job's id.
+    pub id: String,
+
+    /// Print the job as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Checks a queue name and a job id before anything connects.
+pub fn parse_target(queue: &str, id: &str) -> emq::Result<JobId> {
+    QueueName::new(queue)?;
+    JobId::parse(id)
+}
+
+/// The error for an id with no job.
+pub fn not_found(queue: &str, id: JobId) -> Error {
+    Error::new(
+        ErrorCode::JobNotFound,
+        format!("no job {id} in queue {queue}"),
+    )
+}
+
+/// Runs `emq job`.
+pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
+    let id = parse_target(&args.queue, &args.id)?;
+    let opened = open_queue(urls, &args.queue).await?;
+    let job = opened
+        .queue
+        .get(id)
+        .await?
+        .ok_or_else(|| not_found(opened.queue.name().as_str(), id))?;
+    if args.json {
+        println!("{}", super::to_json(&job.to_json())?);
+    } else {
+        let state = job.state.map(|s| s.as_str()).unwrap_or("unknown");
+        println!("job {} in queue {}", job.id, opened.queue.name().as_str());
+        println!("  name      {}", job.name);
+        println!("  state     {state}");
+        println!("  attempts  {}/{}", job.attempts_made, job.attempts);
+        println!("  created   {} ms", job.created_ms);
+        if let Some(ms) = job.processed_ms {
+            println!("  processed {ms} ms");
+        }
+        if let Some(ms) = job.finished_ms {
+            println!("  finished  {ms} ms");
+        }
+        println!("  data      {}", job.data);
+        if let Some(p) = &job.progress {
+            println!("  progress  {p}");
+        }
+        if let Some(r) = &job.result {
+            println!("  result    {r}");
+        }
+        if let Some(f) = &job.failure {
+            println!("  failure   [{}] {}", f.code, f.message);
+        }
+    }
+    Ok(())
+}
