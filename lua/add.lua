@@ -1,48 +1,76 @@
--- add: add one job; idempotent (a retried add of the same id changes nothing).
--- KEYS[1] record       emq:{q}:<id>, HASH
--- KEYS[2] wait         LIST
--- KEYS[3] paused       LIST
--- KEYS[4] delayed      ZSET
--- KEYS[5] prioritized  ZSET
--- KEYS[6] meta         HASH
--- KEYS[7] events       STREAM
--- KEYS[8] dedup        HASH dedup key (user data) -> id of the live job holding it
--- KEYS[9] marker       LIST
--- ARGV[1] id
--- ARGV[2] name
--- ARGV[3] data         JSON text
--- ARGV[4] opts         JSON text, kept for readers
--- ARGV[5] attempts     most attempts
--- ARGV[6] delay_ms     run no sooner than this after now
--- ARGV[7] priority     0 for none; lower runs first
--- ARGV[8] lifo         "1" to run before older jobs
--- ARGV[9] dedup        "" for none
--- ARGV[10] max_events  stream cap
--- Returns {id, 1} when added, {id of the existing job, 0} when it exists or a live job holds dedup.
-local id, dedup = ARGV[1], ARGV[9]
-if call('EXISTS', KEYS[1]) == 1 then return {id, 0} end
-if dedup ~= '' then
-  local holder = call('HGET', KEYS[8], dedup)
-  if holder then return {holder, 0} end
-  call('HSET', KEYS[8], dedup, id)
-end
+-- add: add a batch of jobs (one or many); idempotent per job (a retried add of an id that exists
+-- changes nothing for it).
+-- KEYS[1] wait         LIST
+-- KEYS[2] paused       LIST
+-- KEYS[3] delayed      ZSET
+-- KEYS[4] prioritized  ZSET
+-- KEYS[5] meta         HASH
+-- KEYS[6] events       STREAM
+-- KEYS[7] dedup        HASH dedup key (user data) -> id of the live job holding it
+-- KEYS[8] marker       LIST
+-- KEYS[9..] record     emq:{q}:<id>, HASH, one per job, in the order of the job groups below
+-- ARGV[1] max_events   stream cap
+-- ARGV[2..] job        groups of 8: id, name, data (JSON), opts (JSON, non-default options only),
+--                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo) and dedup
+--                      ("" none) joined as "<flags>|<dedup>"
+-- Returns, per job, {id, 1} when added, or {id of the existing job, 0} when it exists or a live job
+-- holds its dedup key.
 local now = now_ms()
-local delay, priority = tonumber(ARGV[6]), tonumber(ARGV[7])
-call('HSET', KEYS[1], 'name', ARGV[2], 'data', ARGV[3], 'opts', ARGV[4], 'attempts', ARGV[5],
-  'atts', 0, 'created_ms', now, 'priority', priority, 'dedup', dedup)
-call('HINCRBY', KEYS[6], 'added', 1)
-local paused = call('HGET', KEYS[6], 'paused') == '1'
-if delay > 0 then
-  call('ZADD', KEYS[4], now + delay, id)
-elseif priority > 0 then
-  local seq = call('HINCRBY', KEYS[6], 'prio_seq', 1)
-  call('ZADD', KEYS[5], priority * 4294967296 + (seq % 4294967296), id)
-  if not paused then call('LPUSH', KEYS[9], '1') end
-elseif paused then
-  call(ARGV[8] == '1' and 'RPUSH' or 'LPUSH', KEYS[3], id)
-else
-  local n = call(ARGV[8] == '1' and 'RPUSH' or 'LPUSH', KEYS[2], id)
-  if n == 1 then call('LPUSH', KEYS[9], '1') end
+local paused = call('HGET', KEYS[5], 'paused') == '1'
+local out = {}
+local fifo, lifo, added = {}, {}, {}
+local prio_seq = nil
+local woke = false
+for j = 0, (#ARGV - 1) / 8 - 1 do
+  local a = 2 + j * 8
+  local record = KEYS[9 + j]
+  local id = ARGV[a]
+  local flags, dedup = string.match(ARGV[a + 7], '^([^|]*)|(.*)$')
+  local holder = nil
+  if call('EXISTS', record) == 1 then
+    holder = id
+  elseif dedup ~= '' then
+    holder = call('HGET', KEYS[7], dedup)
+    if not holder then call('HSET', KEYS[7], dedup, id) end
+  end
+  if holder then
+    out[#out + 1] = {holder, 0}
+  else
+    local attempts, delay, priority = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+    local fields = {'name', ARGV[a + 1], 'data', ARGV[a + 2], 'created_ms', now}
+    if ARGV[a + 3] ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = ARGV[a + 3] end
+    if attempts ~= 1 then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = attempts end
+    if priority > 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
+    if dedup ~= '' then fields[#fields + 1] = 'dedup'; fields[#fields + 1] = dedup end
+    call('HSET', record, unpack(fields))
+    if delay > 0 then
+      call('ZADD', KEYS[3], now + delay, id)
+    elseif priority > 0 then
+      prio_seq = prio_seq or call('HINCRBY', KEYS[5], 'prio_seq', 1)
+      prio_seq = prio_seq + 1
+      call('ZADD', KEYS[4], priority * 4294967296 + (prio_seq % 4294967296), id)
+      woke = true
+    elseif flags == 'l' then
+      lifo[#lifo + 1] = id
+    else
+      fifo[#fifo + 1] = id
+    end
+    added[#added + 1] = id
+    out[#out + 1] = {id, 1}
+  end
 end
-call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[10], '*', 'ev', delay > 0 and 'delayed' or 'added', 'id', id)
-return {id, 1}
+if prio_seq then call('HSET', KEYS[5], 'prio_seq', prio_seq) end
+if #added > 0 then
+  call('HINCRBY', KEYS[5], 'added', #added)
+  local list = paused and KEYS[2] or KEYS[1]
+  local before = nil
+  if #fifo > 0 then before = call('LPUSH', list, unpack(fifo)) - #fifo end
+  if #lifo > 0 then
+    local n = call('RPUSH', list, unpack(lifo))
+    before = before or (n - #lifo)
+  end
+  if before == 0 then woke = true end
+  if woke and not paused then call('LPUSH', KEYS[8], '1') end
+  call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', table.concat(added, ' '))
+end
+return out

@@ -16,4 +16,4 @@
 -- Returns {next due in ms or -1, id, token, id, token, …}.
 local k = {wait = KEYS[1], paused = KEYS[2], delayed = KEYS[3], prioritized = KEYS[4],
   active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9]}
-return emq_claim(k, now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+return emq_claim(k, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true)

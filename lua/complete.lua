@@ -1,45 +1,65 @@
--- complete: finish a leased job with its result, then lease the worker's next jobs in the same call.
+-- complete: finish a batch of leased jobs with their results, then lease the worker's next jobs in
+-- the same call.
 -- uses lib/claim.lua
--- KEYS[1] record       emq:{q}:<id>, HASH
--- KEYS[2] logs         emq:{q}:<id>:logs, LIST
--- KEYS[3] active       ZSET
--- KEYS[4] leases       HASH
--- KEYS[5] completed    ZSET id -> finish time
--- KEYS[6] dedup        HASH
--- KEYS[7] wait         LIST
--- KEYS[8] paused       LIST
--- KEYS[9] delayed      ZSET
--- KEYS[10] prioritized ZSET
--- KEYS[11] meta        HASH
--- KEYS[12] events      STREAM
--- KEYS[13] marker      LIST
--- ARGV[1] id
--- ARGV[2] token        the lease token the worker holds
--- ARGV[3] result       JSON text
--- ARGV[4] keep         "1" keep the record in completed, "0" delete it now
--- ARGV[5] max_events   stream cap
--- ARGV[6] count        next jobs wanted
--- ARGV[7] lease_ms     lease length of the next jobs
--- Returns {next due in ms or -1, id, token, …} like claim, or a lease_lost error.
-local id = ARGV[1]
-local lease = call('HGET', KEYS[4], id)
-if not lease or string.match(lease, '^([^|]*)|') ~= ARGV[2] then
-  fail('lease_lost', 'job ' .. id .. ' is not leased with this token any more (it stalled and was recovered, or was removed)')
+-- KEYS[1] active       ZSET
+-- KEYS[2] leases       HASH
+-- KEYS[3] completed    ZSET id -> finish time
+-- KEYS[4] dedup        HASH
+-- KEYS[5] wait         LIST
+-- KEYS[6] paused       LIST
+-- KEYS[7] delayed      ZSET
+-- KEYS[8] prioritized  ZSET
+-- KEYS[9] meta         HASH
+-- KEYS[10] events      STREAM
+-- KEYS[11] marker      LIST
+-- KEYS[12..] job       record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
+-- ARGV[1] count        next jobs wanted
+-- ARGV[2] lease_ms     lease length of the next jobs
+-- ARGV[3] max_events   stream cap
+-- ARGV[4..] job        groups of 5: id, token, result (JSON), keep ("1" keep the record in
+--                      completed, "0" delete it now), dedup ("" none)
+-- Returns {{1 or 0 per job: completed, or its lease was lost}, {next due in ms or -1, id, token, …}}.
+local now_us_ = now_us()
+local now = math.floor(now_us_ / 1000)
+local n = (#ARGV - 3) / 5
+local ids = {}
+for j = 0, n - 1 do ids[#ids + 1] = ARGV[4 + j * 5] end
+local leases = call('HMGET', KEYS[2], unpack(ids))
+local status, done, kept, dropped, dropped_keys = {}, {}, {}, 0, {}
+for j = 0, n - 1 do
+  local a = 4 + j * 5
+  local id = ARGV[a]
+  local lease = leases[j + 1]
+  if lease and string.match(lease, '^([^|]*)|') == ARGV[a + 1] then
+    status[#status + 1] = 1
+    done[#done + 1] = id
+    local record, logs = KEYS[12 + j * 2], KEYS[13 + j * 2]
+    local dedup = ARGV[a + 4]
+    if dedup ~= '' and call('HGET', KEYS[4], dedup) == id then call('HDEL', KEYS[4], dedup) end
+    if ARGV[a + 3] == '1' then
+      call('HINCRBY', record, 'atts', 1)
+      call('HSET', record, 'result', ARGV[a + 2], 'processed_ms', string.match(lease, '|(%d+)$'), 'finished_ms', now)
+      kept[#kept + 1] = now
+      kept[#kept + 1] = id
+    else
+      dropped = dropped + 1
+      dropped_keys[#dropped_keys + 1] = record
+      dropped_keys[#dropped_keys + 1] = logs
+    end
+  else
+    status[#status + 1] = 0
+  end
 end
-local now = now_ms()
-call('ZREM', KEYS[3], id)
-call('HDEL', KEYS[4], id)
-local dedup = call('HGET', KEYS[1], 'dedup')
-if dedup and dedup ~= '' and call('HGET', KEYS[6], dedup) == id then call('HDEL', KEYS[6], dedup) end
-if ARGV[4] == '1' then
-  call('HINCRBY', KEYS[1], 'atts', 1)
-  call('HSET', KEYS[1], 'result', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'), 'finished_ms', now)
-  call('ZADD', KEYS[5], now, id)
-else
-  call('DEL', KEYS[1], KEYS[2])
-  call('HINCRBY', KEYS[11], 'gone', 1)
+if #done > 0 then
+  call('ZREM', KEYS[1], unpack(done))
+  call('HDEL', KEYS[2], unpack(done))
+  if #kept > 0 then call('ZADD', KEYS[3], unpack(kept)) end
+  if dropped > 0 then
+    call('DEL', unpack(dropped_keys))
+    call('HINCRBY', KEYS[9], 'gone', dropped)
+  end
+  call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '))
 end
-call('XADD', KEYS[12], 'MAXLEN', '~', ARGV[5], '*', 'ev', 'completed', 'id', id)
-local k = {wait = KEYS[7], paused = KEYS[8], delayed = KEYS[9], prioritized = KEYS[10],
-  active = KEYS[3], leases = KEYS[4], meta = KEYS[11], events = KEYS[12], marker = KEYS[13]}
-return emq_claim(k, now, tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[5])
+local k = {wait = KEYS[5], paused = KEYS[6], delayed = KEYS[7], prioritized = KEYS[8],
+  active = KEYS[1], leases = KEYS[2], meta = KEYS[9], events = KEYS[10], marker = KEYS[11]}
+return {status, emq_claim(k, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false)}

@@ -1,7 +1,8 @@
 //! [`EventStream`]: a subscriber on a queue's events stream (`emq:{q}:events`).
 //!
-//! Every transition appends an entry (`ev` = added, delayed, active, completed, retrying, failed,
-//! stalled, released, removed, progress, paused, resumed; `id` = the job). The stream is capped
+//! Every transition appends an entry (`ev` = added, active, completed, retrying, failed, stalled,
+//! released, removed, progress, paused, resumed; `id` = the job, or `ids` = the jobs of a batch
+//! transition, read back as one [`Event`] per job). The stream is capped
 //! (approximately) by the queue, so memory stays bounded. Reading blocks on a dedicated connection
 //! to the node that owns the queue, never on the shared one.
 
@@ -91,12 +92,21 @@ impl EventStream {
         for (_, entries) in reply.unwrap_or_default() {
             for (stream_id, fields) in entries {
                 self.last = stream_id.clone();
-                out.push(Event {
-                    kind: fields.get("ev").cloned().unwrap_or_default(),
-                    job_id: fields.get("id").and_then(|s| JobId::parse(s).ok()),
-                    stream_id,
-                    fields,
-                });
+                let kind = fields.get("ev").cloned().unwrap_or_default();
+                // A batch transition writes one entry with `ids`; it reads as one event per job.
+                let ids: Vec<Option<JobId>> = match (fields.get("ids"), fields.get("id")) {
+                    (Some(ids), _) => ids.split(' ').map(|s| JobId::parse(s).ok()).collect(),
+                    (None, Some(id)) => vec![JobId::parse(id).ok()],
+                    (None, None) => vec![None],
+                };
+                for job_id in ids {
+                    out.push(Event {
+                        stream_id: stream_id.clone(),
+                        kind: kind.clone(),
+                        job_id,
+                        fields: fields.clone(),
+                    });
+                }
             }
         }
         Ok(out)

@@ -117,8 +117,10 @@ pub struct Job {
     pub result: Option<Value>,
     /// Its last failure.
     pub failure: Option<Failure>,
-    /// The options it was added with (JSON).
+    /// The options it was added with that differ from the defaults (JSON).
     pub options: Value,
+    /// Its dedup key, if it has one.
+    pub dedup: Option<String>,
 }
 
 fn json_field(map: &HashMap<String, String>, k: &str) -> Option<Value> {
@@ -153,7 +155,8 @@ impl Job {
             failure: map
                 .get("failure")
                 .and_then(|s| serde_json::from_str(s).ok()),
-            options: json_field(&map, "opts").unwrap_or(Value::Null),
+            options: json_field(&map, "opts").unwrap_or_else(|| Value::Object(Default::default())),
+            dedup: map.get("dedup").filter(|d| !d.is_empty()).cloned(),
         }
     }
 

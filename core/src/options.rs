@@ -111,6 +111,22 @@ fn invalid(msg: String) -> Error {
 }
 
 impl JobOptions {
+    /// The options that differ from the defaults, as a JSON object (what a job record stores, so
+    /// that small records stay in Redis's compact hash encoding).
+    pub fn compact_json(&self) -> String {
+        let full = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        let base = serde_json::to_value(JobOptions::default()).unwrap_or(serde_json::Value::Null);
+        let mut out = serde_json::Map::new();
+        if let (Some(f), Some(b)) = (full.as_object(), base.as_object()) {
+            for (k, v) in f {
+                if b.get(k) != Some(v) {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        serde_json::Value::Object(out).to_string()
+    }
+
     /// Checks every option; bindings call [`millis`] first for their own number types.
     pub fn validate(&self) -> Result<()> {
         if self.attempts == 0 {

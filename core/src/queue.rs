@@ -22,6 +22,8 @@ use std::time::Duration;
 
 /// Default cap of a queue's events stream (approximate, trimmed as it grows).
 pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
+/// Jobs per call of `add.lua` in a bulk add.
+const ADD_BATCH: usize = 250;
 /// Most log lines kept per job.
 pub const MAX_LOG_LINES: u64 = 1_000;
 
@@ -100,13 +102,11 @@ impl Queue {
         self.minter.mint()
     }
 
-    fn add_invocation(&self, id: JobId, job: &NewJob, data: &str) -> Result<Invocation> {
-        job.options.validate()?;
+    /// One call of `add.lua` for a batch of (id, job, data text).
+    fn add_invocation(&self, batch: &[(JobId, &NewJob, String)]) -> Result<Invocation> {
         let k = &self.keys;
-        let opts = serde_json::to_string(&job.options)?;
-        Ok(script::ADD
+        let mut inv = script::ADD
             .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
             .key(&k.wait)
             .key(&k.paused)
             .key(&k.delayed)
@@ -114,33 +114,46 @@ impl Queue {
             .key(&k.meta)
             .key(&k.events)
             .key(&k.dedup)
-            .key(&k.marker)
-            .arg(id)
-            .arg(&job.name)
-            .arg(data)
-            .arg(opts)
-            .arg(job.options.attempts)
-            .arg(job.options.delay_ms)
-            .arg(job.options.priority)
-            .arg(if job.options.lifo { "1" } else { "0" })
-            .arg(job.options.dedup.as_deref().unwrap_or(""))
-            .arg(self.max_events))
+            .key(&k.marker);
+        for (id, _, _) in batch {
+            inv = inv.key(&self.name.job_key(*id, JobPart::Record));
+        }
+        inv = inv.arg(self.max_events);
+        for (id, job, data) in batch {
+            job.options.validate()?;
+            let o = &job.options;
+            inv = inv
+                .arg(*id)
+                .arg(&job.name)
+                .arg(data.as_str())
+                .arg(o.compact_json())
+                .arg(o.attempts)
+                .arg(o.delay_ms)
+                .arg(o.priority)
+                .arg(format!(
+                    "{}|{}",
+                    if o.lifo { "l" } else { "" },
+                    o.dedup.as_deref().unwrap_or("")
+                ));
+        }
+        Ok(inv)
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
     pub async fn add(&self, name: &str, data: Value, options: JobOptions) -> Result<JobId> {
         let data_text = serde_json::to_string(&data)?;
-        self.add_text(name, &data_text, options).await
+        self.add_text(name, data_text, options).await
     }
 
     /// Adds a job whose payload is JSON text (bindings pass their serialised payload); the text is
     /// checked to be JSON.
     pub async fn add_json(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
         serde_json::from_str::<serde::de::IgnoredAny>(data)?;
-        self.add_text(name, data, options).await
+        self.add_text(name, data.to_string(), options).await
     }
 
-    async fn add_text(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
+    async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {
+        options.validate()?;
         let id = match options.id {
             Some(id) => id,
             None => self.minter.mint()?,
@@ -150,12 +163,18 @@ impl Queue {
             data: Value::Null,
             options,
         };
+        let batch = [(id, &job, data)];
         // The id is fixed before the first send, so a retry after a lost reply is a no-op.
         let mut tries = 0;
         loop {
-            let inv = self.add_invocation(id, &job, data)?;
-            match inv.invoke::<(String, i64)>(&self.store).await {
-                Ok((held, _)) => return JobId::parse(&held),
+            let inv = self.add_invocation(&batch)?;
+            match inv.invoke::<Vec<(String, i64)>>(&self.store).await {
+                Ok(replies) => {
+                    let (held, _) = replies.into_iter().next().ok_or_else(|| {
+                        Error::new(ErrorCode::Internal, "add.lua returned no reply")
+                    })?;
+                    return JobId::parse(&held);
+                }
                 Err(e) if e.code() == ErrorCode::ServerUnavailable && tries < 3 => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(100 << tries)).await;
@@ -165,21 +184,26 @@ impl Queue {
         }
     }
 
-    /// Adds many jobs in pipelined round trips; returns their ids in order.
+    /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in
+    /// order.
     pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
+            job.options.validate()?;
             let id = match job.options.id {
                 Some(id) => id,
                 None => self.minter.mint()?,
             };
-            let data = serde_json::to_string(&job.data)?;
-            prepared.push(self.add_invocation(id, job, &data)?);
+            prepared.push((id, job, serde_json::to_string(&job.data)?));
         }
+        let calls = prepared
+            .chunks(ADD_BATCH)
+            .map(|batch| self.add_invocation(batch))
+            .collect::<Result<Vec<_>>>()?;
         let mut ids = Vec::with_capacity(prepared.len());
-        for chunk in prepared.chunks(1_000) {
-            let replies: Vec<(String, i64)> = self.store.pipeline(chunk).await?;
-            for (held, _) in replies {
+        for chunk in calls.chunks(8) {
+            let replies: Vec<Vec<(String, i64)>> = self.store.pipeline(chunk).await?;
+            for (held, _) in replies.into_iter().flatten() {
                 ids.push(JobId::parse(&held)?);
             }
         }
@@ -467,13 +491,45 @@ impl Queue {
         ids.iter().map(|s| JobId::parse(s)).collect()
     }
 
+    async fn remove_finished(&self, state: JobState, ids: &[JobId], older_ms: u64) -> Result<u64> {
+        let key = if state == JobState::Completed {
+            &self.keys.completed
+        } else {
+            &self.keys.failed
+        };
+        let mut calls = Vec::new();
+        for chunk in ids.chunks(250) {
+            let mut inv = script::REMOVE_FINISHED
+                .prepare()
+                .key(key)
+                .key(&self.keys.meta)
+                .key(&self.keys.events);
+            for id in chunk {
+                inv = inv
+                    .key(&self.name.job_key(*id, JobPart::Record))
+                    .key(&self.name.job_key(*id, JobPart::Logs));
+            }
+            inv = inv.arg(self.max_events).arg(older_ms);
+            for id in chunk {
+                inv = inv.arg(*id);
+            }
+            calls.push(inv);
+        }
+        let mut removed = 0;
+        for chunk in calls.chunks(8) {
+            let replies: Vec<u64> = self.store.pipeline(chunk).await?;
+            removed += replies.iter().sum::<u64>();
+        }
+        Ok(removed)
+    }
+
     /// Removes up to `limit` completed or failed jobs that finished more than `grace` ago.
     pub async fn clean(&self, state: JobState, grace: Duration, limit: u64) -> Result<u64> {
         let grace_ms = grace.as_millis() as u64;
         let ids = self
             .select_finished(state, None, Some(grace_ms), limit)
             .await?;
-        self.remove_many(&ids, state.as_str(), grace_ms).await
+        self.remove_finished(state, &ids, grace_ms).await
     }
 
     /// Applies a retention policy to completed or failed jobs; returns how many were removed.
@@ -484,12 +540,12 @@ impl Queue {
         let mut total = 0;
         loop {
             let ids = self
-                .select_finished(state, keep.count, keep.age_ms, 500)
+                .select_finished(state, keep.count, keep.age_ms, 1_000)
                 .await?;
             if ids.is_empty() {
                 return Ok(total);
             }
-            let n = self.remove_many(&ids, state.as_str(), 0).await?;
+            let n = self.remove_finished(state, &ids, 0).await?;
             total += n;
             if n == 0 {
                 return Ok(total);

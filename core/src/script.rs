@@ -361,11 +361,11 @@ scripts! {
     NODE_RENEW => "node_renew",
     /// Releases a node-id lease.
     NODE_RELEASE => "node_release",
-    /// Adds one job.
+    /// Adds a batch of jobs.
     ADD => "add",
     /// Leases ready jobs to a worker.
     CLAIM => "claim",
-    /// Completes a job and leases the next ones.
+    /// Completes a batch of jobs and leases the next ones.
     COMPLETE => "complete",
     /// Fails a job: retry or move to failed.
     FAIL => "fail",
@@ -383,6 +383,8 @@ scripts! {
     REMOVE_JOB => "remove_job",
     /// Selects finished jobs to trim or clean.
     SELECT_FINISHED => "select_finished",
+    /// Removes a batch of finished jobs.
+    REMOVE_FINISHED => "remove_finished",
     /// Pauses a queue.
     PAUSE => "pause",
     /// Resumes a queue.

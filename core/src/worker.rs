@@ -91,7 +91,22 @@ struct Flight {
     abort: Option<tokio::task::AbortHandle>,
 }
 
+/// A successful run waiting for the completer to record it.
+struct Completion {
+    id: JobId,
+    token: String,
+    result: String,
+    keep: bool,
+    dedup: String,
+    want_next: bool,
+    reply: tokio::sync::oneshot::Sender<Option<(Job, String)>>,
+}
+
+/// Most completions recorded in one call of `complete.lua`.
+const COMPLETE_BATCH: usize = 128;
+
 struct Shared {
+    completions: tokio::sync::mpsc::UnboundedSender<Completion>,
     queue: Queue,
     handler: Arc<dyn Handler>,
     opts: WorkerOptions,
@@ -167,7 +182,9 @@ impl WorkerBuilder {
                 "the lease must be at least 300 ms",
             ));
         }
+        let (completions, completed_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
+            completions,
             queue: self.queue,
             handler,
             opts: self.opts,
@@ -184,6 +201,7 @@ impl WorkerBuilder {
         });
         let tasks = vec![
             TaskHandle::spawn(fetch_loop(shared.clone())),
+            TaskHandle::spawn(complete_loop(shared.clone(), completed_rx)),
             TaskHandle::spawn(renew_loop(shared.clone())),
             TaskHandle::spawn(sweep_loop(shared.clone())),
             TaskHandle::spawn(trim_loop(shared.clone())),
@@ -313,7 +331,7 @@ fn parse_claim(reply: Vec<redis::Value>) -> Result<(Option<u64>, Vec<Leased>)> {
     Ok(((due >= 0).then_some(due as u64), jobs))
 }
 
-const RECORD_FIELDS: [&str; 9] = [
+const RECORD_FIELDS: [&str; 10] = [
     "name",
     "data",
     "opts",
@@ -323,6 +341,7 @@ const RECORD_FIELDS: [&str; 9] = [
     "created_ms",
     "priority",
     "progress",
+    "dedup",
 ];
 
 /// Reads the records of leased jobs in one pipelined round trip; None for a job removed meanwhile.
@@ -561,53 +580,20 @@ async fn finish(
     };
     match outcome {
         Ok(result) => {
-            let fetch = if s.stopping.load(Ordering::SeqCst) {
-                0
-            } else {
-                1
+            let (reply, next) = tokio::sync::oneshot::channel();
+            let c = Completion {
+                id: job.id,
+                token: token.to_string(),
+                result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
+                keep: !opt("remove_on_complete"),
+                dedup: job.dedup.clone().unwrap_or_default(),
+                want_next: !s.stopping.load(Ordering::SeqCst),
+                reply,
             };
-            let reply = script::COMPLETE
-                .prepare()
-                .key(&q.name().job_key(job.id, JobPart::Record))
-                .key(&q.name().job_key(job.id, JobPart::Logs))
-                .key(&k.active)
-                .key(&k.leases)
-                .key(&k.completed)
-                .key(&k.dedup)
-                .key(&k.wait)
-                .key(&k.paused)
-                .key(&k.delayed)
-                .key(&k.prioritized)
-                .key(&k.meta)
-                .key(&k.events)
-                .key(&k.marker)
-                .arg(job.id)
-                .arg(token)
-                .arg(serde_json::to_string(&result).unwrap_or_else(|_| "null".into()))
-                .arg(if opt("remove_on_complete") { "0" } else { "1" })
-                .arg(q.max_events)
-                .arg(fetch)
-                .arg(s.opts.lease.as_millis() as u64)
-                .invoke::<Vec<redis::Value>>(q.store())
-                .await
-                .and_then(parse_claim);
-            match reply {
-                Ok((_, mut next)) => {
-                    s.completed.fetch_add(1, Ordering::Relaxed);
-                    let (id, token) = next.pop()?;
-                    match read_records(q, &[id]).await {
-                        Ok(mut r) => r.pop().flatten().map(|j| (j, token)),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "cannot read the next job; it will be recovered");
-                            None
-                        }
-                    }
-                }
-                Err(e) => {
-                    note_finish_error(s, job.id, e);
-                    None
-                }
+            if s.completions.send(c).is_err() {
+                return None;
             }
+            next.await.ok().flatten()
         }
         Err(err) => {
             s.failed.fetch_add(1, Ordering::Relaxed);
@@ -652,6 +638,116 @@ async fn finish(
                 note_finish_error(s, job.id, e);
             }
             None
+        }
+    }
+}
+
+/// Records successful runs in batches: one call of `complete.lua` completes every run that finished
+/// since the last call and leases as many next jobs, which go back to the slots that asked.
+async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Completion>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < COMPLETE_BATCH {
+            match rx.try_recv() {
+                Ok(c) => batch.push(c),
+                Err(_) => break,
+            }
+        }
+        let stopping = s.stopping.load(Ordering::SeqCst);
+        let want = if stopping {
+            0
+        } else {
+            batch.iter().filter(|c| c.want_next).count()
+        };
+        let q = &s.queue;
+        let k = q.keys();
+        let mut inv = script::COMPLETE
+            .prepare()
+            .key(&k.active)
+            .key(&k.leases)
+            .key(&k.completed)
+            .key(&k.dedup)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.delayed)
+            .key(&k.prioritized)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.marker);
+        for c in &batch {
+            inv = inv
+                .key(&q.name().job_key(c.id, JobPart::Record))
+                .key(&q.name().job_key(c.id, JobPart::Logs));
+        }
+        inv = inv
+            .arg(want)
+            .arg(s.opts.lease.as_millis() as u64)
+            .arg(q.max_events);
+        for c in &batch {
+            inv = inv
+                .arg(c.id)
+                .arg(c.token.as_str())
+                .arg(c.result.as_str())
+                .arg(if c.keep { "1" } else { "0" })
+                .arg(c.dedup.as_str());
+        }
+        let reply = inv
+            .invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store())
+            .await
+            .and_then(|(status, claim)| Ok((status, parse_claim(claim)?.1)));
+        match reply {
+            Err(e) => {
+                for c in batch {
+                    note_finish_error(&s, c.id, e.clone());
+                    let _ = c.reply.send(None);
+                }
+            }
+            Ok((status, next)) => {
+                for (c, st) in batch.iter().zip(&status) {
+                    if *st == 1 {
+                        s.completed.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        note_finish_error(
+                            &s,
+                            c.id,
+                            crate::Error::new(ErrorCode::LeaseLost, "lease lost"),
+                        );
+                    }
+                }
+                // Reading the next jobs' records is one more round trip: do it off this loop so
+                // the next batch of completions can go out meanwhile.
+                let s2 = s.clone();
+                tokio::spawn(async move {
+                    let ids: Vec<JobId> = next.iter().map(|(id, _)| *id).collect();
+                    let jobs = if ids.is_empty() {
+                        Vec::new()
+                    } else {
+                        match read_records(&s2.queue, &ids).await {
+                            Ok(r) => r,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "cannot read the next jobs; they will be recovered");
+                                Vec::new()
+                            }
+                        }
+                    };
+                    let mut next_jobs = next
+                        .into_iter()
+                        .zip(jobs)
+                        .filter_map(|((_, token), job)| Some((job?, token)));
+                    for c in batch {
+                        let give = if c.want_next { next_jobs.next() } else { None };
+                        let _ = c.reply.send(give);
+                    }
+                    // A lease nobody took (a slot stopped wanting one): give it back at once.
+                    let rest: Vec<(Job, String)> = next_jobs.collect();
+                    if !rest.is_empty() {
+                        s2.running.fetch_add(rest.len(), Ordering::SeqCst);
+                        for (job, token) in rest {
+                            tokio::spawn(run_slot(s2.clone(), job, token));
+                        }
+                    }
+                });
+            }
         }
     }
 }

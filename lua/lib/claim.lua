@@ -4,17 +4,22 @@
 --
 -- Promotes due delayed jobs into wait (or paused), then, unless the queue is paused, pops from
 -- prioritized (lowest score first) and from the right of wait, scores each id in active with its
--- lease expiry, and stores "<token>|<start ms>" in leases. Pushes a marker to wake another worker if
--- ready jobs remain, clears the markers when none do. Returns {next due in ms or -1, id, token, …}.
-local function emq_claim(k, now, count, lease_ms, max_events)
+-- lease expiry, and stores "<token>|<start ms>" in leases (the token is the server's microsecond
+-- clock and the job's place in the batch, so no two leases of a job share one). With `wake`, pushes
+-- a marker to wake another worker when the batch came back full, and clears the markers when it did
+-- not. Returns {next due in ms or -1, id, token, …}.
+local function emq_claim(k, now_us, count, lease_ms, max_events, wake)
+  local now = math.floor(now_us / 1000)
   local paused = call('HGET', k.meta, 'paused') == '1'
-  local due = call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, 1000)
-  if #due > 0 then
-    call('ZREM', k.delayed, unpack(due))
-    call('LPUSH', paused and k.paused or k.wait, unpack(due))
-  end
   local out = {-1}
   local head = call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
+  if head[2] and tonumber(head[2]) <= now then
+    local due = call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, 1000)
+    call('ZREM', k.delayed, unpack(due))
+    call('LPUSH', paused and k.paused or k.wait, unpack(due))
+    head = call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
+    if wake and not paused then call('LPUSH', k.marker, '1') end
+  end
   if head[2] then out[1] = math.max(0, tonumber(head[2]) - now) end
   if paused or count <= 0 then return out end
   local ids = {}
@@ -27,23 +32,25 @@ local function emq_claim(k, now, count, lease_ms, max_events)
     end
   end
   if #ids == 0 then
-    call('DEL', k.marker)
+    if wake then call('DEL', k.marker) end
     return out
   end
-  local last = call('HINCRBY', k.meta, 'lease_seq', #ids)
   local expiry = now + lease_ms
+  local scored, leased = {}, {}
   for i = 1, #ids do
-    local token = tostring(last - #ids + i)
-    call('ZADD', k.active, expiry, ids[i])
-    call('HSET', k.leases, ids[i], token .. '|' .. now)
+    local token = now_us .. '.' .. i
+    scored[#scored + 1] = expiry
+    scored[#scored + 1] = ids[i]
+    leased[#leased + 1] = ids[i]
+    leased[#leased + 1] = token .. '|' .. now
     out[#out + 1] = ids[i]
     out[#out + 1] = token
   end
-  call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'active', 'n', #ids, 'id', ids[1])
-  if call('LLEN', k.wait) + call('ZCARD', k.prioritized) > 0 then
-    call('LPUSH', k.marker, '1')
-  else
-    call('DEL', k.marker)
+  call('ZADD', k.active, unpack(scored))
+  call('HSET', k.leases, unpack(leased))
+  call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'active', 'ids', table.concat(ids, ' '))
+  if wake then
+    if #ids == count then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end
   end
   return out
 end

@@ -81,10 +81,14 @@ if EMQ_GUARDED then
   end
 end
 
--- The server's clock in milliseconds: the only "now" a script may use.
-local function now_ms()
+-- The server's clock: the only "now" a script may use. now_us() gives microseconds (lease tokens),
+-- now_ms() milliseconds (every stored instant).
+local function now_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function now_ms()
+  return math.floor(now_us() / 1000)
 end
 
 -- Raises a coded error (`<code> <message>`), which the core maps to its error enum.
