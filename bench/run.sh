@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: emq (bench/, binary emq-bench) against the BullMQ anchors
+# (shared/bench/anchors: BullMQ Node and BullMQ Python) on one private Redis, in one run.
+# Run by hand, never in CI. Writes bench/RESULTS.md; raw samples go to bench/out/ (git-ignored).
+#
+# Knobs (like the anchors'): REPS (default 3), N_JOBS (20000), N_LATENCY (1000),
+# SCENARIO_TIMEOUT_S (120). Also: ANCHORS_SRC (where the read-only anchors live),
+# EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo).
+#
+# Each repetition runs, round-robin: the anchors' bench_node.js, the anchors' bench_python.py,
+# emq-bench, and bench/bullmq_mem.js (BullMQ memory per waiting job), each with REPS=1, all
+# against 127.0.0.1:6390. The Redis is started like the anchors' run.sh starts it and stopped by
+# the pid this script started, never by name.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(dirname "$HERE")"
+ANCHORS_SRC="${ANCHORS_SRC:-$ROOT/../shared/bench/anchors}"
+ANCHORS=/tmp/anchors
+PORT=6390
+PIDFILE=/tmp/bench-redis.pid
+OUT="$HERE/out"
+export REDIS_PORT=$PORT
+REPS="${REPS:-3}"
+export N_JOBS="${N_JOBS:-20000}"
+export N_LATENCY="${N_LATENCY:-1000}"
+export SCENARIO_TIMEOUT_S="${SCENARIO_TIMEOUT_S:-120}"
+COMMAND="REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY${EMQ_BENCH_BIN:+ EMQ_BENCH_BIN=$EMQ_BENCH_BIN} bash bench/run.sh"
+T0="$(date +%s)"
+
+die() { echo "bench/run.sh: $*" >&2; exit 1; }
+
+for tool in redis-server redis-cli node npm python3 timeout; do
+  command -v "$tool" >/dev/null 2>&1 || die "missing '$tool' (see shared/bench/anchors/README.md, Setup)"
+done
+
+# The anchors are read-only where they live, and write beside themselves: run a copy.
+if [ ! -f "$ANCHORS/bench_node.js" ]; then
+  [ -f "$ANCHORS_SRC/bench_node.js" ] || die "no anchors at $ANCHORS_SRC (set ANCHORS_SRC)"
+  cp -r "$ANCHORS_SRC" "$ANCHORS" || die "cannot copy the anchors to $ANCHORS"
+  chmod -R u+w "$ANCHORS"
+fi
+# Their pinned dependencies, installed the way their run.sh does.
+if [ ! -f "$ANCHORS/node_modules/bullmq/package.json" ] || [ ! -f "$ANCHORS/node_modules/ioredis/package.json" ]; then
+  echo "bench/run.sh: installing the anchors' Node dependencies" >&2
+  (cd "$ANCHORS" && timeout 300 npm ci --no-audit --no-fund >&2) || die "npm ci failed"
+fi
+if ! "$ANCHORS/.venv/bin/python" -c 'import bullmq' >/dev/null 2>&1; then
+  echo "bench/run.sh: creating $ANCHORS/.venv" >&2
+  python3 -m venv "$ANCHORS/.venv" || die "python3 -m venv failed"
+  timeout 300 "$ANCHORS/.venv/bin/pip" install -q -r "$ANCHORS/requirements.txt" >&2 || die "pip install failed"
+fi
+
+# emq-bench, release build.
+if [ -n "${EMQ_BENCH_BIN:-}" ]; then
+  BIN="$EMQ_BENCH_BIN"
+else
+  echo "bench/run.sh: cargo build --release -p emq-bench" >&2
+  (cd "$ROOT" && cargo build --release -p emq-bench >&2) || die "cargo build failed"
+  BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/emq-bench"
+fi
+[ -x "$BIN" ] || die "no emq-bench binary at $BIN"
+
+if redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1; then
+  die "something already answers on 127.0.0.1:$PORT; stop it first"
+fi
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+REDIS_PID=""
+stop_redis() {
+  # Only the instance this script started, by its pid, and only if it still is redis-server.
+  if [ -n "$REDIS_PID" ] && [ "$(cat "/proc/$REDIS_PID/comm" 2>/dev/null)" = "redis-server" ]; then
+    kill "$REDIS_PID"
+    for _ in $(seq 1 50); do
+      kill -0 "$REDIS_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    echo "bench/run.sh: stopped redis-server (pid $REDIS_PID)" >&2
+  fi
+}
+trap stop_redis EXIT
+trap 'exit 130' INT TERM
+
+# Exactly as shared/bench/anchors/run.sh starts it.
+redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
+  --daemonize yes --pidfile "$PIDFILE" >/dev/null || die "redis-server did not start"
+for _ in $(seq 1 50); do
+  if [ -s "$PIDFILE" ] && redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1; then break; fi
+  sleep 0.1
+done
+REDIS_PID="$(cat "$PIDFILE" 2>/dev/null || true)"
+[ -n "$REDIS_PID" ] || die "no pid in $PIDFILE"
+redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1 || die "redis-server is not answering on 127.0.0.1:$PORT"
+echo "bench/run.sh: redis-server pid $REDIS_PID on 127.0.0.1:$PORT, REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY" >&2
+
+# step NAME TIME_LIMIT_S COMMAND...: log to out/NAME.log, note a failure and go on.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  echo "bench/run.sh: step '$name' (limit ${limit}s)" >&2
+  timeout "$limit" "$@" 2>"$OUT/$name.log"
+  local rc=$?
+  tail -n 3 "$OUT/$name.log" >&2
+  if [ "$rc" -ne 0 ]; then
+    echo "step '$name' exited with status $rc (124 = hit its ${limit}s limit); see out/$name.log" >>"$OUT/step_errors.txt"
+  fi
+}
+
+cat /proc/loadavg >"$OUT/loadavg_start.txt" 2>/dev/null || true
+for rep in $(seq 1 "$REPS"); do
+  step "node_rep$rep" 300 env REPS=1 node "$ANCHORS/bench_node.js" "$OUT/node_rep$rep.json"
+  step "python_rep$rep" 400 env REPS=1 "$ANCHORS/.venv/bin/python" "$ANCHORS/bench_python.py" "$OUT/python_rep$rep.json"
+  step "emq_rep$rep" 400 sh -c 'REPS=1 "$0" "$1" > "$2"' "$BIN" "redis://127.0.0.1:$PORT" "$OUT/emq_rep$rep.jsonl"
+  step "bullmq_mem_rep$rep" 120 env REPS=1 ANCHORS_DIR="$ANCHORS" node "$HERE/bullmq_mem.js" "$OUT/bullmq_mem_rep$rep.json"
+  echo "bench/run.sh: rep $rep/$REPS done ($(( $(date +%s) - T0 ))s)" >&2
+done
+
+cat /proc/loadavg >"$OUT/loadavg_end.txt" 2>/dev/null || true
+BENCH_COMMAND="$COMMAND" BENCH_T0="$T0" BENCH_REPS="$REPS" \
+  python3 "$HERE/report.py" "$OUT" "$HERE/RESULTS.md"
+rc=$?
+echo "bench/run.sh: wrote bench/RESULTS.md ($(( $(date +%s) - T0 ))s)" >&2
+exit $rc
