@@ -49,9 +49,9 @@ struct Admin {
 
 impl Admin {
     async fn connect(url: &str) -> BResult<Admin> {
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| format!("only redis:// URLs are supported by the admin client: {url}"))?;
+        let rest = url.strip_prefix("redis://").ok_or_else(|| {
+            format!("only redis:// URLs are supported by the admin client: {url}")
+        })?;
         let hostport = rest.split('/').next().unwrap_or(rest);
         let hostport = hostport.rsplit('@').next().unwrap_or(hostport);
         let stream = TcpStream::connect(hostport)
@@ -69,7 +69,11 @@ impl Admin {
             buf.push_str(&format!("${}\r\n{}\r\n", a.len(), a));
         }
         let io = |e: std::io::Error| format!("admin io: {e}");
-        self.conn.get_mut().write_all(buf.as_bytes()).await.map_err(io)?;
+        self.conn
+            .get_mut()
+            .write_all(buf.as_bytes())
+            .await
+            .map_err(io)?;
         let mut line = String::new();
         self.conn.read_line(&mut line).await.map_err(io)?;
         let line = line.trim_end().to_string();
@@ -152,7 +156,10 @@ impl CpuMark {
         );
         m.insert("client_cpu_us_per_job".into(), json!(client / n as f64));
         if commandstats {
-            m.insert("commandstats_per_job".into(), commandstats_per_job(admin, n).await?);
+            m.insert(
+                "commandstats_per_job".into(),
+                commandstats_per_job(admin, n).await?,
+            );
         }
         Ok(m)
     }
@@ -163,8 +170,12 @@ async fn commandstats_per_job(admin: &mut Admin, n: u64) -> BResult<Value> {
     let info = admin.cmd(&["INFO", "commandstats"]).await?;
     let mut out = Map::new();
     for line in info.lines() {
-        let Some(rest) = line.strip_prefix("cmdstat_") else { continue };
-        let Some((cmd, fields)) = rest.split_once(':') else { continue };
+        let Some(rest) = line.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let Some((cmd, fields)) = rest.split_once(':') else {
+            continue;
+        };
         if cmd == "info" || cmd.starts_with("config") {
             continue; // the measurement's own commands
         }
@@ -212,7 +223,12 @@ fn noop(_job: JobContext) -> futures::future::Ready<emq::HandlerResult> {
 }
 
 /// (a) add, awaited one at a time
-async fn add_sequential(cfg: &Cfg, admin: &mut Admin, name: &str, n: u64) -> BResult<Map<String, Value>> {
+async fn add_sequential(
+    cfg: &Cfg,
+    admin: &mut Admin,
+    name: &str,
+    n: u64,
+) -> BResult<Map<String, Value>> {
     let q = open(cfg, name).await?;
     let mark = cpu_mark(admin, cfg.commandstats).await?;
     let t0 = Instant::now();
@@ -226,7 +242,12 @@ async fn add_sequential(cfg: &Cfg, admin: &mut Admin, name: &str, n: u64) -> BRe
 }
 
 /// (b) add fired `batch` at a time, awaited together (join_all, like Promise.all)
-async fn add_concurrent(cfg: &Cfg, admin: &mut Admin, name: &str, n: u64) -> BResult<Map<String, Value>> {
+async fn add_concurrent(
+    cfg: &Cfg,
+    admin: &mut Admin,
+    name: &str,
+    n: u64,
+) -> BResult<Map<String, Value>> {
     let q = open(cfg, name).await?;
     let mark = cpu_mark(admin, cfg.commandstats).await?;
     let t0 = Instant::now();
@@ -434,7 +455,10 @@ async fn latency(cfg: &Cfg, name: &str, n: u64) -> BResult<Map<String, Value>> {
         m.insert(format!("{key}_p50_ms"), json!(percentile(&s, 50.0)));
         m.insert(format!("{key}_p99_ms"), json!(percentile(&s, 99.0)));
     }
-    m.insert("done_observed_by".into(), json!("queue.events(None) subscriber"));
+    m.insert(
+        "done_observed_by".into(),
+        json!("queue.events(None) subscriber"),
+    );
     Ok(m)
 }
 
@@ -496,7 +520,9 @@ async fn main() {
         latency_gap: Duration::from_millis(2),
         timeout: Duration::from_secs(env_u64("SCENARIO_TIMEOUT_S", 120)),
         warmup_jobs: 2000,
-        commandstats: std::env::var("BENCH_COMMANDSTATS").map(|v| v == "1").unwrap_or(true),
+        commandstats: std::env::var("BENCH_COMMANDSTATS")
+            .map(|v| v == "1")
+            .unwrap_or(true),
     };
     let only: Option<Vec<String>> = std::env::var("SCENARIOS")
         .ok()
@@ -537,9 +563,12 @@ async fn main() {
                 eprintln!("emq-bench: flushall: {e}");
                 std::process::exit(2);
             }
-            let r = tokio::time::timeout(cfg.timeout + Duration::from_secs(5), run_scenario(&cfg, &mut admin, id))
-                .await
-                .unwrap_or_else(|_| Err(format!("timeout after {:?}", cfg.timeout)));
+            let r = tokio::time::timeout(
+                cfg.timeout + Duration::from_secs(5),
+                run_scenario(&cfg, &mut admin, id),
+            )
+            .await
+            .unwrap_or_else(|_| Err(format!("timeout after {:?}", cfg.timeout)));
             let mut line = Map::new();
             line.insert("impl".into(), json!("emq"));
             line.insert("scenario".into(), json!(id));
