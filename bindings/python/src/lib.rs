@@ -1,0 +1,817 @@
+//! `emq._emq`: the native module of the Python package `emq`.
+//!
+//! A thin layer over the Rust core: it adapts types (Python objects <-> JSON text, seconds <->
+//! milliseconds, ids as text), errors (`emq::Error` -> the `emq.errors` class of its code) and the
+//! handler (a Python callable behind the core's [`emq::Handler`] trait). There is no queue logic
+//! here.
+//!
+//! Runtime: one tokio runtime per process, created lazily and keyed by the process id, so a child
+//! of `os.fork()` builds its own and never touches the (thread-less) copy of its parent's.
+//!
+//! Asyncio bridge: an async method creates a future on the caller's running loop, runs the core's
+//! future on the tokio runtime, and resolves the asyncio future with `loop.call_soon_threadsafe`.
+//! Blocking methods (the sync facade) release the GIL while they wait.
+
+use emq::{Backoff, ErrorCode, HandlerError, HandlerResult, JobContext, JobOptions};
+use futures::future::BoxFuture;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+// ---------------------------------------------------------------------------------------------
+// The per-process runtime.
+
+static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+
+/// The runtime of this process: built on first use, and built again in a forked child (the
+/// parent's copy is leaked, never dropped: its threads do not exist in the child).
+fn runtime() -> PyResult<&'static Runtime> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((owner, rt)) = *slot {
+        if owner == pid {
+            return Ok(rt);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("emq-tokio")
+        .build()
+        .map_err(|e| {
+            PyRuntimeError::new_err(format!("emq: cannot start the tokio runtime: {e}"))
+        })?;
+    let rt: &'static Runtime = Box::leak(Box::new(rt));
+    *slot = Some((pid, rt));
+    Ok(rt)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors.
+
+/// The `emq.errors` exception for a core error (`emq.errors.error_for_code`).
+fn to_pyerr(py: Python<'_>, code: &str, message: &str) -> PyErr {
+    let made = py
+        .import("emq.errors")
+        .and_then(|m| m.call_method1("error_for_code", (code, message)));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(e) => e,
+    }
+}
+
+fn core_err(py: Python<'_>, e: &emq::Error) -> PyErr {
+    to_pyerr(py, e.code().as_str(), e.message())
+}
+
+fn code_err(py: Python<'_>, code: ErrorCode, message: impl AsRef<str>) -> PyErr {
+    to_pyerr(py, code.as_str(), message.as_ref())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values crossing back to Python.
+
+/// What a core call produced, converted to Python once the GIL is held.
+enum Out {
+    None,
+    Str(String),
+    Strs(Vec<String>),
+    /// JSON text, given to Python as `json.loads(text)`.
+    Json(String),
+    OptJson(Option<String>),
+    Queue(emq::Queue),
+}
+
+fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+impl Out {
+    fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match self {
+            Out::None => py.None(),
+            Out::Str(s) => PyString::new(py, &s).into_any().unbind(),
+            Out::Strs(v) => PyList::new(py, v)?.into_any().unbind(),
+            Out::Json(t) => json_loads(py, &t)?.unbind(),
+            Out::OptJson(None) => py.None(),
+            Out::OptJson(Some(t)) => json_loads(py, &t)?.unbind(),
+            Out::Queue(q) => Py::new(
+                py,
+                Queue {
+                    inner: q,
+                    pid: std::process::id(),
+                },
+            )?
+            .into_any(),
+        })
+    }
+}
+
+type CoreFuture = BoxFuture<'static, emq::Result<Out>>;
+
+/// Runs `fut` on the runtime and returns an asyncio future (of the running loop) for its outcome.
+fn spawn_py<'py>(py: Python<'py>, fut: CoreFuture) -> PyResult<Bound<'py, PyAny>> {
+    let rt = runtime()?;
+    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let py_fut = event_loop.call_method0("create_future")?;
+    let loop_ref = event_loop.unbind();
+    let fut_ref = py_fut.clone().unbind();
+    rt.spawn(async move {
+        let outcome = fut.await;
+        Python::attach(|py| {
+            let (ok, value) = match outcome
+                .map_err(|e| core_err(py, &e))
+                .and_then(|o| o.into_py(py))
+            {
+                Ok(v) => (true, v),
+                Err(e) => (false, e.into_value(py).into_any()),
+            };
+            let sent = py
+                .import("emq._emq")
+                .and_then(|m| m.getattr("_resolve"))
+                .and_then(|resolve| {
+                    loop_ref
+                        .bind(py)
+                        .call_method1("call_soon_threadsafe", (resolve, fut_ref, ok, value))
+                });
+            // A closed loop cannot take the result any more; nobody is waiting for it.
+            drop(sent);
+        });
+    });
+    Ok(py_fut)
+}
+
+/// Sets an asyncio future's result or exception unless it was cancelled meanwhile.
+#[pyfunction]
+fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    if fut.call_method0("done")?.is_truthy()? {
+        return Ok(());
+    }
+    if ok {
+        fut.call_method1("set_result", (value,))?;
+    } else {
+        fut.call_method1("set_exception", (value,))?;
+    }
+    Ok(())
+}
+
+/// Runs `fut` to completion on the runtime with the GIL released.
+fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
+    let rt = runtime()?;
+    let outcome = py.detach(|| rt.block_on(fut));
+    outcome.map_err(|e| core_err(py, &e))?.into_py(py)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs.
+
+/// `json.dumps(value, allow_nan=False)`, or an `InvalidPayload` error naming `what`.
+fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let kw = PyDict::new(py);
+    kw.set_item("allow_nan", false)?;
+    match py
+        .import("json")?
+        .call_method("dumps", (value,), Some(&kw))
+        .and_then(|s| s.extract::<String>())
+    {
+        Ok(s) => Ok(s),
+        Err(e) => Err(code_err(
+            py,
+            ErrorCode::InvalidPayload,
+            format!("{what} is not JSON-serialisable: {}", e.value(py)),
+        )),
+    }
+}
+
+fn seconds_ms(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let s: f64 = v.extract().map_err(|_| {
+        code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{what} must be a number of seconds"),
+        )
+    })?;
+    emq::options::millis(what, s * 1000.0).map_err(|e| core_err(py, &e))
+}
+
+fn int_u32(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let n: i64 = v.extract().map_err(|_| {
+        code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{what} must be an integer"),
+        )
+    })?;
+    u32::try_from(n).map_err(|_| {
+        code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{what} must be between 0 and {}, got {n}", u32::MAX),
+        )
+    })
+}
+
+fn flag(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    v.extract().map_err(|_| {
+        code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{what} must be a bool"),
+        )
+    })
+}
+
+fn backoff(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Backoff> {
+    if v.is_none() {
+        return Ok(Backoff::None);
+    }
+    let bad = || {
+        code_err(
+            py,
+            ErrorCode::InvalidOption,
+            "backoff must be None, (\"fixed\", seconds) or (\"exponential\", seconds[, max_seconds])",
+        )
+    };
+    let t = v.cast::<PyTuple>().map_err(|_| bad())?;
+    if t.len() < 2 || t.len() > 3 {
+        return Err(bad());
+    }
+    let kind: String = t.get_item(0)?.extract().map_err(|_| bad())?;
+    let delay_ms = seconds_ms(py, "backoff delay", &t.get_item(1)?)?;
+    match (kind.as_str(), t.len()) {
+        ("fixed", 2) => Ok(Backoff::Fixed { delay_ms }),
+        ("exponential", n) => Ok(Backoff::Exponential {
+            delay_ms,
+            max_ms: if n == 3 {
+                seconds_ms(py, "backoff max", &t.get_item(2)?)?
+            } else {
+                0
+            },
+        }),
+        _ => Err(bad()),
+    }
+}
+
+/// Job options from the keyword arguments of `add` (seconds become milliseconds).
+fn job_options(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyResult<JobOptions> {
+    let mut o = JobOptions::default();
+    let Some(opts) = opts else { return Ok(o) };
+    for (k, v) in opts.iter() {
+        let key: String = k.extract()?;
+        match key.as_str() {
+            "delay" => o.delay_ms = seconds_ms(py, "delay", &v)?,
+            "priority" => o.priority = int_u32(py, "priority", &v)?,
+            "lifo" => o.lifo = flag(py, "lifo", &v)?,
+            "attempts" => o.attempts = int_u32(py, "attempts", &v)?,
+            "backoff" => o.backoff = backoff(py, &v)?,
+            "jitter" => {
+                o.jitter = v.extract().map_err(|_| {
+                    code_err(
+                        py,
+                        ErrorCode::InvalidOption,
+                        "jitter must be a number between 0 and 1",
+                    )
+                })?
+            }
+            "timeout" => {
+                o.timeout_ms = if v.is_none() {
+                    0
+                } else {
+                    seconds_ms(py, "timeout", &v)?
+                }
+            }
+            "remove_on_complete" => o.remove_on_complete = flag(py, "remove_on_complete", &v)?,
+            "remove_on_fail" => o.remove_on_fail = flag(py, "remove_on_fail", &v)?,
+            "dedup" => {
+                o.dedup = if v.is_none() {
+                    None
+                } else {
+                    Some(v.extract().map_err(|_| {
+                        code_err(
+                            py,
+                            ErrorCode::InvalidOption,
+                            "dedup must be a string or None",
+                        )
+                    })?)
+                }
+            }
+            "id" => {
+                if !v.is_none() {
+                    let text: String = v.extract().map_err(|_| {
+                        code_err(
+                            py,
+                            ErrorCode::InvalidJobId,
+                            "a job id is its text form (a str)",
+                        )
+                    })?;
+                    o.id = Some(emq::JobId::parse(&text).map_err(|e| core_err(py, &e))?);
+                }
+            }
+            other => {
+                return Err(code_err(
+                    py,
+                    ErrorCode::InvalidOption,
+                    format!("unknown job option {other:?}"),
+                ))
+            }
+        }
+    }
+    o.validate().map_err(|e| core_err(py, &e))?;
+    Ok(o)
+}
+
+fn name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    v.extract()
+        .map_err(|_| code_err(py, ErrorCode::InvalidOption, "a job name must be a str"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue.
+
+/// A handle on one queue (native half of `emq.Queue`).
+#[pyclass(module = "emq._emq", frozen)]
+struct Queue {
+    inner: emq::Queue,
+    pid: u32,
+}
+
+fn connect_future(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<CoreFuture> {
+    if urls.is_empty() {
+        return Err(code_err(
+            py,
+            ErrorCode::InvalidOption,
+            "at least one URL is needed",
+        ));
+    }
+    Ok(Box::pin(async move {
+        let q = emq::Queue::connect(emq::ConnectOptions::seeds(urls), &name).await?;
+        Ok(Out::Queue(q))
+    }))
+}
+
+struct AddArgs {
+    name: String,
+    data: String,
+    options: JobOptions,
+}
+
+fn add_args(
+    py: Python<'_>,
+    name: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+    opts: Option<&Bound<'_, PyDict>>,
+) -> PyResult<AddArgs> {
+    Ok(AddArgs {
+        name: name_text(py, name)?,
+        data: json_dumps(py, data, "the payload")?,
+        options: job_options(py, opts)?,
+    })
+}
+
+impl Queue {
+    /// The core queue, refused in a process other than the one that connected it.
+    fn core(&self, py: Python<'_>) -> PyResult<emq::Queue> {
+        if self.pid != std::process::id() {
+            return Err(code_err(
+                py,
+                ErrorCode::Closed,
+                "this Queue was connected in another process (before os.fork()); connect a new one in this process",
+            ));
+        }
+        Ok(self.inner.clone())
+    }
+
+    fn add_future(&self, py: Python<'_>, a: AddArgs) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        Ok(Box::pin(async move {
+            let id = q.add_json(&a.name, &a.data, a.options).await?;
+            Ok(Out::Str(id.to_string()))
+        }))
+    }
+
+    fn bulk_future(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        let mut new_jobs = Vec::new();
+        for item in jobs.try_iter()? {
+            let item = item?;
+            let t = item.cast::<PyTuple>().map_err(|_| {
+                code_err(
+                    py,
+                    ErrorCode::InvalidOption,
+                    "add_bulk takes (name, data, options) tuples",
+                )
+            })?;
+            let opts = t.get_item(2)?;
+            let opts = if opts.is_none() {
+                None
+            } else {
+                Some(opts.cast_into::<PyDict>()?)
+            };
+            let a = add_args(py, &t.get_item(0)?, &t.get_item(1)?, opts.as_ref())?;
+            let data = serde_json::from_str(&a.data)
+                .map_err(|e| code_err(py, ErrorCode::InvalidPayload, e.to_string()))?;
+            new_jobs.push(emq::NewJob {
+                name: a.name,
+                data,
+                options: a.options,
+            });
+        }
+        Ok(Box::pin(async move {
+            let ids = q.add_bulk(new_jobs).await?;
+            Ok(Out::Strs(ids.iter().map(|i| i.to_string()).collect()))
+        }))
+    }
+
+    fn get_future(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        let id: String = id.extract().map_err(|_| {
+            code_err(
+                py,
+                ErrorCode::InvalidJobId,
+                "a job id is its text form (a str)",
+            )
+        })?;
+        Ok(Box::pin(async move {
+            let job = q.get_str(&id).await?;
+            Ok(Out::OptJson(job.map(|j| j.to_json().to_string())))
+        }))
+    }
+
+    fn counts_future(&self, py: Python<'_>) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        Ok(Box::pin(async move {
+            let c = q.counts().await?;
+            Ok(Out::Json(serde_json::to_string(&c)?))
+        }))
+    }
+}
+
+#[pymethods]
+impl Queue {
+    /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue `name`.
+    #[staticmethod]
+    fn connect(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<Bound<'_, PyAny>> {
+        let f = connect_future(py, urls, name)?;
+        spawn_py(py, f)
+    }
+
+    /// As `connect`, blocking (GIL released).
+    #[staticmethod]
+    fn connect_blocking(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<Py<PyAny>> {
+        let f = connect_future(py, urls, name)?;
+        block(py, f)
+    }
+
+    /// The queue's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    #[pyo3(signature = (name, data, options=None))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let a = add_args(py, name, data, options)?;
+        let f = self.add_future(py, a)?;
+        spawn_py(py, f)
+    }
+
+    #[pyo3(signature = (name, data, options=None))]
+    fn add_blocking<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let a = add_args(py, name, data, options)?;
+        let f = self.add_future(py, a)?;
+        block(py, f)
+    }
+
+    fn add_bulk<'py>(
+        &self,
+        py: Python<'py>,
+        jobs: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.bulk_future(py, jobs)?;
+        spawn_py(py, f)
+    }
+
+    fn add_bulk_blocking<'py>(
+        &self,
+        py: Python<'py>,
+        jobs: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let f = self.bulk_future(py, jobs)?;
+        block(py, f)
+    }
+
+    fn get<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.get_future(py, id)?;
+        spawn_py(py, f)
+    }
+
+    fn get_blocking<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        let f = self.get_future(py, id)?;
+        block(py, f)
+    }
+
+    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.counts_future(py)?;
+        spawn_py(py, f)
+    }
+
+    fn counts_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let f = self.counts_future(py)?;
+        block(py, f)
+    }
+
+    fn pause<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.core(py)?;
+        spawn_py(
+            py,
+            Box::pin(async move { q.pause().await.map(|_| Out::None) }),
+        )
+    }
+
+    fn resume<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.core(py)?;
+        spawn_py(
+            py,
+            Box::pin(async move { q.resume().await.map(|_| Out::None) }),
+        )
+    }
+
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.core(py)?;
+        spawn_py(
+            py,
+            Box::pin(async move { q.close().await.map(|_| Out::None) }),
+        )
+    }
+
+    fn close_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let q = self.core(py)?;
+        block(
+            py,
+            Box::pin(async move { q.close().await.map(|_| Out::None) }),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The handler.
+
+/// The core's `Handler` around a Python callable.
+struct PyHandler {
+    func: Arc<Py<PyAny>>,
+    /// The asyncio loop coroutines run on (None: only plain functions are accepted).
+    event_loop: Option<Arc<Py<PyAny>>>,
+}
+
+/// A Python exception as a job failure: its message, its formatted traceback, and whether it is
+/// an `emq.Unrecoverable`.
+fn handler_error(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerError {
+    let message = value.str().map(|s| s.to_string()).unwrap_or_default();
+    let type_name = value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let message = if message.is_empty() {
+        type_name
+    } else {
+        message
+    };
+    let stack = py
+        .import("traceback")
+        .and_then(|tb| {
+            tb.call_method1(
+                "format_exception",
+                (value.get_type(), value, value.getattr("__traceback__")?),
+            )
+        })
+        .and_then(|lines| {
+            let sep = PyString::new(py, "");
+            sep.call_method1("join", (lines,))?.extract::<String>()
+        })
+        .ok();
+    let unrecoverable = py
+        .import("emq.errors")
+        .and_then(|m| m.getattr("Unrecoverable"))
+        .and_then(|cls| value.is_instance(&cls))
+        .unwrap_or(false);
+    let mut e = if unrecoverable {
+        HandlerError::unrecoverable(message)
+    } else {
+        HandlerError::new(message)
+    };
+    e.stack = stack;
+    e
+}
+
+/// A handler's return value as the job's result.
+fn handler_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerResult {
+    let text = json_dumps(py, value, "the handler's return value").map_err(|e| {
+        HandlerError::new(e.value(py).to_string()).with_code(ErrorCode::InvalidPayload.as_str())
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        HandlerError::new(format!("the handler's return value is not JSON: {e}"))
+            .with_code(ErrorCode::InvalidPayload.as_str())
+    })
+}
+
+/// Called on the event loop when a handler's coroutine finished.
+#[pyclass(module = "emq._emq")]
+struct _Done {
+    tx: Mutex<Option<oneshot::Sender<HandlerResult>>>,
+}
+
+#[pymethods]
+impl _Done {
+    fn __call__(&self, py: Python<'_>, cf: &Bound<'_, PyAny>) -> PyResult<()> {
+        let result = if cf.call_method0("cancelled")?.is_truthy()? {
+            Err(HandlerError::new("the handler's coroutine was cancelled"))
+        } else {
+            let exc = cf.call_method0("exception")?;
+            if exc.is_none() {
+                handler_value(py, &cf.call_method0("result")?)
+            } else {
+                Err(handler_error(py, &exc))
+            }
+        };
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(result);
+        }
+        Ok(())
+    }
+}
+
+enum Step {
+    Done(HandlerResult),
+    Wait(oneshot::Receiver<HandlerResult>),
+}
+
+impl emq::Handler for PyHandler {
+    fn handle(&self, job: JobContext) -> BoxFuture<'static, HandlerResult> {
+        let func = self.func.clone();
+        let event_loop = self.event_loop.clone();
+        let job_text = job.job().to_json().to_string();
+        Box::pin(async move {
+            // The call (a plain function's whole run, or a coroutine's creation) happens on a
+            // blocking thread that takes the GIL; a coroutine then runs on the asyncio loop and
+            // this task awaits its outcome without the GIL.
+            let step = tokio::task::spawn_blocking(move || {
+                Python::attach(|py| -> Step {
+                    let job = match json_loads(py, &job_text) {
+                        Ok(j) => j,
+                        Err(e) => return Step::Done(Err(handler_error(py, e.value(py)))),
+                    };
+                    let ret = match func.bind(py).call1((job,)) {
+                        Ok(r) => r,
+                        Err(e) => return Step::Done(Err(handler_error(py, e.value(py)))),
+                    };
+                    let is_coro = py
+                        .import("inspect")
+                        .and_then(|m| m.call_method1("iscoroutine", (&ret,)))
+                        .and_then(|b| b.is_truthy())
+                        .unwrap_or(false);
+                    if !is_coro {
+                        return Step::Done(handler_value(py, &ret));
+                    }
+                    let Some(event_loop) = event_loop else {
+                        let _ = ret.call_method0("close");
+                        return Step::Done(Err(HandlerError::unrecoverable(
+                            "the handler returned a coroutine but the worker has no event loop; create the Worker inside a running asyncio loop",
+                        )));
+                    };
+                    let (tx, rx) = oneshot::channel();
+                    let submitted = py.import("asyncio").and_then(|a| {
+                        let cf = a.call_method1("run_coroutine_threadsafe", (&ret, event_loop.bind(py)))?;
+                        let done = Py::new(py, _Done { tx: Mutex::new(Some(tx)) })?;
+                        cf.call_method1("add_done_callback", (done,))
+                    });
+                    match submitted {
+                        Ok(_) => Step::Wait(rx),
+                        Err(e) => {
+                            let _ = ret.call_method0("close");
+                            Step::Done(Err(handler_error(py, e.value(py))))
+                        }
+                    }
+                })
+            })
+            .await;
+            match step {
+                Err(e) => Err(HandlerError::new(format!("the handler thread failed: {e}"))),
+                Ok(Step::Done(r)) => r,
+                Ok(Step::Wait(rx)) => rx.await.unwrap_or_else(|_| {
+                    Err(HandlerError::new(
+                        "the event loop dropped the handler's coroutine (was it closed?)",
+                    ))
+                }),
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker.
+
+/// A running worker (native half of `emq.Worker`).
+#[pyclass(module = "emq._emq", frozen)]
+struct Worker {
+    handle: Mutex<Option<emq::WorkerHandle>>,
+}
+
+#[pymethods]
+impl Worker {
+    #[new]
+    #[pyo3(signature = (queue, handler, event_loop=None, concurrency=1, lease=30.0))]
+    fn new(
+        py: Python<'_>,
+        queue: &Queue,
+        handler: Py<PyAny>,
+        event_loop: Option<Py<PyAny>>,
+        concurrency: i64,
+        lease: f64,
+    ) -> PyResult<Worker> {
+        let q = queue.core(py)?;
+        if concurrency < 1 {
+            return Err(code_err(
+                py,
+                ErrorCode::InvalidOption,
+                "concurrency must be at least 1",
+            ));
+        }
+        let lease_ms =
+            emq::options::millis("lease", lease * 1000.0).map_err(|e| core_err(py, &e))?;
+        let rt = runtime()?;
+        let _guard = rt.enter();
+        let opts = emq::WorkerOptions {
+            concurrency: concurrency as usize,
+            lease: Duration::from_millis(lease_ms),
+            ..Default::default()
+        };
+        let handle = emq::Worker::builder(q)
+            .options(opts)
+            .handler(PyHandler {
+                func: Arc::new(handler),
+                event_loop: event_loop.map(Arc::new),
+            })
+            .run()
+            .map_err(|e| core_err(py, &e))?;
+        Ok(Worker {
+            handle: Mutex::new(Some(handle)),
+        })
+    }
+
+    /// Stops fetching, lets in-flight jobs finish (within the shutdown deadline), releases the rest.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        spawn_py(
+            py,
+            Box::pin(async move {
+                if let Some(h) = handle {
+                    h.close().await?;
+                }
+                Ok(Out::None)
+            }),
+        )
+    }
+
+    /// Jobs completed, failed, refused for a lost lease, recovered.
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+        let stats = guard.as_ref().map(|h| h.stats()).unwrap_or_default();
+        let text = serde_json::to_string(&stats).unwrap_or_else(|_| "{}".into());
+        Ok(json_loads(py, &text)?.unbind())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Every error code of the core, for `emq.errors` to check itself against.
+#[pyfunction]
+fn error_codes() -> Vec<&'static str> {
+    ErrorCode::ALL.iter().map(|c| c.as_str()).collect()
+}
+
+#[pymodule]
+fn _emq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Queue>()?;
+    m.add_class::<Worker>()?;
+    m.add_class::<_Done>()?;
+    m.add_function(wrap_pyfunction!(_resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(error_codes, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# CI for the Node binding. Run from the repository root on a machine with cargo, node and npm:
+#   bash node/ci.sh
+# Builds the addon (release) and the test harness, runs the tests against real servers, then
+# packs the npm package, installs the tarball into a fresh folder and requires it.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+echo "== node $(node --version), npm $(npm --version), $(cargo --version)"
+
+echo "== building the addon (release)"
+bash node/build.sh
+
+echo "== building the harness"
+cargo build -p emq-harness
+
+echo "== node --test node/test/"
+# Bounded: every wait in the tests is bounded, and the whole run is too.
+timeout 900 node --test --test-timeout=180000 node/test/
+
+echo "== npm pack + install into a fresh folder"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+(cd node && npm pack --silent --pack-destination "$tmp" >/dev/null)
+tarball="$(ls "$tmp"/emq-*.tgz)"
+tar tzf "$tarball" > "$tmp/contents"
+grep -qx 'package/emq.linux-x64-gnu.node' "$tmp/contents" \
+  || { echo "the tarball lacks emq.linux-x64-gnu.node" >&2; exit 1; }
+mkdir "$tmp/app"
+cd "$tmp/app"
+echo '{"name":"emq-install-check","version":"1.0.0","private":true}' > package.json
+npm install --silent --no-audit --no-fund --offline "$tarball"
+node -e "
+const emq = require('emq');
+for (const k of ['Queue', 'Worker', 'EmqError', 'InvalidJobId']) {
+  if (typeof emq[k] !== 'function') { console.error('emq.' + k + ' is missing'); process.exit(1); }
+}
+console.log('require(\"emq\") from the installed tarball: ok');
+"
+echo "node/ci.sh: all good"

@@ -1,0 +1,224 @@
+// Type declarations of the `emq` package (Node.js bindings of the emq core).
+
+/** A job id minted by the core: `j` + 15 lowercase base32 characters. Only the core mints them. */
+export type JobId = string & { readonly __brand: 'JobId' };
+
+/** Any value `JSON.stringify` can serialise. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export type JobState =
+  | 'waiting'
+  | 'paused'
+  | 'active'
+  | 'delayed'
+  | 'prioritized'
+  | 'completed'
+  | 'failed'
+  | 'stalled'
+  | 'waiting-children';
+
+export interface BackoffOptions {
+  type: 'fixed' | 'exponential';
+  /** Wait before the first retry, in ms. */
+  delay?: number;
+  /** Largest wait for `exponential`, in ms (0 or absent: no cap). */
+  max?: number;
+}
+
+/** Options of one job. Times are in milliseconds. */
+export interface JobOptions {
+  /** Run no sooner than this after the server receives the job. */
+  delay?: number;
+  /** 0 for none; otherwise lower numbers run first (1 is the most urgent). */
+  priority?: number;
+  /** Run before the jobs already waiting. */
+  lifo?: boolean;
+  /** Most attempts (at least 1; default 1). */
+  attempts?: number;
+  /** Wait between attempts; a number is a fixed delay in ms. */
+  backoff?: BackoffOptions | number;
+  /** Fraction (0..1) of each backoff taken off at random. */
+  jitter?: number;
+  /** Lease length for this job (default: the worker's). */
+  lease?: number;
+  /** Time limit for one run of the handler (default: none). */
+  timeout?: number;
+  /** Delete the job as soon as it completes. */
+  removeOnComplete?: boolean;
+  /** Delete the job as soon as it finally fails. */
+  removeOnFail?: boolean;
+  /** While a job with this key is waiting or active, adding another returns the first one's id. */
+  dedup?: string;
+  /** Use this id (minted earlier by emq) instead of minting one: adding the same id twice adds one job. */
+  id?: JobId;
+}
+
+export interface BulkJob<T = unknown> {
+  name: string;
+  data: T;
+  opts?: JobOptions;
+}
+
+export interface Failure {
+  /** `handler_failed`, `timeout`, `stalled`, or the thrown error's own string `code`. */
+  code: string;
+  message: string;
+  stack?: string;
+}
+
+/** A job as `queue.get` returns it. Times are server milliseconds since the Unix epoch. */
+export interface Job<T = any, R = any> {
+  id: JobId;
+  name: string;
+  data: T;
+  state: JobState | null;
+  attemptsMade: number;
+  attempts: number;
+  stalls: number;
+  priority: number;
+  createdMs: number;
+  processedMs: number | null;
+  finishedMs: number | null;
+  progress: Json | null;
+  result: R | null;
+  failure: Failure | null;
+  /** The options it was added with, as stored by the core (snake_case keys). */
+  options: Record<string, unknown>;
+}
+
+/** A leased job as a handler receives it. */
+export interface ActiveJob<T = any> {
+  id: JobId;
+  name: string;
+  data: T;
+  /** Attempts made before this one (0 on the first run). */
+  attemptsMade: number;
+  attempts: number;
+  /** Records progress (any JSON value). */
+  updateProgress(progress: unknown): Promise<void>;
+  /** Appends a line to the job's log; resolves to the number of lines kept. */
+  log(line: string): Promise<number>;
+}
+
+export interface Counts {
+  waiting: number;
+  paused: number;
+  active: number;
+  delayed: number;
+  prioritized: number;
+  completed: number;
+  failed: number;
+  stalled: number;
+  waitingChildren: number;
+}
+
+export declare class Queue {
+  private constructor();
+  /** Connects (one URL, or cluster seed URLs) and opens the queue `name` (`orders` or `{orders}`). */
+  static connect(urls: string | string[], name: string): Promise<Queue>;
+  readonly name: string;
+  /** Adds a job (payload through `JSON.stringify`); resolves to its id. */
+  add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId>;
+  /** Adds many jobs in pipelined round trips; resolves to their ids in order. */
+  addBulk<T = unknown>(jobs: BulkJob<T>[]): Promise<JobId[]>;
+  /** Reads a job, or null when there is no such job. Rejects with `InvalidJobId` for a forged id. */
+  get<T = any, R = any>(id: JobId | string): Promise<Job<T, R> | null>;
+  counts(): Promise<Counts>;
+  /** Stops handing out jobs (adds still land, in paused). */
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  isPaused(): Promise<boolean>;
+  /** Removes a job that is not active; resolves to true when it existed. */
+  remove(id: JobId | string): Promise<boolean>;
+  updateProgress(id: JobId | string, progress: unknown): Promise<void>;
+  log(id: JobId | string, line: string): Promise<number>;
+  /** Releases the queue's node-id lease. */
+  close(): Promise<void>;
+}
+
+/** Options of a worker. Times are in milliseconds. */
+export interface WorkerOptions {
+  /** Jobs run at once (default 1). */
+  concurrency?: number;
+  /** Lease length, renewed while the handler runs (default 30000, at least 300). */
+  lease?: number;
+  /** How often the stalled sweep runs (default 15000). */
+  stalledInterval?: number;
+  /** Stalls allowed before a job fails (default 1). */
+  maxStalls?: number;
+  /** Longest single wait for work (default 5000). */
+  blockTimeout?: number;
+  /** How long `close` waits for in-flight jobs before giving them back (default 10000). */
+  shutdownTimeout?: number;
+}
+
+export interface WorkerStats {
+  completed: number;
+  failed: number;
+  leaseLost: number;
+  recovered: number;
+  running: number;
+}
+
+export type Handler<T = any, R = unknown> = (job: ActiveJob<T>) => R | Promise<R>;
+
+export declare class Worker<T = any, R = unknown> {
+  /** Starts processing at once. A throw or rejection fails the job; a returned value is its result. */
+  constructor(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions);
+  static start<T = any, R = unknown>(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions): Promise<Worker<T, R>>;
+  readonly queue: Queue;
+  stats(): WorkerStats;
+  /**
+   * Stops fetching, waits up to `timeout` ms for in-flight jobs, gives the rest back to the queue,
+   * and stops keeping the process alive. Resolves to how many jobs were given back.
+   */
+  close(opts?: { timeout?: number }): Promise<number>;
+}
+
+export type ErrorCode =
+  | 'invalid_queue_name'
+  | 'invalid_job_id'
+  | 'invalid_option'
+  | 'invalid_payload'
+  | 'server_unavailable'
+  | 'incompatible_version'
+  | 'cross_slot'
+  | 'undeclared_key'
+  | 'script_error'
+  | 'lease_lost'
+  | 'node_lease_lost'
+  | 'job_not_found'
+  | 'invalid_state'
+  | 'timeout'
+  | 'closed'
+  | 'handler_failed'
+  | 'internal';
+
+/** Every error emq raises; `code` is the core's stable code. */
+export declare class EmqError extends Error {
+  constructor(code: ErrorCode | string, message: string, options?: { cause?: unknown });
+  readonly code: ErrorCode;
+}
+export declare class InvalidQueueName extends EmqError { readonly code: 'invalid_queue_name'; constructor(message: string); }
+export declare class InvalidJobId extends EmqError { readonly code: 'invalid_job_id'; constructor(message: string); }
+export declare class InvalidOption extends EmqError { readonly code: 'invalid_option'; constructor(message: string); }
+export declare class InvalidPayload extends EmqError { readonly code: 'invalid_payload'; constructor(message: string); }
+export declare class ServerUnavailable extends EmqError { readonly code: 'server_unavailable'; constructor(message: string); }
+export declare class IncompatibleVersion extends EmqError { readonly code: 'incompatible_version'; constructor(message: string); }
+export declare class CrossSlot extends EmqError { readonly code: 'cross_slot'; constructor(message: string); }
+export declare class UndeclaredKey extends EmqError { readonly code: 'undeclared_key'; constructor(message: string); }
+export declare class ScriptError extends EmqError { readonly code: 'script_error'; constructor(message: string); }
+export declare class LeaseLost extends EmqError { readonly code: 'lease_lost'; constructor(message: string); }
+export declare class NodeLeaseLost extends EmqError { readonly code: 'node_lease_lost'; constructor(message: string); }
+export declare class JobNotFound extends EmqError { readonly code: 'job_not_found'; constructor(message: string); }
+export declare class InvalidState extends EmqError { readonly code: 'invalid_state'; constructor(message: string); }
+export declare class Timeout extends EmqError { readonly code: 'timeout'; constructor(message: string); }
+export declare class Closed extends EmqError { readonly code: 'closed'; constructor(message: string); }
+export declare class HandlerFailed extends EmqError { readonly code: 'handler_failed'; constructor(message: string); }
+export declare class Internal extends EmqError { readonly code: 'internal'; constructor(message: string); }
+
+/** Throw it from a handler to fail the job without its remaining attempts. */
+export declare class UnrecoverableError extends Error {}
+
+/** Every error code this version knows. */
+export declare const errorCodes: ErrorCode[];

@@ -1,0 +1,91 @@
+'use strict';
+// Starts real redis servers with the workspace's `emq-harness` binary and stops them again.
+// `emq-harness up --standalone --cluster` prints one JSON line and runs until its stdin closes.
+
+const { spawn } = require('child_process');
+const path = require('path');
+const fs = require('fs');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+function harnessBinary() {
+  const bin = process.env.EMQ_HARNESS || path.join(ROOT, 'target', 'debug', 'emq-harness');
+  if (!fs.existsSync(bin)) {
+    throw new Error(`${bin} not found: run \`cargo build -p emq-harness\` first (or set EMQ_HARNESS)`);
+  }
+  return bin;
+}
+
+/** Starts the servers; resolves to { standalone, cluster, pids, stop() }. */
+function startServers({ timeoutMs = 90_000 } = {}) {
+  const child = spawn(harnessBinary(), ['up', '--standalone', '--cluster'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`emq-harness did not print its URLs within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`emq-harness exited early with code ${code}`));
+    });
+    child.stdout.on('data', (chunk) => {
+      buf += chunk;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      let info;
+      try {
+        info = JSON.parse(buf.slice(0, nl));
+      } catch (e) {
+        reject(new Error(`emq-harness printed something other than JSON: ${buf.slice(0, nl)}`));
+        return;
+      }
+      info.stop = () => stop(child);
+      resolve(info);
+    });
+  });
+}
+
+/** Closes the harness's stdin and waits (bounded) for it to stop its servers and exit. */
+function stop(child, timeoutMs = 30_000) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      resolve();
+    }, timeoutMs);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.stdin.end();
+  });
+}
+
+/** Polls `check` until it returns a truthy value, at most `timeoutMs`. */
+async function waitFor(what, check, timeoutMs = 20_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let n = 0;
+/** A queue name unique to this run. */
+function unique(prefix) {
+  n += 1;
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${n}`;
+}
+
+module.exports = { startServers, waitFor, unique, ROOT };

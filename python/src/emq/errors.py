@@ -1,0 +1,188 @@
+"""emq's exceptions: one base class, :class:`EmqError`, and one subclass per stable error code of
+the core (``ErrorCode::ALL`` in ``core/src/error.rs``).
+
+Every exception carries ``.code`` (the snake_case code, e.g. ``"invalid_queue_name"``) and
+``.message`` (the human message without the code). :class:`Unrecoverable` is different: a job
+handler raises it to fail the job without using its remaining attempts.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Type
+
+__all__ = [
+    "EmqError",
+    "InvalidQueueName",
+    "InvalidJobId",
+    "InvalidOption",
+    "InvalidPayload",
+    "ServerUnavailable",
+    "IncompatibleVersion",
+    "CrossSlot",
+    "UndeclaredKey",
+    "ScriptError",
+    "LeaseLost",
+    "NodeLeaseLost",
+    "JobNotFound",
+    "InvalidState",
+    "Timeout",
+    "Closed",
+    "HandlerFailed",
+    "Internal",
+    "Unrecoverable",
+    "error_for_code",
+]
+
+
+class EmqError(Exception):
+    """Base class of every error emq raises. ``code`` is the core's stable error code."""
+
+    code: str = "internal"
+
+    def __init__(self, message: str = "", code: "str | None" = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}" if self.message else self.code
+
+
+class InvalidQueueName(EmqError):
+    """A queue name broke a keyspace rule (empty, ``:`` ``{`` ``}``, reserved ``emq``, length…)."""
+
+    code = "invalid_queue_name"
+
+
+class InvalidJobId(EmqError):
+    """A string that emq did not mint was offered as a job id."""
+
+    code = "invalid_job_id"
+
+
+class InvalidOption(EmqError):
+    """A job or worker option is out of range (negative delay, zero attempts…)."""
+
+    code = "invalid_option"
+
+
+class InvalidPayload(EmqError):
+    """A payload or result is not JSON-serialisable."""
+
+    code = "invalid_payload"
+
+
+class ServerUnavailable(EmqError):
+    """The datastore cannot be reached, or the connection dropped."""
+
+    code = "server_unavailable"
+
+
+class IncompatibleVersion(EmqError):
+    """The keyspace was written by an incompatible emq wire version."""
+
+    code = "incompatible_version"
+
+
+class CrossSlot(EmqError):
+    """A script call would span more than one cluster slot."""
+
+    code = "cross_slot"
+
+
+class UndeclaredKey(EmqError):
+    """A guarded script touched a key that is not in its ``KEYS``."""
+
+    code = "undeclared_key"
+
+
+class ScriptError(EmqError):
+    """A script failed for another reason (a bug, or the datastore refused it)."""
+
+    code = "script_error"
+
+
+class LeaseLost(EmqError):
+    """A job's lease token no longer matches: another worker owns the job."""
+
+    code = "lease_lost"
+
+
+class NodeLeaseLost(EmqError):
+    """This process lost its node-id lease and cannot mint job ids until it gets a new one."""
+
+    code = "node_lease_lost"
+
+
+class JobNotFound(EmqError):
+    """No job with that id exists in the queue."""
+
+    code = "job_not_found"
+
+
+class InvalidState(EmqError):
+    """The job is not in a state that allows the operation."""
+
+    code = "invalid_state"
+
+
+class Timeout(EmqError):
+    """A call did not finish within its deadline."""
+
+    code = "timeout"
+
+
+class Closed(EmqError):
+    """The queue or worker was closed (or belongs to another process, before ``os.fork()``)."""
+
+    code = "closed"
+
+
+class HandlerFailed(EmqError):
+    """A handler failed (used in failure records)."""
+
+    code = "handler_failed"
+
+
+class Internal(EmqError):
+    """Something emq did not expect; a bug report is welcome."""
+
+    code = "internal"
+
+
+class Unrecoverable(Exception):
+    """Raise from a job handler to fail the job at once, skipping its remaining attempts."""
+
+
+_BY_CODE: Dict[str, Type[EmqError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidQueueName,
+        InvalidJobId,
+        InvalidOption,
+        InvalidPayload,
+        ServerUnavailable,
+        IncompatibleVersion,
+        CrossSlot,
+        UndeclaredKey,
+        ScriptError,
+        LeaseLost,
+        NodeLeaseLost,
+        JobNotFound,
+        InvalidState,
+        Timeout,
+        Closed,
+        HandlerFailed,
+        Internal,
+    )
+}
+
+
+def error_for_code(code: str, message: str) -> EmqError:
+    """The exception for a core error code (used by the native module). An unknown code gives a
+    plain :class:`EmqError` that still carries it."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return EmqError(message, code=code)
+    return cls(message)
