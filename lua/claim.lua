@@ -10,10 +10,12 @@
 -- KEYS[7] meta         HASH
 -- KEYS[8] events       STREAM
 -- KEYS[9] marker       LIST
+-- KEYS[10] limiter     STRING rate-limit counter
 -- ARGV[1] count        jobs wanted
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap
 -- Returns {next due in ms or -1, id, token, id, token, …}.
 local k = {wait = KEYS[1], paused = KEYS[2], delayed = KEYS[3], prioritized = KEYS[4],
-  active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9]}
-return emq_claim(k, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true)
+  active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9],
+  limiter = KEYS[10]}
+return emq_claim(k, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0)

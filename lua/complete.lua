@@ -12,7 +12,9 @@
 -- KEYS[9] meta         HASH
 -- KEYS[10] events      STREAM
 -- KEYS[11] marker      LIST
--- KEYS[12..] job       record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
+-- KEYS[12] limiter     STRING rate-limit counter
+-- KEYS[13] metrics     HASH finished counts per minute
+-- KEYS[14..] job       record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
 -- ARGV[1] count        next jobs wanted
 -- ARGV[2] lease_ms     lease length of the next jobs
 -- ARGV[3] max_events   stream cap
@@ -33,7 +35,7 @@ for j = 0, n - 1 do
   if lease and string.match(lease, '^([^|]*)|') == ARGV[a + 1] then
     status[#status + 1] = 1
     done[#done + 1] = id
-    local record, logs = KEYS[12 + j * 2], KEYS[13 + j * 2]
+    local record, logs = KEYS[14 + j * 2], KEYS[15 + j * 2]
     local dedup = ARGV[a + 4]
     if dedup ~= '' and call('HGET', KEYS[4], dedup) == id then call('HDEL', KEYS[4], dedup) end
     if ARGV[a + 3] == '1' then
@@ -59,7 +61,10 @@ if #done > 0 then
     call('HINCRBY', KEYS[9], 'gone', dropped)
   end
   call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '))
+  call('HINCRBY', KEYS[13], 'c:' .. math.floor(now / 60000), #done)
 end
+if #done < n then call('HINCRBY', KEYS[9], 'lease_lost', n - #done) end
 local k = {wait = KEYS[5], paused = KEYS[6], delayed = KEYS[7], prioritized = KEYS[8],
-  active = KEYS[1], leases = KEYS[2], meta = KEYS[9], events = KEYS[10], marker = KEYS[11]}
-return {status, emq_claim(k, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false)}
+  active = KEYS[1], leases = KEYS[2], meta = KEYS[9], events = KEYS[10], marker = KEYS[11],
+  limiter = KEYS[12]}
+return {status, emq_claim(k, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done)}

@@ -11,6 +11,7 @@
 -- KEYS[10] meta        HASH
 -- KEYS[11] events      STREAM
 -- KEYS[12] marker      LIST
+-- KEYS[13] metrics     HASH finished counts per minute
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] failure      JSON text {code, message, stack}
@@ -39,6 +40,7 @@ if ARGV[5] == '1' and atts < most then
     call('RPUSH', paused and KEYS[6] or KEYS[5], id)
     if not paused then call('LPUSH', KEYS[12], '1') end
   end
+  if call('HEXISTS', KEYS[10], 'concurrency') == 1 then call('LPUSH', KEYS[12], '1') end
   call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts)
   return 'retry'
 end
@@ -51,5 +53,7 @@ else
   call('DEL', KEYS[1], KEYS[2])
   call('HINCRBY', KEYS[10], 'gone', 1)
 end
+call('HINCRBY', KEYS[13], 'f:' .. math.floor(now / 60000), 1)
+if call('HEXISTS', KEYS[10], 'concurrency') == 1 then call('LPUSH', KEYS[12], '1') end
 call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts)
 return 'failed'

@@ -18,6 +18,7 @@ local id = ARGV[1]
 if call('SREM', KEYS[3], id) == 0 then return '' end
 if call('EXISTS', KEYS[1]) == 0 then return '' end
 local stalls = call('HINCRBY', KEYS[1], 'stalls', 1)
+call('HINCRBY', KEYS[8], 'stalled_total', 1)
 -- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a
 -- crash never fails a job that had one attempt.
 local atts = call('HINCRBY', KEYS[1], 'atts', 1)

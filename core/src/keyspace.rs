@@ -162,6 +162,14 @@ pub struct QueueKeys {
     pub sweep: Key,
     /// `emq:{q}:marker`
     pub marker: Key,
+    /// `emq:{q}:limiter`
+    pub limiter: Key,
+    /// `emq:{q}:metrics`
+    pub metrics: Key,
+    /// `emq:{q}:schedulers`
+    pub schedulers: Key,
+    /// `emq:{q}:schedule-due`
+    pub schedule_due: Key,
 }
 
 impl QueueName {
@@ -183,6 +191,10 @@ impl QueueName {
             leases: self.key(Family::Leases),
             sweep: self.key(Family::Sweep),
             marker: self.key(Family::Marker),
+            limiter: self.key(Family::Limiter),
+            metrics: self.key(Family::Metrics),
+            schedulers: self.key(Family::Schedulers),
+            schedule_due: self.key(Family::ScheduleDue),
         }
     }
 }
@@ -255,11 +267,19 @@ pub enum Family {
     Sweep,
     /// LIST that wakes blocked workers (a marker per ready job, never a job id).
     Marker,
+    /// STRING counter of jobs started in the current rate-limit window (expires with it).
+    Limiter,
+    /// HASH of finished-job counts per minute (`c:<minute>`, `f:<minute>`), trimmed to a window.
+    Metrics,
+    /// HASH from a scheduler id (user data) to its spec (JSON).
+    Schedulers,
+    /// ZSET of scheduler ids by their next due time (server ms).
+    ScheduleDue,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 15] = [
+    pub const ALL: [Family; 19] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -275,6 +295,10 @@ impl Family {
         Family::Leases,
         Family::Sweep,
         Family::Marker,
+        Family::Limiter,
+        Family::Metrics,
+        Family::Schedulers,
+        Family::ScheduleDue,
     ];
 
     /// The `<type>` part of the key.
@@ -295,6 +319,10 @@ impl Family {
             Family::Leases => "leases",
             Family::Sweep => "sweep",
             Family::Marker => "marker",
+            Family::Limiter => "limiter",
+            Family::Metrics => "metrics",
+            Family::Schedulers => "schedulers",
+            Family::ScheduleDue => "schedule-due",
         }
     }
 
@@ -303,6 +331,7 @@ impl Family {
         match self {
             Family::Wait | Family::Paused | Family::Marker => "list",
             Family::Active
+            | Family::ScheduleDue
             | Family::Delayed
             | Family::Prioritized
             | Family::Completed
@@ -310,8 +339,12 @@ impl Family {
             | Family::WaitingChildren => "zset",
             Family::Stalled => "set",
             Family::Events => "stream",
-            Family::Meta | Family::Dedup | Family::Leases => "hash",
-            Family::Sweep => "string",
+            Family::Meta
+            | Family::Dedup
+            | Family::Leases
+            | Family::Metrics
+            | Family::Schedulers => "hash",
+            Family::Sweep | Family::Limiter => "string",
         }
     }
 }

@@ -7,7 +7,8 @@
 //! - [`script`]: the Lua scripts of `lua/`, their headers, the undeclared-key guard, EVALSHA;
 //! - [`store`]: the connection (standalone or cluster), TLS/ACL, the wire-version check;
 //! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
-//! - [`events`]: the events stream; [`audit`]: the invariant check;
+//! - [`events`]: the events stream; [`audit`]: the invariant check; [`metrics`]: counts and the
+//!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
 //! - [`embedded`]: the private redis-server used when no URL is given;
 //! - [`error`]: one error type with stable codes.
 
@@ -19,9 +20,12 @@ pub mod handler;
 pub mod job;
 pub mod job_id;
 pub mod keyspace;
+pub mod limits;
+pub mod metrics;
 pub mod minter;
 pub mod options;
 pub mod queue;
+pub mod scheduler;
 pub mod script;
 pub mod slot;
 pub mod store;
@@ -33,8 +37,11 @@ pub use handler::{Handler, HandlerError, HandlerResult, JobContext};
 pub use job::{Counts, Job, JobState};
 pub use job_id::JobId;
 pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
+pub use limits::RateLimit;
+pub use metrics::{prometheus_text, QueueMetrics};
 pub use minter::IdMinter;
 pub use options::{Backoff, JobOptions, Retention};
 pub use queue::{NewJob, Queue};
+pub use scheduler::{Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Store, Topology};
 pub use worker::{Worker, WorkerHandle, WorkerOptions, WorkerStats};

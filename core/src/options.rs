@@ -82,6 +82,9 @@ pub struct JobOptions {
     /// While a job with this key is waiting or active, adding another returns the first one's id.
     /// It is data (a field of the queue's dedup hash), never a key.
     pub dedup: Option<String>,
+    /// With `dedup` and `delay_ms`: when the holder of the key is still delayed, replace its data
+    /// and push its due time to now + `delay_ms` (debounce) instead of dropping the new job.
+    pub debounce: bool,
 }
 
 impl Default for JobOptions {
@@ -99,6 +102,7 @@ impl Default for JobOptions {
             remove_on_complete: false,
             remove_on_fail: false,
             dedup: None,
+            debounce: false,
         }
     }
 }
@@ -140,6 +144,9 @@ impl JobOptions {
                 "jitter must be between 0 and 1, got {}",
                 self.jitter
             )));
+        }
+        if self.debounce && (self.dedup.is_none() || self.delay_ms == 0) {
+            return Err(invalid("debounce needs a dedup key and a delay".into()));
         }
         if let Some(d) = &self.dedup {
             if d.is_empty() || d.len() > 512 {

@@ -170,10 +170,14 @@ impl Queue {
             let inv = self.add_invocation(&batch)?;
             match inv.invoke::<Vec<(String, i64)>>(&self.store).await {
                 Ok(replies) => {
-                    let (held, _) = replies.into_iter().next().ok_or_else(|| {
+                    let (held, added) = replies.into_iter().next().ok_or_else(|| {
                         Error::new(ErrorCode::Internal, "add.lua returned no reply")
                     })?;
-                    return JobId::parse(&held);
+                    let held = JobId::parse(&held)?;
+                    if added == 0 && held != id && job.options.debounce {
+                        self.debounce(held, &job.options, &batch[0].2).await?;
+                    }
+                    return Ok(held);
                 }
                 Err(e) if e.code() == ErrorCode::ServerUnavailable && tries < 3 => {
                     tries += 1;
@@ -182,6 +186,25 @@ impl Queue {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Debounces the delayed holder of a dedup key: new data, due time pushed to now + delay.
+    async fn debounce(&self, holder: JobId, options: &JobOptions, data: &str) -> Result<bool> {
+        let k = &self.keys;
+        let n: i64 = script::DEBOUNCE
+            .prepare()
+            .key(&self.name.job_key(holder, JobPart::Record))
+            .key(&k.delayed)
+            .key(&k.dedup)
+            .key(&k.events)
+            .arg(holder)
+            .arg(options.dedup.as_deref().unwrap_or(""))
+            .arg(data)
+            .arg(options.delay_ms)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(n == 1)
     }
 
     /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in

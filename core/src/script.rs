@@ -257,6 +257,16 @@ impl Invocation {
 
     /// Runs the call: EVALSHA, and on NOSCRIPT load the script and retry once.
     pub async fn invoke<T: FromRedisValue>(self, store: &Store) -> Result<T> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!(
+            "emq.script",
+            script = self.script.name,
+            keys = self.keys.len()
+        );
+        self.invoke_inner(store).instrument(span).await
+    }
+
+    async fn invoke_inner<T: FromRedisValue>(self, store: &Store) -> Result<T> {
         self.check()?;
         let guarded = store.guarded();
         let mut conn = store.conn();
@@ -397,6 +407,16 @@ scripts! {
     RETRY_JOB => "retry_job",
     /// Promotes a delayed job.
     PROMOTE_JOB => "promote_job",
+    /// Replaces a delayed dedup holder's data and pushes its due time.
+    DEBOUNCE => "debounce",
+    /// Creates or replaces a job scheduler.
+    SCHEDULER_UPSERT => "scheduler_upsert",
+    /// Deletes a job scheduler.
+    SCHEDULER_REMOVE => "scheduler_remove",
+    /// Selects due schedulers.
+    SCHEDULERS_DUE => "schedulers_due",
+    /// Fires one due scheduler.
+    SCHEDULER_FIRE => "scheduler_fire",
 }
 
 #[cfg(test)]

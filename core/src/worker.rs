@@ -205,6 +205,7 @@ impl WorkerBuilder {
             TaskHandle::spawn(renew_loop(shared.clone())),
             TaskHandle::spawn(sweep_loop(shared.clone())),
             TaskHandle::spawn(trim_loop(shared.clone())),
+            TaskHandle::spawn(scheduler_loop(shared.clone())),
         ];
         Ok(WorkerHandle { shared, tasks })
     }
@@ -309,6 +310,7 @@ fn claim_keys(inv: Invocation, q: &Queue) -> Invocation {
         .key(&k.meta)
         .key(&k.events)
         .key(&k.marker)
+        .key(&k.limiter)
 }
 
 fn parse_err(e: impl std::fmt::Display) -> crate::Error {
@@ -497,7 +499,11 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             queue: s.queue.clone(),
             lost: lost.clone(),
         };
-        let run = tokio::spawn(s.handler.handle(ctx));
+        let run = {
+            use tracing::Instrument;
+            let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
+            tokio::spawn(s.handler.handle(ctx).instrument(span))
+        };
         s.flights.lock().expect("flights").insert(
             id,
             Flight {
@@ -625,6 +631,7 @@ async fn finish(
                 .key(&k.meta)
                 .key(&k.events)
                 .key(&k.marker)
+                .key(&k.metrics)
                 .arg(job.id)
                 .arg(token)
                 .arg(failure.to_string())
@@ -673,7 +680,9 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
             .key(&k.prioritized)
             .key(&k.meta)
             .key(&k.events)
-            .key(&k.marker);
+            .key(&k.marker)
+            .key(&k.limiter)
+            .key(&k.metrics);
         for c in &batch {
             inv = inv
                 .key(&q.name().job_key(c.id, JobPart::Record))
@@ -865,9 +874,27 @@ async fn sweep_once(s: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// Fires due job schedulers (exactly once across workers: the fire script re-checks due-ness).
+async fn scheduler_loop(s: Arc<Shared>) {
+    loop {
+        let wait = match s.queue.fire_due_schedulers().await {
+            Ok((_, Some(next_ms))) => Duration::from_millis(next_ms.clamp(20, 1_000)),
+            Ok((_, None)) => Duration::from_secs(1),
+            Err(e) => {
+                tracing::warn!(error = %e, "firing schedulers failed; will retry");
+                Duration::from_secs(1)
+            }
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
 async fn trim_loop(s: Arc<Shared>) {
     loop {
         tokio::time::sleep(s.opts.trim_interval).await;
+        if let Err(e) = s.queue.trim_metrics().await {
+            tracing::warn!(error = %e, "metrics trim failed; will retry");
+        }
         for (state, keep) in [
             (JobState::Completed, s.opts.completed),
             (JobState::Failed, s.opts.failed),

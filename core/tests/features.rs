@@ -1,0 +1,334 @@
+//! Beyond the basics, on real servers: global concurrency, rate limits, debounce, job schedulers
+//! racing across workers and producers, and metrics in the Prometheus text format.
+
+mod common;
+
+use emq::{
+    JobContext, JobOptions, NewJob, Queue, RateLimit, Schedule, Store, Worker, WorkerHandle,
+    WorkerOptions,
+};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn queue_on(store: &Store, prefix: &str) -> Queue {
+    let minter = Arc::new(emq::IdMinter::start(store.clone()).await.unwrap());
+    Queue::with_store(store.clone(), minter, &common::unique(prefix)).unwrap()
+}
+
+async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + limit;
+    while !f().await {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn opts(concurrency: usize) -> WorkerOptions {
+    WorkerOptions {
+        concurrency,
+        block_timeout: Duration::from_millis(300),
+        ..WorkerOptions::default()
+    }
+}
+
+fn jobs(n: usize) -> Vec<NewJob> {
+    (0..n)
+        .map(|i| NewJob {
+            name: "n".into(),
+            data: json!(i),
+            options: JobOptions::default(),
+        })
+        .collect()
+}
+
+async fn audit_ok(q: &Queue) {
+    let r = q.audit().await.unwrap();
+    assert!(r.ok(), "audit of {}: {:?}", q.name(), r.problems);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_concurrency_holds_across_workers() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "gconc").await;
+        q.set_global_concurrency(Some(2)).await.unwrap();
+        q.add_bulk(jobs(24)).await.unwrap();
+        let now = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let mut workers: Vec<WorkerHandle> = Vec::new();
+        for _ in 0..3 {
+            let (now, peak) = (now.clone(), peak.clone());
+            workers.push(
+                Worker::builder(q.clone())
+                    .options(opts(5))
+                    .handler(move |_job: JobContext| {
+                        let (now, peak) = (now.clone(), peak.clone());
+                        async move {
+                            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            peak.fetch_max(n, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(40)).await;
+                            now.fetch_sub(1, Ordering::SeqCst);
+                            Ok(Value::Null)
+                        }
+                    })
+                    .run()
+                    .unwrap(),
+            );
+        }
+        wait_until("24 done", Duration::from_secs(30), || async {
+            q.counts().await.unwrap().completed == 24
+        })
+        .await;
+        for w in workers {
+            w.close().await.unwrap();
+        }
+        let p = peak.load(Ordering::SeqCst);
+        assert!(
+            p <= 2,
+            "{topology}: at most 2 at once across 3 workers, saw {p}"
+        );
+        assert_eq!(p, 2, "{topology}: the limit is used");
+        audit_ok(&q).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_spreads_starts_over_windows() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "rate").await;
+        q.set_rate_limit(Some(RateLimit {
+            max: 5,
+            window: Duration::from_millis(400),
+        }))
+        .await
+        .unwrap();
+        let ids = q.add_bulk(jobs(20)).await.unwrap();
+        let started = Instant::now();
+        let w = Worker::builder(q.clone())
+            .options(opts(10))
+            .handler(|_job: JobContext| async { Ok(Value::Null) })
+            .run()
+            .unwrap();
+        wait_until("20 done", Duration::from_secs(30), || async {
+            q.counts().await.unwrap().completed == 20
+        })
+        .await;
+        let took = started.elapsed();
+        w.close().await.unwrap();
+        let mut starts = Vec::new();
+        for id in ids {
+            starts.push(q.get(id).await.unwrap().unwrap().processed_ms.unwrap());
+        }
+        starts.sort();
+        assert!(
+            took >= Duration::from_millis(1_100),
+            "{topology}: 4 windows of 5, took {took:?}"
+        );
+        // No 6 starts within one window's length of the first.
+        let first = starts[0];
+        let early = starts.iter().filter(|s| **s < first + 350).count();
+        assert!(early <= 5, "{topology}: {early} starts in the first window");
+        audit_ok(&q).await;
+        q.set_rate_limit(None).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debounce_replaces_data_and_pushes_due_time() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "debounce").await;
+    let o = JobOptions {
+        dedup: Some("search:user-7".into()),
+        debounce: true,
+        delay_ms: 400,
+        ..Default::default()
+    };
+    let a = q.add("search", json!({"q": "r"}), o.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let b = q
+        .add("search", json!({"q": "ru"}), o.clone())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let last_add = Instant::now();
+    let c = q
+        .add("search", json!({"q": "rust"}), o.clone())
+        .await
+        .unwrap();
+    assert_eq!((a, b), (a, c), "one job holds the key");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let w = Worker::builder(q.clone())
+        .options(opts(1))
+        .handler(move |job: JobContext| {
+            let seen = seen2.clone();
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .push((job.data().clone(), last_add.elapsed()));
+                Ok(Value::Null)
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until("the debounced job", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().completed == 1
+    })
+    .await;
+    w.close().await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, json!({"q": "rust"}), "the last data wins");
+    assert!(
+        seen[0].1 >= Duration::from_millis(350),
+        "due time pushed: ran {:?} after the last add",
+        seen[0].1
+    );
+    audit_ok(&q).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedulers_fire_each_run_exactly_once_under_races() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "sched").await;
+        let created = q
+            .upsert_scheduler(
+                "nightly-report",
+                Schedule {
+                    every: Duration::from_millis(150),
+                    first_after: Duration::ZERO,
+                    limit: Some(6),
+                    name: "report".into(),
+                    data: json!({"kind": "daily"}),
+                    options: JobOptions::default(),
+                },
+            )
+            .await
+            .unwrap();
+        assert!(created);
+        let list = q.schedulers().await.unwrap();
+        assert_eq!(
+            (list.len(), list[0].id.as_str(), list[0].every_ms),
+            (1, "nightly-report", 150)
+        );
+        let runs = Arc::new(AtomicUsize::new(0));
+        let mut workers = Vec::new();
+        for _ in 0..3 {
+            let runs = runs.clone();
+            workers.push(
+                Worker::builder(q.clone())
+                    .options(opts(2))
+                    .handler(move |job: JobContext| {
+                        let runs = runs.clone();
+                        async move {
+                            assert_eq!(job.data(), &json!({"kind": "daily"}));
+                            runs.fetch_add(1, Ordering::SeqCst);
+                            Ok(Value::Null)
+                        }
+                    })
+                    .run()
+                    .unwrap(),
+            );
+        }
+        // Producers racing the workers to fire the same scheduler.
+        let racers: Vec<_> = (0..3)
+            .map(|_| {
+                let q = q.clone();
+                tokio::spawn(async move {
+                    let until = Instant::now() + Duration::from_secs(3);
+                    while Instant::now() < until {
+                        q.fire_due_schedulers().await.unwrap();
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                })
+            })
+            .collect();
+        for r in racers {
+            r.await.unwrap();
+        }
+        wait_until("6 runs", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 6
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        for w in workers {
+            w.close().await.unwrap();
+        }
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            6,
+            "{topology}: each due run once, and the limit holds"
+        );
+        assert_eq!(q.counts().await.unwrap().total(), 6);
+        assert!(
+            q.schedulers().await.unwrap().is_empty(),
+            "removed after its limit"
+        );
+        audit_ok(&q).await;
+        assert!(!q.remove_scheduler("nightly-report").await.unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_and_render_as_prometheus_text() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "metrics").await;
+    q.add_bulk(jobs(12)).await.unwrap();
+    q.add("bad", json!(0), JobOptions::default()).await.unwrap();
+    let w = Worker::builder(q.clone())
+        .options(opts(4))
+        .handler(|job: JobContext| async move {
+            if job.job().name == "bad" {
+                Err(emq::HandlerError::new("nope"))
+            } else {
+                Ok(Value::Null)
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until("13 finished", Duration::from_secs(10), || async {
+        let c = q.counts().await.unwrap();
+        c.completed == 12 && c.failed == 1
+    })
+    .await;
+    w.close().await.unwrap();
+    let m = q.metrics().await.unwrap();
+    assert_eq!(
+        m.completed_per_minute.iter().map(|(_, n)| n).sum::<u64>(),
+        12
+    );
+    assert_eq!(m.failed_per_minute.iter().map(|(_, n)| n).sum::<u64>(), 1);
+    assert_eq!(m.added, 13);
+    let text = emq::prometheus_text(&[m]);
+    let mut samples = 0;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            assert!(
+                line.starts_with("# HELP ") || line.starts_with("# TYPE "),
+                "{line}"
+            );
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("name{labels} value");
+        assert!(
+            series.starts_with("emq_") && series.ends_with('}'),
+            "{line}"
+        );
+        value.parse::<f64>().expect("a number");
+        samples += 1;
+    }
+    assert!(text.contains(&format!(
+        "emq_jobs{{queue=\"{}\",state=\"completed\"}} 12",
+        q.name()
+    )));
+    assert!(text.contains(&format!(
+        "emq_jobs_added_total{{queue=\"{}\"}} 13",
+        q.name()
+    )));
+    assert!(samples >= 9 + 6);
+}
