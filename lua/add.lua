@@ -10,9 +10,9 @@
 -- KEYS[8] marker       LIST
 -- KEYS[9..] record     emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        groups of 8: id, name, data (JSON), opts (JSON, non-default options only),
+-- ARGV[2..] job        groups of 9: id, name, data (JSON), opts (JSON, non-default options only),
 --                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo) and dedup
---                      ("" none) joined as "<flags>|<dedup>"
+--                      ("" none) joined as "<flags>|<dedup>", parent ("" or "<queue>:<id>" in a flow)
 -- Returns, per job, {id, 1} when added, or {id of the existing job, 0} when it exists or a live job
 -- holds its dedup key.
 local now = now_ms()
@@ -21,8 +21,8 @@ local out = {}
 local fifo, lifo, added = {}, {}, {}
 local prio_seq = nil
 local woke = false
-for j = 0, (#ARGV - 1) / 8 - 1 do
-  local a = 2 + j * 8
+for j = 0, (#ARGV - 1) / 9 - 1 do
+  local a = 2 + j * 9
   local record = KEYS[9 + j]
   local id = ARGV[a]
   local flags, dedup = string.match(ARGV[a + 7], '^([^|]*)|(.*)$')
@@ -42,6 +42,7 @@ for j = 0, (#ARGV - 1) / 8 - 1 do
     if attempts ~= 1 then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = attempts end
     if priority > 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
     if dedup ~= '' then fields[#fields + 1] = 'dedup'; fields[#fields + 1] = dedup end
+    if ARGV[a + 8] ~= '' then fields[#fields + 1] = 'parent'; fields[#fields + 1] = ARGV[a + 8] end
     call('HSET', record, unpack(fields))
     if delay > 0 then
       call('ZADD', KEYS[3], now + delay, id)

@@ -120,6 +120,11 @@ impl JobContext {
         self.queue.update_progress(self.job.id, &progress).await
     }
 
+    /// In a flow, the results of this job's children by `<queue>:<id>`.
+    pub async fn children_results(&self) -> Result<std::collections::HashMap<String, Value>> {
+        self.queue.children_results(self.job.id).await
+    }
+
     /// Appends a log line.
     pub async fn log(&self, line: &str) -> Result<u64> {
         self.queue.log(self.job.id, line).await

@@ -121,6 +121,8 @@ pub struct Job {
     pub options: Value,
     /// Its dedup key, if it has one.
     pub dedup: Option<String>,
+    /// In a flow, its parent as `<queue>:<id>`.
+    pub parent: Option<String>,
 }
 
 fn json_field(map: &HashMap<String, String>, k: &str) -> Option<Value> {
@@ -157,6 +159,7 @@ impl Job {
                 .and_then(|s| serde_json::from_str(s).ok()),
             options: json_field(&map, "opts").unwrap_or_else(|| Value::Object(Default::default())),
             dedup: map.get("dedup").filter(|d| !d.is_empty()).cloned(),
+            parent: map.get("parent").filter(|d| !d.is_empty()).cloned(),
         }
     }
 

@@ -85,6 +85,32 @@ pub struct JobOptions {
     /// With `dedup` and `delay_ms`: when the holder of the key is still delayed, replace its data
     /// and push its due time to now + `delay_ms` (debounce) instead of dropping the new job.
     pub debounce: bool,
+    /// In a flow: what this job's final failure does to its parent.
+    pub parent_policy: ParentPolicy,
+}
+
+/// What a child's final failure does to its parent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParentPolicy {
+    /// The parent fails.
+    #[default]
+    Fail,
+    /// The child counts as done; its failure is recorded for the parent to read.
+    Ignore,
+    /// The dependency is dropped.
+    Remove,
+}
+
+impl ParentPolicy {
+    /// The name the scripts use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentPolicy::Fail => "fail",
+            ParentPolicy::Ignore => "ignore",
+            ParentPolicy::Remove => "remove",
+        }
+    }
 }
 
 impl Default for JobOptions {
@@ -103,6 +129,7 @@ impl Default for JobOptions {
             remove_on_fail: false,
             dedup: None,
             debounce: false,
+            parent_policy: ParentPolicy::Fail,
         }
     }
 }

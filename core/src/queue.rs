@@ -103,7 +103,16 @@ impl Queue {
     }
 
     /// One call of `add.lua` for a batch of (id, job, data text).
-    fn add_invocation(&self, batch: &[(JobId, &NewJob, String)]) -> Result<Invocation> {
+    pub(crate) fn add_invocation(&self, batch: &[(JobId, &NewJob, String)]) -> Result<Invocation> {
+        self.add_invocation_with_parent(batch, "")
+    }
+
+    /// As `add_invocation`, every job of the batch a child of `parent` ("<queue>:<id>", or "").
+    pub(crate) fn add_invocation_with_parent(
+        &self,
+        batch: &[(JobId, &NewJob, String)],
+        parent: &str,
+    ) -> Result<Invocation> {
         let k = &self.keys;
         let mut inv = script::ADD
             .prepare()
@@ -134,7 +143,8 @@ impl Queue {
                     "{}|{}",
                     if o.lifo { "l" } else { "" },
                     o.dedup.as_deref().unwrap_or("")
-                ));
+                ))
+                .arg(parent);
         }
         Ok(inv)
     }

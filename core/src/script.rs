@@ -417,6 +417,10 @@ scripts! {
     SCHEDULERS_DUE => "schedulers_due",
     /// Fires one due scheduler.
     SCHEDULER_FIRE => "scheduler_fire",
+    /// Adds a flow's parent, waiting for its children.
+    ADD_PARENT => "add_parent",
+    /// Records a child's outcome in its parent (the second, idempotent step).
+    CHILD_DONE => "child_done",
 }
 
 #[cfg(test)]

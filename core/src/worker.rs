@@ -333,7 +333,7 @@ fn parse_claim(reply: Vec<redis::Value>) -> Result<(Option<u64>, Vec<Leased>)> {
     Ok(((due >= 0).then_some(due as u64), jobs))
 }
 
-const RECORD_FIELDS: [&str; 10] = [
+const RECORD_FIELDS: [&str; 11] = [
     "name",
     "data",
     "opts",
@@ -344,6 +344,7 @@ const RECORD_FIELDS: [&str; 10] = [
     "priority",
     "progress",
     "dedup",
+    "parent",
 ];
 
 /// Reads the records of leased jobs in one pipelined round trip; None for a job removed meanwhile.
@@ -586,6 +587,20 @@ async fn finish(
     };
     match outcome {
         Ok(result) => {
+            if let Some(parent) = &job.parent {
+                // The second step of a flow child's completion goes first: it is idempotent, so a
+                // crash before the child's own completion only re-runs the child.
+                if let Err(e) =
+                    crate::flow::notify_parent(q, parent, job.id, Ok(&result), job).await
+                {
+                    tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
+                    return None;
+                }
+                if std::env::var_os("EMQ_FAULT_AFTER_PARENT_STEP").is_some() {
+                    // Chaos hook for tests: die between a child's two completion steps.
+                    std::process::abort();
+                }
+            }
             let (reply, next) = tokio::sync::oneshot::channel();
             let c = Completion {
                 id: job.id,
@@ -617,6 +632,15 @@ async fn finish(
             let failure = serde_json::json!({
                 "code": err.code, "message": err.message, "stack": err.stack,
             });
+            let last = err.unrecoverable || job.attempts_made + 1 >= job.attempts;
+            if let (true, Some(parent)) = (last, &job.parent) {
+                if let Err(e) =
+                    crate::flow::notify_parent(q, parent, job.id, Err(&failure), job).await
+                {
+                    tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
+                    return None;
+                }
+            }
             let r = script::FAIL
                 .prepare()
                 .key(&q.name().job_key(job.id, JobPart::Record))

@@ -1,0 +1,188 @@
+//! Flows: a parent job that waits for its children, in its own queue or in others.
+//!
+//! Other queues live in other slots, so no script spans a parent and a child. Adding a flow mints
+//! every id first, then adds each parent (`add_parent.lua`, in `waiting-children`, its pending
+//! children listed in its own record) before its children (`add.lua`, each carrying its parent as
+//! `<queue>:<id>`). A child's completion (or final failure) takes two steps: `child_done.lua` on the
+//! parent's queue records the outcome and, when nothing is pending, moves the parent to wait; then
+//! the child's own completion. The first step is idempotent, so a worker dying between the two only
+//! means the child is recovered and re-run, and the parent still completes exactly once.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::Job;
+use crate::job_id::JobId;
+use crate::keyspace::{JobPart, QueueName};
+use crate::options::JobOptions;
+use crate::queue::{NewJob, Queue};
+use crate::script;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// A job of a flow and its children.
+#[derive(Clone, Debug)]
+pub struct FlowJob {
+    /// The queue it goes to (any queue on the same store).
+    pub queue: String,
+    /// Its name.
+    pub name: String,
+    /// Its payload.
+    pub data: Value,
+    /// Its options (`parent_policy` says what its failure does to its parent).
+    pub options: JobOptions,
+    /// Jobs that must finish before it runs.
+    pub children: Vec<FlowJob>,
+}
+
+/// The ids a flow was given, in the shape of the flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowIds {
+    /// The job's queue.
+    pub queue: String,
+    /// Its id.
+    pub id: JobId,
+    /// Its children's ids.
+    pub children: Vec<FlowIds>,
+}
+
+fn mint_tree(q: &Queue, flow: &FlowJob) -> Result<FlowIds> {
+    let queue = QueueName::new(&flow.queue)?.to_string();
+    Ok(FlowIds {
+        queue,
+        id: match flow.options.id {
+            Some(id) => id,
+            None => q.mint_id()?,
+        },
+        children: flow
+            .children
+            .iter()
+            .map(|c| mint_tree(q, c))
+            .collect::<Result<_>>()?,
+    })
+}
+
+impl Queue {
+    /// Adds a flow (idempotent: retrying with the same ids, e.g. after a timeout, adds nothing
+    /// twice). Returns the ids in the flow's shape.
+    pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds> {
+        let ids = mint_tree(self, &flow)?;
+        self.add_flow_node(&flow, &ids, "").await?;
+        Ok(ids)
+    }
+
+    fn add_flow_node<'a>(
+        &'a self,
+        flow: &'a FlowJob,
+        ids: &'a FlowIds,
+        parent: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            flow.options.validate()?;
+            let q = self.queue(&flow.queue)?;
+            let data = serde_json::to_string(&flow.data)?;
+            if flow.children.is_empty() {
+                let job = NewJob {
+                    name: flow.name.clone(),
+                    data: Value::Null,
+                    options: flow.options.clone(),
+                };
+                let inv = q.add_invocation_with_parent(&[(ids.id, &job, data)], parent)?;
+                let _: Vec<(String, i64)> = inv.invoke(q.store()).await?;
+                return Ok(());
+            }
+            let k = q.keys();
+            let mut inv = script::ADD_PARENT
+                .prepare()
+                .key(&q.name().job_key(ids.id, JobPart::Record))
+                .key(&k.waiting_children)
+                .key(&k.meta)
+                .key(&k.events)
+                .arg(ids.id)
+                .arg(&flow.name)
+                .arg(data)
+                .arg(flow.options.compact_json())
+                .arg(flow.options.attempts)
+                .arg(parent)
+                .arg(q.max_events);
+            for c in &ids.children {
+                inv = inv.arg(format!("{}:{}", c.queue, c.id));
+            }
+            let _: i64 = inv.invoke(q.store()).await?;
+            let me = format!("{}:{}", q.name(), ids.id);
+            for (child, child_ids) in flow.children.iter().zip(&ids.children) {
+                self.add_flow_node(child, child_ids, &me).await?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The results of a parent's children, by `<queue>:<id>` (failed children under the `ignore`
+    /// policy appear as `{"failed": …}`).
+    pub async fn children_results(&self, parent: JobId) -> Result<HashMap<String, Value>> {
+        let all: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(self.name().job_key(parent, JobPart::Record))
+            .query_async(&mut self.store().conn())
+            .await?;
+        let mut out = HashMap::new();
+        for (field, value) in all {
+            let v: Value = serde_json::from_str(&value).unwrap_or(Value::Null);
+            if let Some(child) = field.strip_prefix("child:") {
+                out.insert(child.to_string(), v);
+            } else if let Some(child) = field.strip_prefix("child_failed:") {
+                out.insert(child.to_string(), serde_json::json!({ "failed": v }));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Parses `<queue>:<id>` through both gates.
+fn parse_ref(text: &str) -> Result<(QueueName, JobId)> {
+    let (q, id) = text.split_once(':').ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidJobId,
+            format!("{text:?} is not a <queue>:<id> reference"),
+        )
+    })?;
+    Ok((QueueName::new(q)?, JobId::parse(id)?))
+}
+
+/// The second step of a child's completion (`Ok(result)`) or final failure (`Err(failure)`).
+pub(crate) async fn notify_parent(
+    child_queue: &Queue,
+    parent: &str,
+    child: JobId,
+    outcome: std::result::Result<&Value, &Value>,
+    job: &Job,
+) -> Result<String> {
+    let (pq, pid) = parse_ref(parent)?;
+    let q = child_queue.queue(pq.as_str())?;
+    let k = q.keys();
+    let policy = job
+        .options
+        .get("parent_policy")
+        .and_then(Value::as_str)
+        .unwrap_or("fail")
+        .to_string();
+    let (kind, value) = match outcome {
+        Ok(v) => ("ok", v),
+        Err(v) => ("failed", v),
+    };
+    script::CHILD_DONE
+        .prepare()
+        .key(&q.name().job_key(pid, JobPart::Record))
+        .key(&k.waiting_children)
+        .key(&k.wait)
+        .key(&k.paused)
+        .key(&k.failed)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
+        .arg(pid)
+        .arg(format!("{}:{}", child_queue.name(), child))
+        .arg(kind)
+        .arg(serde_json::to_string(value)?)
+        .arg(policy)
+        .arg(q.max_events)
+        .invoke(q.store())
+        .await
+}
