@@ -18,6 +18,8 @@ python -m pip install --quiet --upgrade pip
 python -m pip install --quiet maturin pytest pytest-asyncio
 
 echo "== pip install ./python (maturin builds bindings/python)"
+# EMQ_PY_PROFILE=dev makes maturin build without optimisation (quicker, for CI); default release.
+if [ -n "${EMQ_PY_PROFILE:-}" ]; then export MATURIN_PEP517_ARGS="--profile ${EMQ_PY_PROFILE}"; fi
 if ! python -m pip install ./python >"$VENV/pip-install.log" 2>&1; then
     tail -n 80 "$VENV/pip-install.log"
     echo "pip install ./python failed (full log: $VENV/pip-install.log)" >&2

@@ -90,6 +90,10 @@ enum Command {
 
     /// Check a queue's invariants; exits 1 if any is broken.
     Audit(commands::audit::Args),
+
+    /// Run a Rust echo worker on one queue (for cross-language test suites; see `commands/work.rs`).
+    #[command(hide = true)]
+    Work(commands::work::Args),
 }
 
 #[tokio::main]
@@ -124,6 +128,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Drain(args) => admin::run_drain(&cli.urls, &args).await,
         Command::Clean(args) => admin::run_clean(&cli.urls, &args).await,
         Command::Audit(args) => commands::audit::run(&cli.urls, &args).await,
+        Command::Work(args) => commands::work::run(&cli.urls, &args).await,
     }
 }
 

@@ -1,7 +1,8 @@
-//! `emq demo`: runs jobs through Rust workers and passes its own audit, against a given server and
-//! against the embedded default.
+//! `emq demo`: runs jobs through Rust workers — and Python and Node workers where they are built —
+//! and passes its own audit, against a given server and against the embedded default.
 
 use emq_harness::RedisServer;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -11,11 +12,12 @@ const EMQ: &str = env!("CARGO_BIN_EXE_emq");
 /// The demo runs real work; a debug build on a busy machine needs a while.
 const DEMO_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Runs `emq args…` with no `EMQ_URL`, bounded by [`DEMO_TIMEOUT`].
-fn emq(args: &[&str]) -> Output {
+/// Runs `emq args…` with no `EMQ_URL` and the given environment, bounded by [`DEMO_TIMEOUT`].
+fn emq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(EMQ)
         .args(args)
         .env_remove("EMQ_URL")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -35,19 +37,44 @@ fn emq(args: &[&str]) -> Output {
     }
 }
 
+/// Points the demo at a Python and a Node package that do not exist: the Rust-only path.
+const RUST_ONLY: [(&str, &str); 2] = [
+    ("EMQ_PYTHON", "/nonexistent/python3"),
+    ("EMQ_NODE_PACKAGE", "/nonexistent/node-package"),
+];
+
+/// Runs `emq args…` on the Rust-only path.
+fn emq(args: &[&str]) -> Output {
+    emq_env(args, &RUST_ONLY)
+}
+
+/// The table's rows: language → jobs.
+fn rows(stdout: &str) -> Vec<(String, u64)> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("LANGUAGE"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("audit:"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[0].to_string(), cells[1].parse().expect("a job count"))
+        })
+        .collect()
+}
+
 fn check_passed(out: &Output, jobs: u64) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("audit: ok"), "{stdout}");
-    let row = stdout
-        .lines()
-        .find(|l| l.starts_with("rust"))
-        .unwrap_or_else(|| panic!("no rust row:\n{stdout}"));
-    let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[1], jobs.to_string(), "{row}");
+    assert_eq!(rows(&stdout), vec![("rust".to_string(), jobs)], "{stdout}");
     assert!(
-        stderr.contains("python/node workers: not built in this command yet"),
+        stderr.contains("python: `import emq` failed")
+            && stderr.contains("run bash python/ci.sh or pip install ./python"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("node: `require('/nonexistent/node-package')` failed"),
         "{stderr}"
     );
     assert!(
@@ -90,4 +117,127 @@ fn demo_rejects_zero_jobs() {
     let out = emq(&["demo", "--jobs", "0", "--url", "redis://127.0.0.1:1"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("error[invalid_option]"));
+}
+
+/// The repository root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository root")
+        .to_path_buf()
+}
+
+/// A Python interpreter that imports emq: `EMQ_PYTHON`, else `$EMQ_PY_VENV/bin/python`, else
+/// `python3`; or why there is none.
+fn python_with_emq() -> Result<String, String> {
+    let python = std::env::var("EMQ_PYTHON")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::env::var("EMQ_PY_VENV")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .map(|v| format!("{v}/bin/python"))
+        })
+        .unwrap_or_else(|| "python3".into());
+    let ok = Command::new(&python)
+        .args(["-c", "import emq"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Ok(python)
+    } else {
+        Err(format!(
+            "`import emq` fails with {python} (run bash python/ci.sh with EMQ_PY_VENV set, then set EMQ_PY_VENV or EMQ_PYTHON)"
+        ))
+    }
+}
+
+/// The Node package, if `require` of it works.
+fn node_package() -> Result<String, String> {
+    let package = std::env::var("EMQ_NODE_PACKAGE")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| repo().join("node").to_string_lossy().into_owned());
+    let ok = Command::new("node")
+        .args(["-e", "require(process.env.EMQ_NODE_PACKAGE)"])
+        .env("EMQ_NODE_PACKAGE", &package)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Ok(package)
+    } else {
+        Err(format!(
+            "`require('{package}')` fails (run bash node/build.sh)"
+        ))
+    }
+}
+
+#[test]
+fn demo_runs_rust_python_and_node_workers_at_once() {
+    let (python, package) = match (python_with_emq(), node_package()) {
+        (Ok(p), Ok(n)) => (p, n),
+        (p, n) => {
+            let why: Vec<String> = [p.err(), n.err()].into_iter().flatten().collect();
+            println!(
+                "SKIPPED demo_runs_rust_python_and_node_workers_at_once: {}",
+                why.join("; ")
+            );
+            return;
+        }
+    };
+    let server = RedisServer::start().expect("redis-server");
+    let out = emq_env(
+        &["demo", "--url", &server.url(), "--jobs", "3000"],
+        &[("EMQ_PYTHON", &python), ("EMQ_NODE_PACKAGE", &package)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("audit: ok"), "{stdout}");
+    let rows = rows(&stdout);
+    let langs: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(langs, ["rust", "python", "node"], "{stdout}");
+    for (lang, jobs) in &rows {
+        assert!(*jobs > 0, "{lang} ran no job:\n{stdout}\n{stderr}");
+    }
+    assert_eq!(rows.iter().map(|(_, j)| j).sum::<u64>(), 3000, "{stdout}");
+    assert!(stderr.contains("demo: python worker started"), "{stderr}");
+    assert!(stderr.contains("demo: node worker started"), "{stderr}");
+}
+
+#[test]
+fn the_node_package_defaults_to_the_repository_of_the_binary() {
+    // No EMQ_NODE_PACKAGE: the demo finds <repo>/node from target/debug/emq, from any directory.
+    let Ok(_) = node_package() else {
+        println!("SKIPPED the_node_package_defaults_to_the_repository_of_the_binary: node addon not built");
+        return;
+    };
+    let server = RedisServer::start().expect("redis-server");
+    let mut child = Command::new(EMQ)
+        .args(["demo", "--url", &server.url(), "--jobs", "300"])
+        .env_remove("EMQ_URL")
+        .env_remove("EMQ_NODE_PACKAGE")
+        .env("EMQ_PYTHON", "/nonexistent/python3")
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn emq");
+    let deadline = Instant::now() + DEMO_TIMEOUT;
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(Instant::now() < deadline, "emq demo did not finish");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stderr.contains("demo: node worker started"), "{stderr}");
+    assert!(rows(&stdout).iter().any(|(l, _)| l == "node"), "{stdout}");
 }

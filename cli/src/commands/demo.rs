@@ -1,25 +1,46 @@
 //! `emq demo [--jobs N] [--concurrency C]`: a throughput demo that checks itself.
 //!
 //! Empties the queues `demo-emails`, `demo-images` and `demo-reports`, starts one Rust
-//! [`emq::Worker`] per queue (a no-op handler returning a small JSON result; completed jobs are
-//! kept so the audit can count them), adds N jobs spread over the three queues with `add_bulk` in
-//! chunks, and prints progress to stderr about once a second. At the end it prints a table (one
-//! row per worker language; only `rust` so far) and audits every queue: the completed count must
-//! equal the jobs added, the queue's invariants must hold, and every job must have run exactly once
-//! (each handler run records its job id; a second run of an id is a failure). Exits 0 only if the
-//! audit passes.
+//! [`emq::Worker`] per queue, and — where they are built — a Python and a Node child process that
+//! run one worker per queue each on the same queues at once. Every handler returns
+//! `{"lang": "rust"|"python"|"node", "id": <job id>}`. Then it adds N jobs spread over the three
+//! queues with `add_bulk` in chunks, and prints progress to stderr about once a second.
+//!
+//! The children are the scripts in `demo_workers/`, embedded in the binary and run as
+//! `$EMQ_PYTHON -c <script>` (default `python3`; used when `import emq` works with it) and
+//! `node -e <script>` with `EMQ_NODE_PACKAGE` (default `<repo>/node`, the repository found from
+//! the binary's location or else the current directory; used when `require` of it works). A
+//! language that is not built is skipped with the reason on stderr. Each child prints `ready`, then
+//! `done <n>` as it completes jobs, and, once the demo closes its stdin, closes its workers and
+//! prints `final {…}` (its counters and the ids it ran) and exits; every wait on it is bounded.
+//!
+//! At the end it prints a table (one row per worker language: jobs and jobs/s, counted from the
+//! jobs' results, read back with pipelined reads) and audits every queue: every added job must be
+//! completed by exactly one handler run (the Rust handlers and each child record the ids they ran;
+//! an id run twice, in one language or in two, is a failure), each result must name its job, the
+//! queue's invariants (`Queue::audit`) must hold and the completed count must equal the jobs added.
+//! The Python and Node workers keep the binding's default retention (the newest 1,000 completed
+//! jobs per queue): a completed job that their retention already deleted is counted from the
+//! handler's own record instead of its result, and said so on stderr. Exits 0 only if the audit
+//! passes.
 
 use crate::connect::connect;
 use clap::Args as ClapArgs;
 use emq::{
-    Error, ErrorCode, IdMinter, JobContext, JobId, JobOptions, NewJob, Queue, Retention, Worker,
-    WorkerHandle, WorkerOptions,
+    Error, ErrorCode, IdMinter, JobContext, JobId, JobOptions, JobPart, NewJob, Queue, Retention,
+    Worker, WorkerHandle, WorkerOptions,
 };
-use serde_json::json;
-use std::collections::HashSet;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::process::{Child, ChildStdin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::process::Command;
+use tokio::sync::oneshot;
 
 /// The demo's queues.
 pub const QUEUES: [&str; 3] = ["demo-emails", "demo-images", "demo-reports"];
@@ -27,8 +48,32 @@ pub const QUEUES: [&str; 3] = ["demo-emails", "demo-images", "demo-reports"];
 /// Jobs per `add_bulk` call.
 const CHUNK: usize = 5_000;
 
+/// Job ids per pipelined read of results.
+const READ_CHUNK: usize = 1_000;
+
 /// Give up when no job completes for this long.
 const NO_PROGRESS_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long a probe (`import emq`, `require(...)`) may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a child may take to start its workers and print `ready`.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a child may take to close its workers and exit once its stdin is closed.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The interpreter for the Python worker.
+pub const PYTHON_ENV: &str = "EMQ_PYTHON";
+
+/// The Node package the Node worker loads.
+pub const NODE_PACKAGE_ENV: &str = "EMQ_NODE_PACKAGE";
+
+/// The Python worker's script.
+const PYTHON_WORKER: &str = include_str!("demo_workers/worker.py");
+
+/// The Node worker's script.
+const NODE_WORKER: &str = include_str!("demo_workers/worker.js");
 
 /// `emq demo` options.
 #[derive(ClapArgs, Debug)]
@@ -37,12 +82,12 @@ pub struct Args {
     #[arg(long, default_value_t = 100_000)]
     pub jobs: u64,
 
-    /// Jobs run at once by each queue's worker.
+    /// Jobs run at once by each queue's worker (in each language).
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
 }
 
-/// What the handlers saw: every job id once, and how many ids came back a second time.
+/// What the Rust handlers saw: every job id once, and how many ids came back a second time.
 #[derive(Default)]
 struct Seen {
     ids: Mutex<HashSet<JobId>>,
@@ -73,6 +118,353 @@ fn human_rate(r: f64) -> String {
     }
 }
 
+// -------------------------------------------------------------------------------------------------
+// The Python and Node children
+
+/// A worker language other than Rust.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    Python,
+    Node,
+}
+
+impl Lang {
+    fn as_str(self) -> &'static str {
+        match self {
+            Lang::Python => "python",
+            Lang::Node => "node",
+        }
+    }
+}
+
+/// How to start one language's worker, once its probe passed.
+struct Launch {
+    lang: Lang,
+    program: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+/// The repository root: the first ancestor of the binary's location, else of the current
+/// directory, that holds `node/index.js` and `Cargo.toml`.
+fn repo_root() -> Option<PathBuf> {
+    let is_root =
+        |d: &Path| d.join("node").join("index.js").is_file() && d.join("Cargo.toml").is_file();
+    let from_exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok());
+    let from_cwd = std::env::current_dir().ok();
+    [from_exe, from_cwd]
+        .into_iter()
+        .flatten()
+        .find_map(|start| {
+            start
+                .ancestors()
+                .find(|d| is_root(d))
+                .map(Path::to_path_buf)
+        })
+}
+
+/// Runs a probe command, bounded: Ok on exit 0, else the last line it printed on stderr.
+async fn probe(program: &str, args: &[&str], env: &[(String, String)]) -> Result<(), String> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    match tokio::time::timeout(PROBE_TIMEOUT, child.wait_with_output()).await {
+        Err(_) => Err(format!("`{program}` took longer than {PROBE_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(format!("`{program}`: {e}")),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => {
+            // The error line (Python's and Node's end with it, or Node's is followed by its
+            // version), else the last line.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+            let line = lines
+                .iter()
+                .rev()
+                .find(|l| l.contains("Error"))
+                .or(lines.last())
+                .map_or("no message", |l| l.trim());
+            Err(line.to_string())
+        }
+    }
+}
+
+/// The Python worker's launch, or why it is skipped.
+async fn python_launch() -> Result<Launch, String> {
+    let python = std::env::var(PYTHON_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "python3".to_string());
+    probe(&python, &["-c", "import emq"], &[]).await.map_err(|why| {
+        format!(
+            "python: `import emq` failed with {python} ({why}) — run bash python/ci.sh or pip install ./python, and point {PYTHON_ENV} at that interpreter"
+        )
+    })?;
+    Ok(Launch {
+        lang: Lang::Python,
+        program: python,
+        args: vec!["-c".into(), PYTHON_WORKER.into()],
+        env: vec![],
+    })
+}
+
+/// The Node worker's launch, or why it is skipped.
+async fn node_launch() -> Result<Launch, String> {
+    let package = match std::env::var(NODE_PACKAGE_ENV).ok().filter(|s| !s.is_empty()) {
+        Some(p) => p,
+        None => match repo_root() {
+            Some(root) => root.join("node").to_string_lossy().into_owned(),
+            None => {
+                return Err(format!(
+                    "node: no emq repository found above the binary or the current directory — set {NODE_PACKAGE_ENV} to the node/ package"
+                ))
+            }
+        },
+    };
+    let env = vec![(NODE_PACKAGE_ENV.to_string(), package.clone())];
+    probe(
+        "node",
+        &["-e", "require(process.env.EMQ_NODE_PACKAGE)"],
+        &env,
+    )
+    .await
+    .map_err(|why| {
+        format!("node: `require('{package}')` failed ({why}) — run bash node/build.sh, or set {NODE_PACKAGE_ENV}")
+    })?;
+    Ok(Launch {
+        lang: Lang::Node,
+        program: "node".into(),
+        args: vec!["-e".into(), NODE_WORKER.into()],
+        env,
+    })
+}
+
+/// What a child reported on stdout.
+#[derive(Default)]
+struct Reports {
+    done: AtomicU64,
+    last: Mutex<Option<Value>>,
+}
+
+/// A running child worker. Dropping it kills the process if it still runs.
+struct ChildWorker {
+    lang: Lang,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    reports: Arc<Reports>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a child left when it stopped.
+struct ChildEnd {
+    lang: Lang,
+    /// The `final` report (counters and the ids it ran), if it printed one.
+    last: Option<Value>,
+    /// What went wrong while it stopped, if anything.
+    problem: Option<String>,
+}
+
+/// Polls `child` until it exits or `limit` passes (None: still running).
+async fn wait_bounded(
+    child: &mut Child,
+    limit: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl ChildWorker {
+    /// Starts the child and waits (bounded) for its `ready`.
+    async fn start(
+        launch: Launch,
+        urls: &[String],
+        concurrency: usize,
+    ) -> Result<ChildWorker, String> {
+        let lang = launch.lang.as_str();
+        let mut child = std::process::Command::new(&launch.program)
+            .args(&launch.args)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .env("EMQ_DEMO_URLS", json!(urls).to_string())
+            .env("EMQ_DEMO_QUEUES", json!(QUEUES).to_string())
+            .env("EMQ_DEMO_CONCURRENCY", concurrency.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("{lang}: cannot start the worker: {e}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let reports = Arc::new(Reports::default());
+        let (ready_tx, ready_rx) = oneshot::channel::<()>();
+        let reader = {
+            let reports = reports.clone();
+            std::thread::spawn(move || {
+                let mut ready_tx = Some(ready_tx);
+                for line in std::io::BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if line == "ready" {
+                        if let Some(tx) = ready_tx.take() {
+                            let _ = tx.send(());
+                        }
+                    } else if let Some(n) = line.strip_prefix("done ") {
+                        if let Ok(n) = n.trim().parse() {
+                            reports.done.store(n, Ordering::Relaxed);
+                        }
+                    } else if let Some(text) = line.strip_prefix("final ") {
+                        if let Ok(v) = serde_json::from_str(text) {
+                            *reports.last.lock().expect("reports lock") = Some(v);
+                        }
+                    }
+                }
+            })
+        };
+        let mut worker = ChildWorker {
+            lang: launch.lang,
+            child,
+            stdin,
+            reports,
+            reader: Some(reader),
+        };
+        match tokio::time::timeout(READY_TIMEOUT, ready_rx).await {
+            Ok(Ok(())) => Ok(worker),
+            Ok(Err(_)) => {
+                let status = wait_bounded(&mut worker.child, Duration::from_secs(5)).await;
+                Err(format!(
+                    "{lang}: the worker exited before it was ready ({})",
+                    match status {
+                        Ok(Some(s)) => s.to_string(),
+                        _ => "still running; killed".into(),
+                    }
+                ))
+            }
+            Err(_) => Err(format!(
+                "{lang}: the worker was not ready within {READY_TIMEOUT:?}; killed it"
+            )),
+        }
+    }
+
+    fn done(&self) -> u64 {
+        self.reports.done.load(Ordering::Relaxed)
+    }
+
+    /// Tells it to stop: closes its stdin.
+    fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Closes its stdin and waits (bounded) for it to close its workers, report and exit.
+    async fn stop(mut self) -> ChildEnd {
+        let lang = self.lang.as_str();
+        self.close_stdin();
+        let mut problem = None;
+        match wait_bounded(&mut self.child, EXIT_TIMEOUT).await {
+            Ok(Some(status)) if status.success() => {}
+            Ok(Some(status)) => problem = Some(format!("{lang} worker exited with {status}")),
+            Ok(None) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                problem = Some(format!(
+                    "{lang} worker did not exit within {EXIT_TIMEOUT:?} of its stdin closing; killed it"
+                ));
+            }
+            Err(e) => problem = Some(format!("{lang} worker: {e}")),
+        }
+        // The process is gone, so its stdout reaches EOF and the reader ends.
+        if let Some(reader) = self.reader.take() {
+            let _ = tokio::task::spawn_blocking(move || reader.join()).await;
+        }
+        let last = self.reports.last.lock().expect("reports lock").take();
+        if last.is_none() && problem.is_none() {
+            problem = Some(format!("{lang} worker printed no final report"));
+        }
+        ChildEnd {
+            lang: self.lang,
+            last,
+            problem,
+        }
+    }
+}
+
+impl Drop for ChildWorker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Reading the results back
+
+/// What the store holds for one added job.
+struct Stored {
+    /// Its score in the completed set (None: not completed, or deleted).
+    completed: bool,
+    /// Its `result` field, as stored (None: no result, or no record).
+    result: Option<String>,
+    /// Whether its record exists.
+    exists: bool,
+}
+
+/// Reads, for every id, whether it is completed, its result and whether its record exists: three
+/// pipelines per [`READ_CHUNK`] ids, so 100k jobs take a few hundred round trips, not 100k.
+async fn read_stored(q: &Queue, ids: &[JobId]) -> emq::Result<Vec<Stored>> {
+    let mut out = Vec::with_capacity(ids.len());
+    let completed_key = &q.keys().completed;
+    let mut conn = q.store().conn();
+    for chunk in ids.chunks(READ_CHUNK) {
+        let mut scores = redis::pipe();
+        let mut results = redis::pipe();
+        let mut exists = redis::pipe();
+        for id in chunk {
+            let record = q.name().job_key(*id, JobPart::Record);
+            scores.cmd("ZSCORE").arg(completed_key).arg(*id);
+            results.cmd("HGET").arg(&record).arg("result");
+            exists.cmd("EXISTS").arg(&record);
+        }
+        let scores: Vec<Option<f64>> = scores.query_async(&mut conn).await?;
+        let results: Vec<Option<String>> = results.query_async(&mut conn).await?;
+        let exists: Vec<bool> = exists.query_async(&mut conn).await?;
+        for ((score, result), exists) in scores.into_iter().zip(results).zip(exists) {
+            out.push(Stored {
+                completed: score.is_some(),
+                result,
+                exists,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The `lang` and `id` of a stored result.
+fn result_lang_id(text: &str) -> Option<(String, String)> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    Some((
+        v.get("lang")?.as_str()?.to_string(),
+        v.get("id")?.as_str()?.to_string(),
+    ))
+}
+
+// -------------------------------------------------------------------------------------------------
+// The demo
+
 /// Runs `emq demo`. `urls` are the global `--url` options.
 pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     if args.jobs == 0 {
@@ -98,7 +490,33 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         q.resume().await?;
         queues.push(q);
     }
-    eprintln!("python/node workers: not built in this command yet");
+
+    // The Python and Node workers, where built; each is probed and started at once.
+    let child_urls = store.options().urls.clone();
+    let (py, node) = tokio::join!(
+        async {
+            match python_launch().await {
+                Ok(l) => ChildWorker::start(l, &child_urls, args.concurrency).await,
+                Err(e) => Err(e),
+            }
+        },
+        async {
+            match node_launch().await {
+                Ok(l) => ChildWorker::start(l, &child_urls, args.concurrency).await,
+                Err(e) => Err(e),
+            }
+        }
+    );
+    let mut children: Vec<ChildWorker> = Vec::new();
+    for started in [py, node] {
+        match started {
+            Ok(c) => {
+                eprintln!("demo: {} worker started", c.lang.as_str());
+                children.push(c);
+            }
+            Err(why) => eprintln!("{why}; skipped"),
+        }
+    }
 
     let seen = Arc::new(Seen::default());
     let mut workers: Vec<WorkerHandle> = Vec::new();
@@ -113,7 +531,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
                 if !first {
                     seen.duplicates.lock().expect("dup lock").push(id);
                 }
-                Ok(json!({ "ok": true, "id": id.to_string() }))
+                Ok(json!({ "lang": "rust", "id": id.to_string() }))
             }
         };
         let handle = Worker::builder(q.clone())
@@ -131,8 +549,9 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let started = Instant::now();
     let total = args.jobs;
     let mut added: Vec<Vec<JobId>> = vec![Vec::new(); queues.len()];
-    let completed_now = |workers: &[WorkerHandle]| -> u64 {
+    let completed_now = |workers: &[WorkerHandle], children: &[ChildWorker]| -> u64 {
         workers.iter().map(|w| w.stats().completed).sum::<u64>()
+            + children.iter().map(ChildWorker::done).sum::<u64>()
     };
     let progress = |done: u64| {
         eprintln!(
@@ -172,7 +591,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
             let ids = q.add_bulk(batch).await?;
             added[i].extend(ids);
             if last_report.elapsed() >= Duration::from_secs(1) {
-                progress(completed_now(&workers));
+                progress(completed_now(&workers, &children));
                 last_report = Instant::now();
             }
         }
@@ -186,13 +605,13 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     );
 
     // Wait for the workers, reporting about once a second.
-    let mut last_done = completed_now(&workers);
+    let mut last_done = completed_now(&workers, &children);
     let mut last_change = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     let mut stalled = false;
     loop {
         tick.tick().await;
-        let done = completed_now(&workers);
+        let done = completed_now(&workers, &children);
         if done != last_done {
             last_done = done;
             last_change = Instant::now();
@@ -214,65 +633,174 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         }
     }
     let elapsed = started.elapsed();
-    let done = completed_now(&workers);
+    let done = completed_now(&workers, &children);
     progress(done);
-    let failed: u64 = workers.iter().map(|w| w.stats().failed).sum();
+    let rust_failed: u64 = workers.iter().map(|w| w.stats().failed).sum();
+    // Stop everything before reading back, so nothing changes under the audit.
+    for c in &mut children {
+        c.close_stdin();
+    }
     for w in workers {
-        w.close().await?;
+        if let Err(e) = w.close().await {
+            eprintln!("demo: closing a rust worker: {e}");
+        }
+    }
+    let mut ends = Vec::new();
+    for c in children {
+        ends.push(c.stop().await);
     }
 
-    println!(
-        "{:<10} {:>10} {:>10} {:>12}",
-        "LANGUAGE", "JOBS", "SECONDS", "JOBS/S"
-    );
-    println!(
-        "{:<10} {:>10} {:>10.2} {:>12.0}",
-        "rust",
-        done,
-        elapsed.as_secs_f64(),
-        rate(done, elapsed)
-    );
-
-    // The audit.
+    // What each handler says it ran: id → language; a second run of an id is a duplicate.
     let mut problems: Vec<String> = Vec::new();
+    let mut ran_by: HashMap<JobId, &'static str> = HashMap::new();
+    let mut duplicates: Vec<String> = seen
+        .duplicates
+        .lock()
+        .expect("dup lock")
+        .iter()
+        .map(|id| format!("{id} (rust twice)"))
+        .collect();
+    for id in seen.ids.lock().expect("seen lock").iter() {
+        ran_by.insert(*id, "rust");
+    }
+    let mut runs = seen.runs.load(Ordering::Relaxed);
+    let mut languages: Vec<&'static str> = vec!["rust"];
     if stalled {
         problems.push(format!("only {done} of {total} jobs completed"));
     }
-    if failed > 0 {
-        problems.push(format!("{failed} handler runs failed"));
+    if rust_failed > 0 {
+        problems.push(format!("{rust_failed} rust handler runs failed"));
     }
+    for end in &ends {
+        let lang = end.lang.as_str();
+        languages.push(lang);
+        if let Some(p) = &end.problem {
+            problems.push(p.clone());
+        }
+        let Some(last) = &end.last else { continue };
+        let failed = last.get("failed").and_then(Value::as_u64).unwrap_or(0);
+        if failed > 0 {
+            problems.push(format!("{failed} {lang} handler runs failed"));
+        }
+        runs += last.get("runs").and_then(Value::as_u64).unwrap_or(0);
+        for id in last
+            .get("ids")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(id) = id.as_str().and_then(|s| JobId::parse(s).ok()) else {
+                problems.push(format!("{lang} reported a malformed job id {id}"));
+                continue;
+            };
+            if let Some(before) = ran_by.insert(id, lang) {
+                duplicates.push(format!("{id} ({before} and {lang})"));
+            }
+        }
+    }
+
+    // The audit, and the jobs per language read back from the results.
+    let mut per_lang: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut trimmed_total = 0u64;
     for (i, q) in queues.iter().enumerate() {
         let name = q.name().as_str();
         let report = q.audit().await?;
         for p in &report.problems {
             problems.push(format!("{name}: {p}"));
         }
+        let stored = read_stored(q, &added[i]).await?;
+        let (mut trimmed, mut never, mut unfinished, mut bad) = (0u64, 0u64, 0u64, Vec::new());
+        for (id, s) in added[i].iter().zip(&stored) {
+            let handler_lang = ran_by.get(id).copied();
+            if s.completed {
+                match s.result.as_deref().and_then(result_lang_id) {
+                    Some((lang, rid)) if rid == id.to_string() => {
+                        if handler_lang.is_some_and(|h| h != lang) {
+                            bad.push(format!(
+                                "{id}: result says {lang}, handler {handler_lang:?}"
+                            ));
+                        }
+                        *per_lang.entry(leak_lang(&lang)).or_default() += 1;
+                    }
+                    other => bad.push(format!("{id}: result {other:?} / {:?}", s.result)),
+                }
+            } else if !s.exists {
+                // Deleted: by a worker's retention after it completed, or never run at all.
+                match handler_lang {
+                    Some(lang) => {
+                        trimmed += 1;
+                        *per_lang.entry(lang).or_default() += 1;
+                    }
+                    None => never += 1,
+                }
+            } else {
+                unfinished += 1;
+            }
+        }
         let counts = q.counts().await?;
         let want = added[i].len() as u64;
-        if counts.completed != want {
+        if counts.completed + trimmed != want {
             problems.push(format!(
-                "{name}: {} completed, {want} added",
+                "{name}: {} completed (+{trimmed} deleted by retention after completing), {want} added",
                 counts.completed
             ));
         }
-        let ids = seen.ids.lock().expect("seen lock");
-        let missing = added[i].iter().filter(|id| !ids.contains(id)).count();
-        if missing > 0 {
-            problems.push(format!("{name}: {missing} added jobs never ran"));
+        if never > 0 {
+            problems.push(format!("{name}: {never} added jobs are gone and never ran"));
         }
+        if unfinished > 0 {
+            problems.push(format!("{name}: {unfinished} added jobs did not complete"));
+        }
+        if !bad.is_empty() {
+            problems.push(format!(
+                "{name}: {} results do not match their jobs (e.g. {})",
+                bad.len(),
+                bad[0]
+            ));
+        }
+        trimmed_total += trimmed;
     }
-    let duplicates = seen.duplicates.lock().expect("dup lock").clone();
+    if trimmed_total > 0 {
+        eprintln!(
+            "demo: {trimmed_total} completed jobs were already deleted by the python/node workers' default retention (newest 1000 per queue); counted from their handlers' own records"
+        );
+    }
     if !duplicates.is_empty() {
-        let shown: Vec<String> = duplicates.iter().take(5).map(|id| id.to_string()).collect();
         problems.push(format!(
             "{} jobs ran more than once (e.g. {})",
             duplicates.len(),
-            shown.join(", ")
+            duplicates
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
-    let runs = seen.runs.load(Ordering::Relaxed);
     if runs != total {
         problems.push(format!("{runs} handler runs for {total} jobs"));
+    }
+    for lang in per_lang.keys() {
+        if !languages.contains(lang) {
+            problems.push(format!(
+                "results from a language that was not started: {lang}"
+            ));
+        }
+    }
+
+    println!(
+        "{:<10} {:>10} {:>10} {:>12}",
+        "LANGUAGE", "JOBS", "SECONDS", "JOBS/S"
+    );
+    for lang in &languages {
+        let jobs = per_lang.get(lang).copied().unwrap_or(0);
+        println!(
+            "{:<10} {:>10} {:>10.2} {:>12.0}",
+            lang,
+            jobs,
+            elapsed.as_secs_f64(),
+            rate(jobs, elapsed)
+        );
     }
     drop(queues);
     drop(minter);
@@ -293,6 +821,17 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     }
 }
 
+/// The static name of a language a result names (unknown ones are kept, as "other:<name>" would
+/// hide them; the set is tiny, so leaking is bounded).
+fn leak_lang(lang: &str) -> &'static str {
+    match lang {
+        "rust" => "rust",
+        "python" => "python",
+        "node" => "node",
+        other => Box::leak(other.to_string().into_boxed_str()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,5 +844,31 @@ mod tests {
         }
         assert_eq!(human_rate(38_123.0), "38.1k");
         assert_eq!(human_rate(950.0), "950");
+    }
+
+    #[test]
+    fn results_name_their_language_and_job() {
+        assert_eq!(
+            result_lang_id(r#"{"lang":"node","id":"j0000000000000001"}"#),
+            Some(("node".into(), "j0000000000000001".into()))
+        );
+        assert_eq!(result_lang_id(r#"{"ok":true}"#), None);
+        assert_eq!(result_lang_id("not json"), None);
+    }
+
+    #[test]
+    fn the_worker_scripts_speak_the_protocol() {
+        for script in [PYTHON_WORKER, NODE_WORKER] {
+            for needle in [
+                "EMQ_DEMO_URLS",
+                "EMQ_DEMO_QUEUES",
+                "ready",
+                "done ",
+                "final ",
+            ] {
+                assert!(script.contains(needle), "{needle}");
+            }
+        }
+        assert!(NODE_WORKER.contains("EMQ_NODE_PACKAGE"));
     }
 }

@@ -8,6 +8,7 @@ pub mod job;
 pub mod jobs;
 pub mod keyspace;
 pub mod stats;
+pub mod work;
 
 /// Pretty JSON text of a value, or an `internal` error.
 pub fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> emq::Result<String> {

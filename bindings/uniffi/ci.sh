@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The uniffi bindings' CI, from the repository root on a machine with cargo, java and mvn:
+# builds the library and the test harness, generates Kotlin and Swift, checks the Swift output,
+# runs the Kotlin tests against real redis servers, and exits non-zero on any failure.
+#   bash bindings/uniffi/ci.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root="$PWD"
+
+echo "== build: emq-uniffi (cdylib + uniffi-bindgen) and emq-harness"
+cargo build -p emq-uniffi -p emq-harness
+cargo test -q -p emq-uniffi --lib
+
+lib="target/debug/libemq_uniffi.so"
+[[ -f "$lib" ]] || { echo "missing $lib"; exit 1; }
+
+for lang in kotlin swift; do
+    echo "== generate $lang"
+    rm -rf "bindings/uniffi/$lang/generated"
+    cargo run -q -p emq-uniffi --bin uniffi-bindgen -- generate --library "$lib" \
+        --language "$lang" --out-dir "bindings/uniffi/$lang/generated" --no-format
+done
+
+echo "== check swift"
+bash bindings/uniffi/swift/check.sh bindings/uniffi/swift/generated
+
+echo "== kotlin tests (mvn)"
+cd bindings/uniffi/kotlin
+rm -rf target/surefire-reports
+status=0
+mvn -q -B test -Demq.repo="$root" || status=$?
+# -q hides Surefire's own summary: print it from its reports.
+if compgen -G "target/surefire-reports/*.txt" > /dev/null; then
+    grep -h "Tests run:" target/surefire-reports/*.txt
+    awk '/Tests run:/ { gsub(",", ""); t += $3; f += $5; e += $7; s += $9 }
+         END { printf "Tests run: %d, Failures: %d, Errors: %d, Skipped: %d\n", t, f, e, s }' \
+        target/surefire-reports/*.txt
+else
+    echo "no Surefire reports"
+    status=1
+fi
+if [[ $status != 0 ]]; then
+    echo "uniffi ci: FAILED (mvn exit $status)"
+    exit "$status"
+fi
+echo "uniffi ci: ok"

@@ -1,0 +1,79 @@
+package dev.emq
+
+import java.io.BufferedReader
+import java.io.File
+import java.io.InputStreamReader
+import java.util.UUID
+import java.util.concurrent.TimeUnit
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.withTimeout
+
+/**
+ * Real redis servers for the tests: `emq-harness up --standalone` prints one JSON line with the
+ * url, and stops its servers when its stdin closes. One harness serves every test class of the
+ * JVM; a shutdown hook closes its stdin (and the pipe closes anyway when the JVM dies).
+ */
+object Harness {
+    private var process: Process? = null
+    private var url: String? = null
+
+    private fun harnessPath(): String {
+        System.getProperty("emq.harness")?.let { if (File(it).canExecute()) return it }
+        System.getenv("EMQ_HARNESS")?.let { if (File(it).canExecute()) return it }
+        error("emq-harness not found: build it with `cargo build -p emq-harness` (system property emq.harness)")
+    }
+
+    @Synchronized
+    fun standaloneUrl(): String {
+        url?.let { return it }
+        val p = ProcessBuilder(harnessPath(), "up", "--standalone")
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start()
+        process = p
+        Runtime.getRuntime().addShutdownHook(Thread { stop() })
+        // Read the one JSON line, within a bound.
+        val reader = BufferedReader(InputStreamReader(p.inputStream))
+        val lineHolder = arrayOfNulls<String>(1)
+        val t = Thread { lineHolder[0] = reader.readLine() }
+        t.isDaemon = true
+        t.start()
+        t.join(60_000)
+        val line = lineHolder[0] ?: run {
+            stop()
+            error("emq-harness printed no line within 60 s")
+        }
+        val m = Regex("\"standalone\"\\s*:\\s*\"([^\"]+)\"").find(line)
+            ?: error("no standalone url in the harness line: $line")
+        url = m.groupValues[1]
+        return url!!
+    }
+
+    @Synchronized
+    fun stop() {
+        val p = process ?: return
+        process = null
+        url = null
+        runCatching { p.outputStream.close() }
+        if (!p.waitFor(15, TimeUnit.SECONDS)) {
+            p.destroy()
+            p.waitFor(5, TimeUnit.SECONDS)
+        }
+    }
+
+    fun uniqueQueue(prefix: String) = "$prefix-${UUID.randomUUID().toString().take(8)}"
+}
+
+/** Polls [check] until it returns non-null, for at most [timeoutMs]. */
+suspend fun <T : Any> eventually(timeoutMs: Long = 15_000, what: String, check: suspend () -> T?): T =
+    try {
+        withTimeout(timeoutMs) {
+            var v: T? = check()
+            while (v == null) {
+                delay(25)
+                v = check()
+            }
+            v
+        }
+    } catch (e: kotlinx.coroutines.TimeoutCancellationException) {
+        throw AssertionError("timed out after $timeoutMs ms waiting for $what")
+    }

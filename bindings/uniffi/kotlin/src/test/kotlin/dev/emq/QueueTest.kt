@@ -1,0 +1,200 @@
+package dev.emq
+
+import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicInteger
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.TestInstance
+import org.junit.jupiter.api.Timeout
+import org.junit.jupiter.api.assertThrows
+
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(90)
+class QueueTest {
+    private val url by lazy { Harness.standaloneUrl() }
+
+    /** Runs [body] with a fresh queue, bounded in time. */
+    private fun withQueue(prefix: String, body: suspend (Queue) -> Unit) = runBlocking {
+        withTimeout(60_000) {
+            val q = Queue.connect(url, Harness.uniqueQueue(prefix))
+            try {
+                body(q)
+            } finally {
+                q.close()
+            }
+        }
+    }
+
+    private suspend fun Queue.waitFor(id: String, state: JobState, timeoutMs: Long = 15_000): JobRecord =
+        eventually(timeoutMs, "job $id to be $state") { get(id)?.takeIf { it.state == state } }
+
+    @Test
+    fun `add and process with a Kotlin handler`() = withQueue("kt-process") { q ->
+        val seen = ConcurrentHashMap<String, JobRecord>()
+        val handler = object : JobHandler {
+            override suspend fun handle(job: JobRecord): String {
+                seen[job.id] = job
+                return """{"echo":${job.dataJson},"by":"kotlin"}"""
+            }
+        }
+        val id = q.add("email", """{"to":"a@example.com","n":7}""")
+        assertTrue(id.isNotEmpty())
+        val waiting = q.get(id)
+        assertNotNull(waiting)
+        assertEquals("email", waiting!!.name)
+
+        val worker = q.startWorker(handler, 2, 5_000.0)
+        try {
+            val done = q.waitFor(id, JobState.COMPLETED)
+            val result = done.resultJson!!
+            assertTrue(result.contains("\"by\":\"kotlin\"") && result.contains("\"n\":7"), result)
+            assertNull(done.failure)
+            assertTrue(seen[id]!!.dataJson.contains("\"to\":\"a@example.com\""), seen[id]!!.dataJson)
+            assertEquals(JobState.ACTIVE, seen[id]!!.state)
+            assertEquals(1uL, worker.stats().completed)
+        } finally {
+            assertEquals(0uL, worker.shutdown())
+            worker.close()
+        }
+    }
+
+    @Test
+    fun `a throwing handler fails the job, never the worker`() = withQueue("kt-throw") { q ->
+        val handler = object : JobHandler {
+            override suspend fun handle(job: JobRecord): String = when (job.name) {
+                "declared" -> throw HandlerFailure.Failed("bad input", true)
+                "undeclared" -> throw IllegalStateException("kaboom")
+                "not-json" -> "{not json"
+                else -> "\"fine\""
+            }
+        }
+        val worker = q.startWorker(handler, 1, 5_000.0)
+        try {
+            val declared = q.add("declared", "{}", JobOptions(attempts = 3))
+            val undeclared = q.add("undeclared", "{}")
+            val notJson = q.add("not-json", "{}")
+            val f1 = q.waitFor(declared, JobState.FAILED)
+            assertEquals("bad input", f1.failure!!.message)
+            assertEquals("handler_failed", f1.failure!!.code)
+            assertEquals(1u, f1.attemptsMade, "unrecoverable: no retry although attempts = 3")
+            val f2 = q.waitFor(undeclared, JobState.FAILED)
+            assertTrue(f2.failure!!.message.contains("kaboom"), f2.failure!!.message)
+            val f3 = q.waitFor(notJson, JobState.FAILED)
+            assertEquals("invalid_payload", f3.failure!!.code)
+            // The worker keeps working after all three.
+            val ok = q.add("ok", "{}")
+            val done = q.waitFor(ok, JobState.COMPLETED)
+            assertEquals("\"fine\"", done.resultJson)
+            assertTrue(worker.isRunning())
+        } finally {
+            worker.shutdown()
+            worker.close()
+        }
+    }
+
+    @Test
+    fun `a failed attempt is retried while attempts remain`() = withQueue("kt-retry") { q ->
+        val calls = ConcurrentHashMap<String, AtomicInteger>()
+        val handler = object : JobHandler {
+            override suspend fun handle(job: JobRecord): String {
+                val n = calls.computeIfAbsent(job.id) { AtomicInteger() }.incrementAndGet()
+                if (job.name == "always" || n == 1) throw HandlerFailure.Failed("attempt $n failed", false)
+                return "$n"
+            }
+        }
+        val worker = q.startWorker(handler, 2, 5_000.0)
+        try {
+            val flaky = q.add("flaky", "null", JobOptions(attempts = 2, backoffMs = 20.0))
+            val always = q.add("always", "null", JobOptions(attempts = 2))
+            val done = q.waitFor(flaky, JobState.COMPLETED)
+            assertEquals("2", done.resultJson)
+            assertEquals(2, calls[flaky]!!.get())
+            val failed = q.waitFor(always, JobState.FAILED)
+            assertEquals(2, calls[always]!!.get())
+            assertEquals(2u, failed.attemptsMade)
+            assertEquals("attempt 2 failed", failed.failure!!.message)
+        } finally {
+            worker.shutdown()
+            worker.close()
+        }
+    }
+
+    @Test
+    fun `destroying the worker handle stops the worker`() = withQueue("kt-drop") { q ->
+        val calls = AtomicInteger()
+        val handler = object : JobHandler {
+            override suspend fun handle(job: JobRecord): String {
+                calls.incrementAndGet()
+                return "null"
+            }
+        }
+        val worker = q.startWorker(handler, 1, 5_000.0)
+        val first = q.add("a", "{}")
+        q.waitFor(first, JobState.COMPLETED)
+        worker.close() // AutoCloseable: destroys the handle, which aborts the worker
+        val second = q.add("b", "{}")
+        kotlinx.coroutines.delay(700)
+        assertEquals(JobState.WAITING, q.get(second)!!.state)
+        assertEquals(1, calls.get())
+    }
+
+    @Test
+    fun `counts, pause and resume`() = withQueue("kt-counts") { q ->
+        assertEquals(Counts(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u), q.counts())
+        q.pause()
+        repeat(3) { q.add("p", "$it") }
+        q.add("later", "{}", JobOptions(delayMs = 60_000.0))
+        q.add("urgent", "{}", JobOptions(priority = 1))
+        var c = q.counts()
+        assertEquals(3uL, c.paused)
+        assertEquals(0uL, c.waiting)
+        assertEquals(1uL, c.delayed)
+        q.resume()
+        c = q.counts()
+        assertEquals(3uL, c.waiting)
+        assertEquals(0uL, c.paused)
+        assertEquals(1uL, c.prioritized)
+    }
+
+    @Test
+    fun `errors are typed exceptions with stable codes`() = runBlocking {
+        withTimeout(30_000) {
+            val e = assertThrows<EmqException.InvalidQueueName> {
+                runBlocking { Queue.connect(url, "bad:name") }
+            }
+            assertTrue(e.message!!.startsWith("invalid_queue_name: "), e.message)
+            assertEquals("invalid_queue_name", errorCode(e.message!!))
+            assertTrue(e is EmqException)
+            assertEquals(17, errorCodes().size)
+
+            val q = Queue.connect(url, Harness.uniqueQueue("kt-errors"))
+            try {
+                val bad = assertThrows<EmqException.InvalidOption> {
+                    runBlocking { q.add("x", "{}", JobOptions(attempts = 0)) }
+                }
+                assertEquals("invalid_option", errorCode(bad.message!!))
+                assertThrows<EmqException.InvalidOption> {
+                    runBlocking { q.add("x", "{}", JobOptions(delayMs = -1.0)) }
+                }
+                assertThrows<EmqException.InvalidPayload> { runBlocking { q.add("x", "{nope") } }
+                assertThrows<EmqException.InvalidJobId> { runBlocking { q.get("not an id") } }
+                assertThrows<EmqException.InvalidOption> {
+                    q.startWorker(object : JobHandler {
+                        override suspend fun handle(job: JobRecord) = "null"
+                    }, 0, 5_000.0)
+                }
+            } finally {
+                q.close()
+            }
+            val down = assertThrows<EmqException.ServerUnavailable> {
+                runBlocking { Queue.connect("redis://127.0.0.1:1", "nowhere") }
+            }
+            assertEquals("server_unavailable", errorCode(down.message!!))
+        }
+    }
+}
