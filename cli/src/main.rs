@@ -91,6 +91,9 @@ enum Command {
     /// Check a queue's invariants; exits 1 if any is broken.
     Audit(commands::audit::Args),
 
+    /// Queue metrics in the Prometheus text format, printed once or served with --listen.
+    Metrics(commands::metrics::Args),
+
     /// Run a Rust echo worker on one queue (for cross-language test suites; see `commands/work.rs`).
     #[command(hide = true)]
     Work(commands::work::Args),
@@ -128,6 +131,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Drain(args) => admin::run_drain(&cli.urls, &args).await,
         Command::Clean(args) => admin::run_clean(&cli.urls, &args).await,
         Command::Audit(args) => commands::audit::run(&cli.urls, &args).await,
+        Command::Metrics(args) => commands::metrics::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,
     }
 }

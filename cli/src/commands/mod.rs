@@ -7,6 +7,7 @@ pub mod dev;
 pub mod job;
 pub mod jobs;
 pub mod keyspace;
+pub mod metrics;
 pub mod stats;
 pub mod work;
 
