@@ -102,6 +102,15 @@ fn demo_on_a_given_server_passes_its_audit() {
 }
 
 #[test]
+fn demo_on_the_cluster_passes_its_audit() {
+    // The demo queues sit in slots 3727, 9461 and 996: two masters of the harness's cluster.
+    let cluster = emq_harness::shared_cluster();
+    let urls = cluster.urls();
+    let out = emq(&["--url", &urls[0], "demo", "--jobs", "1500"]);
+    check_passed(&out, 1500);
+}
+
+#[test]
 fn demo_on_the_embedded_server_passes_its_audit() {
     let out = emq(&["demo", "--jobs", "500"]);
     check_passed(&out, 500);
