@@ -7,25 +7,32 @@
 //!
 //! Every async export runs its core future on the binding's own tokio runtime ([`runtime`]), so
 //! calls work from any foreign thread (JVM threads, Kotlin coroutines, Swift tasks); the future
-//! that uniffi polls only awaits the spawned task.
+//! that uniffi polls only awaits the spawned task. Inside a JVM, the runtime's threads are attached
+//! to it once, as daemons ([`jvm`]), so the JNA callbacks they make skip the per-call attach.
 
 use emq::{ErrorCode, HandlerError, JobContext};
 use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+mod jvm;
+
 uniffi::setup_scaffolding!();
 
 // ---------------------------------------------------------------------------------------------
 // Runtime
 
-/// The binding's tokio runtime, started on first use and kept for the life of the process.
+/// The binding's tokio runtime, started on first use and kept for the life of the process: a fixed
+/// set of worker threads (one per core) plus tokio's blocking threads, each attached to the JVM
+/// while it lives when the library runs in one ([`jvm`]).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("emq-uniffi")
+            .on_thread_start(jvm::attach_current_thread)
+            .on_thread_stop(jvm::detach_current_thread)
             .build()
             .expect("cannot start the emq tokio runtime")
     })
