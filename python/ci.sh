@@ -37,3 +37,33 @@ echo "== pytest"
 # Run from python/tests so the installed package (not python/src) is the one imported.
 cd "$ROOT/python"
 python -m pytest tests -p no:cacheprovider
+
+echo "== sdist: build it, check it carries the Lua scripts, install it into another fresh venv"
+cd "$ROOT/python"
+SDIST_DIR="$(mktemp -d /tmp/emq-sdist.XXXXXX)"
+python -m maturin sdist --out "$SDIST_DIR" >/dev/null
+SDIST="$(ls "$SDIST_DIR"/emq-*.tar.gz)"
+tar tzf "$SDIST" > "$SDIST_DIR/contents"
+missing=0
+for f in "$ROOT"/lua/*.lua "$ROOT"/lua/lib/*.lua; do
+    rel="${f#"$ROOT"/}"
+    grep -q "/core/$rel\$" "$SDIST_DIR/contents" || { echo "the sdist lacks $rel" >&2; missing=1; }
+done
+[ "$missing" = 0 ] || exit 1
+"$PYTHON" -m venv "$SDIST_DIR/venv"
+"$SDIST_DIR/venv/bin/python" -m pip install --quiet --upgrade pip
+# The build from the sdist reuses the workspace's compiled dependencies (same versions, profile).
+if ! CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}" \
+    "$SDIST_DIR/venv/bin/python" -m pip install "$SDIST" >"$SDIST_DIR/pip.log" 2>&1; then
+    tail -n 60 "$SDIST_DIR/pip.log"
+    echo "installing the sdist failed" >&2
+    exit 1
+fi
+cd "$SDIST_DIR"
+"$SDIST_DIR/venv/bin/python" -c "
+import emq, emq.errors
+assert emq.errors.InvalidQueueName.code == 'invalid_queue_name'
+print('installed from the sdist:', emq.__version__)
+"
+rm -rf "$SDIST_DIR"
+echo "python/ci.sh: all good"
