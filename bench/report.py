@@ -10,6 +10,7 @@ import datetime
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def load_json(path):
 
 def collect(out_dir):
     """{impl: {scenario: [sample, ...]}}, errors"""
-    data = {"emq": {}, "node": {}, "python": {}}
+    data = {"emq": {}, "emqpy": {}, "emqnode": {}, "node": {}, "python": {}, "kotlin": {}}
     errors = []
     versions = {}
     for impl in ("node", "python"):
@@ -57,20 +58,39 @@ def collect(out_dir):
             continue
         data["node"].setdefault("memory", []).extend(raw["scenarios"].get("memory", []))
         errors += [f"bullmq_mem: {e}" for e in raw.get("errors", [])]
-    for p in sorted(glob.glob(os.path.join(out_dir, "emq_rep*.jsonl"))):
+    for key, prefix in (("emq", "emq"), ("emqpy", "emqpy"), ("emqnode", "emqnode")):
+        for p in sorted(glob.glob(os.path.join(out_dir, f"{prefix}_rep*.jsonl"))):
+            try:
+                with open(p) as f:
+                    for line in f:
+                        line = line.strip()
+                        if not line:
+                            continue
+                        r = json.loads(line)
+                        if "versions" in r:
+                            versions.update({f"{key}:{k}": v for k, v in r["versions"].items()})
+                        if "error" in r:
+                            errors.append(f"{key}: {os.path.basename(p)} {r['scenario']}: {r['error']}")
+                        else:
+                            data[key].setdefault(r["scenario"], []).append(r)
+            except (OSError, ValueError) as e:
+                errors.append(f"{os.path.basename(p)}: {e}")
+    # Kotlin (bindings/uniffi BenchTest): one printed line per repetition.
+    for p in sorted(glob.glob(os.path.join(out_dir, "kotlin_rep*.txt"))):
         try:
             with open(p) as f:
-                for line in f:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    r = json.loads(line)
-                    if "error" in r:
-                        errors.append(f"emq: rep {os.path.basename(p)} {r['scenario']}: {r['error']}")
-                    else:
-                        data["emq"].setdefault(r["scenario"], []).append(r)
-        except (OSError, ValueError) as e:
+                text = f.read()
+        except OSError as e:
             errors.append(f"{os.path.basename(p)}: {e}")
+            continue
+        m = re.search(r"emq-uniffi bench: added (\d+) jobs in [0-9.]+ s \(([0-9.]+) adds/s\); "
+                      r"processed in ([0-9.]+) s: ([0-9.]+) jobs/s", text)
+        if m:
+            data["kotlin"].setdefault("process_c10", []).append(
+                {"jobs_per_s": float(m.group(4)), "n_jobs": int(m.group(1)),
+                 "adds_per_s_200_concurrent": float(m.group(2)), "line": m.group(0)})
+        else:
+            errors.append(f"{os.path.basename(p)}: no 'emq-uniffi bench:' line")
     try:
         with open(os.path.join(out_dir, "step_errors.txt")) as f:
             errors += [ln.strip() for ln in f if ln.strip()]
@@ -149,7 +169,8 @@ def main():
     L.append(f"Machine: nproc = {os.cpu_count()} ({cpu or '?'}); {redis_v or 'redis-server ?'}. "
              "Redis, the clients and the OS share these cores, so jobs/s is noisy; the µs/job "
              "columns are steadier.\n")
-    L.append(f"Settings: REPS={reps} (round-robin: BullMQ Node, BullMQ Python, emq, BullMQ memory probe, "
+    L.append(f"Settings: REPS={reps} (round-robin: BullMQ Node, BullMQ Python, emq Rust (`emq-bench`), emq Python "
+             "(`bench/bench_emq_python.py`), emq Node (`bench/bench_emq_node.js`), BullMQ memory probe, "
              f"each with REPS=1 per repetition), N_JOBS={n_jobs}, N_LATENCY={n_lat}. "
              "One private redis-server on 127.0.0.1:6390, started like `shared/bench/anchors/run.sh` "
              "starts it; FLUSHALL before every scenario run. Cells are **median** [min–max] over the "
@@ -169,94 +190,134 @@ def main():
             loads.append(f"report {' '.join(f.read().split()[:3])}")
     except OSError:
         pass
+    for name in ("uptime_start.txt", "uptime_end.txt"):
+        try:
+            with open(os.path.join(out_dir, name)) as f:
+                L.append(f"`uptime` at the {name[7:-4]} of the repetitions: `{f.read().strip()}`\n")
+        except OSError:
+            pass
     if loads:
         L.append("Load average (1/5/15 min) during the run: " + "; ".join(loads) + ". A load well "
                  f"above nproc = {os.cpu_count()} means other processes competed for the cores, which "
                  "depresses every implementation's jobs/s.\n")
     vs = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
     if vs:
-        L.append(f"Peers: {vs}. emq: this working tree (`emq-bench`, release build).\n")
+        L.append(f"Versions: {vs}. emq: this working tree (`emq-bench`, release build; the Python "
+                 "package from `pip install ./python` (maturin, release); the Node addon from "
+                 "`bash node/build.sh` (release)).\n")
 
     # ---- targets
+    emqpy, emqnode, kt = data["emqpy"], data["emqnode"], data["kotlin"]
     L.append("## Targets\n")
-    L.append("| target | emq | BullMQ Node | measured | goal | verdict |")
-    L.append("|---|---:|---:|---:|---|---|")
+    L.append("Every ratio divides two numbers of this run (medians over its repetitions).\n")
+    L.append("| binding | target | emq | peer | measured | goal | verdict |")
+    L.append("|---|---|---:|---:|---:|---|---|")
 
     def verdict(ok):
         return "n/a" if ok is None else ("**met**" if ok else "**not met**")
 
-    for c in ("process_c1", "process_c10", "process_c100"):
-        e = summ(emq.get(c), "redis_cpu_us_per_job")
-        n = summ(node.get(c), "redis_cpu_us_per_job")
+    def target(binding, label, mine, sid, key, peer, peer_name, goal_txt, test):
+        e = summ(mine.get(sid), key)
+        n = summ(peer.get(sid), key)
         r = ratio(e, n)
-        L.append(f"| Redis CPU µs per processed job, {c} | {cell(e)} | {cell(n)} | emq ÷ Node = {fr(r)} "
-                 f"| ≤ 0.33 | {verdict(None if r is None else r <= 1 / 3)} |")
-    e = summ(emq.get("process_c100"), "jobs_per_s")
-    n = summ(node.get("process_c100"), "jobs_per_s")
-    r = ratio(e, n)
-    L.append(f"| processing throughput c100 (jobs/s) | {cell(e)} | {cell(n)} | emq ÷ Node = {fr(r)} | ≥ 3 "
-             f"| {verdict(None if r is None else r >= 3)} |")
-    e = summ(emq.get("add_bulk_1000"), "jobs_per_s")
-    n = summ(node.get("add_bulk_1000"), "jobs_per_s")
-    r = ratio(e, n)
-    L.append(f"| bulk add, chunks of 1,000 (jobs/s) | {cell(e)} | {cell(n)} | emq ÷ Node = {fr(r)} | ≥ 4 "
-             f"| {verdict(None if r is None else r >= 4)} |")
-    e = summ(emq.get("latency"), "start_p50_ms")
-    n = summ(node.get("latency"), "start_p50_ms")
-    p = summ(py.get("latency"), "start_p50_ms")
-    r = ratio(e, n)
-    L.append(f"| p50 add → handler start (ms) | {cell(e)} | {cell(n)} (Python {cell(p)}) | emq ÷ Node = {fr(r)} "
-             f"| ≤ 1 (no worse) | {verdict(None if r is None else r <= 1)} |")
+        L.append(f"| {binding} | {label} | {cell(e)} | {peer_name} {cell(n)} | {fr(r)} | {goal_txt} "
+                 f"| {verdict(None if r is None else test(r))} |")
+
+    le3 = lambda r: r <= 1 / 3  # noqa: E731
+    # Python
+    target("Python", "processing c10, jobs/s, ÷ BullMQ Python", emqpy, "process_c10", "jobs_per_s",
+           py, "BullMQ Python", "≥ 10", lambda r: r >= 10)
+    target("Python", "processing c10, jobs/s, ÷ BullMQ Node", emqpy, "process_c10", "jobs_per_s",
+           node, "BullMQ Node", "≥ 1", lambda r: r >= 1)
+    for c in ("process_c1", "process_c10"):
+        target("Python", f"Redis CPU µs per processed job, {c}, ÷ BullMQ Python", emqpy, c,
+               "redis_cpu_us_per_job", py, "BullMQ Python", "≤ 0.33", le3)
+    # Node
+    target("Node", "processing c100, jobs/s, ÷ BullMQ Node", emqnode, "process_c100", "jobs_per_s",
+           node, "BullMQ Node", "≥ 2", lambda r: r >= 2)
+    for c in ("process_c1", "process_c10", "process_c100"):
+        target("Node", f"Redis CPU µs per processed job, {c}, ÷ BullMQ Node", emqnode, c,
+               "redis_cpu_us_per_job", node, "BullMQ Node", "≤ 0.33", le3)
+    target("Node", "bulk add (chunks of 1,000), jobs/s, ÷ BullMQ Node", emqnode, "add_bulk_1000",
+           "jobs_per_s", node, "BullMQ Node", "≥ 3", lambda r: r >= 3)
+    # Rust
+    for c in ("process_c1", "process_c10", "process_c100"):
+        target("Rust", f"Redis CPU µs per processed job, {c}, ÷ BullMQ Node", emq, c,
+               "redis_cpu_us_per_job", node, "BullMQ Node", "≤ 0.33", le3)
+    target("Rust", "processing c100, jobs/s, ÷ BullMQ Node", emq, "process_c100", "jobs_per_s",
+           node, "BullMQ Node", "≥ 3", lambda r: r >= 3)
+    target("Rust", "bulk add (chunks of 1,000), jobs/s, ÷ BullMQ Node", emq, "add_bulk_1000",
+           "jobs_per_s", node, "BullMQ Node", "≥ 4", lambda r: r >= 4)
+    target("Rust", "p50 add → handler start (ms), ÷ BullMQ Node", emq, "latency", "start_p50_ms",
+           node, "BullMQ Node", "≤ 1 (no worse)", lambda r: r <= 1)
+    # Kotlin: reported, no target
+    k = summ(kt.get("process_c10"), "jobs_per_s")
+    if k:
+        L.append(f"| Kotlin | processing c10, jobs/s (BenchTest: {kt['process_c10'][0]['n_jobs']} jobs, "
+                 f"its own emq-harness Redis, debug library) | {cell(k)} | Rust {cell(summ(emq.get('process_c10'), 'jobs_per_s'))}, "
+                 f"Python {cell(summ(emqpy.get('process_c10'), 'jobs_per_s'))}, Node "
+                 f"{cell(summ(emqnode.get('process_c10'), 'jobs_per_s'))}, BullMQ Node "
+                 f"{cell(summ(node.get('process_c10'), 'jobs_per_s'))} | – | reported (no target) | – |")
+    else:
+        L.append("| Kotlin | processing c10, jobs/s | not run | – | – | reported (no target) | – |")
     e = summ(emq.get("memory"), "bytes_per_waiting_job")
     n = summ(node.get("memory"), "bytes_per_waiting_job")
-    r = ratio(e, n)
-    L.append(f"| Redis memory per waiting job (bytes) | {cell(e)} | {cell(n)} | emq ÷ Node = {fr(r)} "
-             "| reported (no numeric goal given) | – |")
+    L.append(f"| Rust | Redis memory per waiting job (bytes), ÷ BullMQ Node | {cell(e)} | BullMQ Node {cell(n)} "
+             f"| {fr(ratio(e, n))} | reported (no numeric goal given) | – |")
     L.append("")
-    L.append("The Redis-CPU target is stated per processed job without a concurrency, so it is shown "
-             "for each of c1, c10 and c100.\n")
+    L.append("The Redis-CPU targets are stated per processed job without a concurrency, so they are "
+             "shown for each concurrency the peer runs. BullMQ Python runs c1 and c10 only.\n")
+
+    IMPLS = [("emq Rust", emq), ("emq Python", emqpy), ("emq Node", emqnode),
+             ("BullMQ Node", node), ("BullMQ Python", py)]
 
     # ---- throughput
     L.append(f"## Throughput (jobs/s, {n_jobs} jobs of `{{\"i\": i}}` per run)\n")
-    L.append("| scenario | emq | BullMQ Node | BullMQ Python | emq ÷ Node | emq ÷ Python |")
-    L.append("|---|---:|---:|---:|---:|---:|")
+    L.append("| scenario | " + " | ".join(n for n, _ in IMPLS)
+             + " | Rust ÷ BullMQ Node | Python ÷ BullMQ Python | Node ÷ BullMQ Node |")
+    L.append("|---|" + "---:|" * (len(IMPLS) + 3))
     for sid, label in THROUGHPUT:
-        e, n, p = (summ(d.get(sid), "jobs_per_s") for d in (emq, node, py))
-        L.append(f"| {label} | {cell(e)} | {cell(n)} | {cell(p) if sid in py else 'not run'} | "
-                 f"{fr(ratio(e, n))} | {fr(ratio(e, p))} |")
+        cells = [cell(summ(d.get(sid), "jobs_per_s")) if sid in d else "not run" for _, d in IMPLS]
+        r1 = fr(ratio(summ(emq.get(sid), "jobs_per_s"), summ(node.get(sid), "jobs_per_s")))
+        r2 = fr(ratio(summ(emqpy.get(sid), "jobs_per_s"), summ(py.get(sid), "jobs_per_s")))
+        r3 = fr(ratio(summ(emqnode.get(sid), "jobs_per_s"), summ(node.get(sid), "jobs_per_s")))
+        L.append(f"| {label} | " + " | ".join(cells) + f" | {r1} | {r2} | {r3} |")
     L.append("")
-    L.append("(d) times from starting the worker to the last completion (emq: the worker's own "
-             "completed counter, polled every ≤1 ms; BullMQ: the worker's `completed` event). emq jobs use "
-             "`remove_on_complete: true`, BullMQ `removeOnComplete: true`. BullMQ Python does not run "
-             "(b) or c100 (see the anchors' README).\n")
+    L.append("(d) times from starting the worker to the last completion (emq Rust: the worker's own "
+             "completed counter, polled every ≤1 ms; emq Python and Node: `worker.stats()` polled every "
+             "~1 ms; BullMQ: the worker's `completed` event). emq jobs use `remove_on_complete` "
+             "(`removeOnComplete`) true, BullMQ `removeOnComplete: true`. emq Python does not run (b) or "
+             "c100, to match BullMQ Python (see the anchors' README).\n")
 
     # ---- cpu
     L.append("## CPU per job (µs)\n")
     L.append("Redis: main-thread `used_cpu_user_main_thread + used_cpu_sys_main_thread` from `INFO cpu` "
-             "before/after the timed section, ÷ jobs. Client: the benchmark process's CPU "
-             "(emq: `getrusage(RUSAGE_SELF)`; Node `process.cpuUsage`; Python `time.process_time`).\n")
-    L.append("| scenario | emq Redis | Node Redis | Python Redis | emq client | Node client | Python client |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|")
+             "before/after the timed section, ÷ jobs. Client: the benchmark process's CPU, all threads "
+             "(emq Rust: `getrusage(RUSAGE_SELF)`; Node, emq Node: `process.cpuUsage`; Python, emq Python: "
+             "`time.process_time`).\n")
+    L.append("| scenario | " + " | ".join(f"{n} Redis" for n, _ in IMPLS) + " | "
+             + " | ".join(f"{n} client" for n, _ in IMPLS) + " |")
+    L.append("|---|" + "---:|" * (2 * len(IMPLS)))
     for sid, label in THROUGHPUT:
-        row = [cell(summ(d.get(sid), "redis_cpu_us_per_job")) if sid in d else "not run"
-               for d in (emq, node, py)]
-        row += [cell(summ(d.get(sid), "client_cpu_us_per_job")) if sid in d else "not run"
-                for d in (emq, node, py)]
+        row = [cell(summ(d.get(sid), "redis_cpu_us_per_job")) if sid in d else "not run" for _, d in IMPLS]
+        row += [cell(summ(d.get(sid), "client_cpu_us_per_job")) if sid in d else "not run" for _, d in IMPLS]
         L.append(f"| {label} | " + " | ".join(row) + " |")
     L.append("")
 
     # ---- latency
     L.append(f"## Latency, idle worker (ms, {n_lat} jobs per run)\n")
     L.append("Closed loop: t0, add, wait for the handler's first line and for completion, pause 2 ms, "
-             "repeat. emq's add → completed is observed by a `queue.events(None)` subscriber "
-             "(XREAD BLOCK on its own connection) seeing the job's `completed` event; BullMQ's by the "
-             "worker's in-process `completed` event. emq's add → handler start is stamped on the "
-             "handler's first line (signalled with a tokio `Notify`).\n")
-    L.append("| interval | emq p50 | Node p50 | Python p50 | emq p99 | Node p99 | Python p99 |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|")
+             "repeat. add → handler start is stamped on the handler's first line everywhere. add → "
+             "completed: emq Rust, a `queue.events(None)` subscriber (XREAD BLOCK on its own connection) "
+             "seeing the job's `completed` event; emq Python and Node (whose APIs have no completed "
+             "event), the first poll of `worker.stats()` (every ~1 ms after the handler started) that sees the completed counter move, so up to ~1 ms late; "
+             "BullMQ, the worker's in-process `completed` event.\n")
+    L.append("| interval | " + " | ".join(f"{n} p50" for n, _ in IMPLS) + " | "
+             + " | ".join(f"{n} p99" for n, _ in IMPLS) + " |")
+    L.append("|---|" + "---:|" * (2 * len(IMPLS)))
     for key, label in LATENCY:
-        row = [cell(summ(d.get("latency"), f"{key}_p50_ms")) for d in (emq, node, py)]
-        row += [cell(summ(d.get("latency"), f"{key}_p99_ms")) for d in (emq, node, py)]
+        row = [cell(summ(d.get("latency"), f"{key}_p50_ms")) for _, d in IMPLS]
+        row += [cell(summ(d.get("latency"), f"{key}_p99_ms")) for _, d in IMPLS]
         L.append(f"| {label} | " + " | ".join(row) + " |")
     L.append("")
 
@@ -272,22 +333,37 @@ def main():
 
     # ---- commandstats
     L.append("## Where emq's Redis time goes (INFO commandstats, per job)\n")
-    L.append("`CONFIG RESETSTAT` before and `INFO commandstats` after each timed section of emq-bench; "
-             "calls and µs per job, median over repetitions. `evalsha` µs include the commands its "
-             "scripts run (which are also listed on their own).\n")
-    for sid in ("add_sequential", "add_bulk_1000", "process_c1", "process_c100"):
-        runs = [r for r in emq.get(sid, []) if isinstance(r.get("commandstats_per_job"), dict)]
-        if not runs:
-            continue
-        cmds = sorted({c for r in runs for c in r["commandstats_per_job"]})
-        rows = []
-        for c in cmds:
-            calls = statistics.median(r["commandstats_per_job"].get(c, {}).get("calls_per_job", 0) for r in runs)
-            us = statistics.median(r["commandstats_per_job"].get(c, {}).get("usec_per_job", 0) for r in runs)
-            rows.append((us, c, calls))
-        rows.sort(reverse=True)
-        L.append(f"**{sid}**: " + ", ".join(f"`{c}` {calls:.2f} calls / {us:.1f} µs"
-                                           for us, c, calls in rows if calls >= 0.005) + "\n")
+    L.append("`CONFIG RESETSTAT` before and `INFO commandstats` after each timed section of emq-bench, "
+             "bench_emq_python.py and bench_emq_node.js; calls and µs per job, median over repetitions (bulk add runs one EVALSHA per chunk of "
+             "1,000, so 0.001 calls per job). `evalsha` µs include the commands its scripts run (which are also listed on their own). "
+             "commandstats µs are wall time inside Redis, so they run above `INFO cpu` on a busy machine.\n")
+    for iname, d, sids in (("emq Rust", emq, ("add_sequential", "add_bulk_1000", "process_c1", "process_c10", "process_c100")),
+                           ("emq Python", data["emqpy"], ("add_bulk_1000", "process_c1", "process_c10")),
+                           ("emq Node", data["emqnode"], ("add_bulk_1000", "process_c10", "process_c100"))):
+        for sid in sids:
+            runs = [r for r in d.get(sid, []) if isinstance(r.get("commandstats_per_job"), dict)]
+            if not runs:
+                continue
+            cmds = sorted({c for r in runs for c in r["commandstats_per_job"]})
+            rows = []
+            for c in cmds:
+                calls = statistics.median(r["commandstats_per_job"].get(c, {}).get("calls_per_job", 0) for r in runs)
+                us = statistics.median(r["commandstats_per_job"].get(c, {}).get("usec_per_job", 0) for r in runs)
+                rows.append((us, c, calls))
+            rows.sort(reverse=True)
+            L.append(f"**{iname}, {sid}**: " + ", ".join(f"`{c}` {calls:{'.2f' if calls >= 0.01 else '.3f'}} calls / {us:.1f} µs"
+                                                      for us, c, calls in rows if calls >= 0.005 or us >= 0.05) + "\n")
+
+    if os.environ.get("BENCH_KOTLIN", "0") != "1":
+        L.append("## Kotlin\n")
+        L.append("Not run (BENCH_KOTLIN unset): bindings/uniffi's BenchTest is a JUnit test run by "
+                 "`mvn -q -B test -Dtest=BenchTest -Demq.repo=<root>` in bindings/uniffi/kotlin. It needs the "
+                 "debug `libemq_uniffi.so`, the generated Kotlin (bindings/uniffi/ci.sh builds both) and "
+                 "`emq-harness`, starts its own Redis through the harness rather than using this run's, "
+                 "and times 2,000 jobs only. Set BENCH_KOTLIN=1 to add it.\n")
+    else:
+        for r in data["kotlin"].get("process_c10", []):
+            L.append(f"Kotlin BenchTest printed: `{r['line']}`\n")
 
     L.append("## Errors\n")
     L.append("\n".join(f"- {e}" for e in errors) + "\n" if errors else "None.\n")

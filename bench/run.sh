@@ -5,11 +5,17 @@
 #
 # Knobs (like the anchors'): REPS (default 3), N_JOBS (20000), N_LATENCY (1000),
 # SCENARIO_TIMEOUT_S (120). Also: ANCHORS_SRC (where the read-only anchors live),
-# EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo).
+# EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo),
+# EMQ_PY_VENV (venv for emq's Python package; default /tmp/emq-bench-venv),
+# BENCH_KOTLIN=1 (also run bindings/uniffi's Kotlin BenchTest each repetition; off by default).
+#
+# Builds: emq-bench (cargo, release), emq's Python package (`pip install ./python`, maturin's
+# default release profile) into EMQ_PY_VENV, and the Node addon (`bash node/build.sh`, release).
 #
 # Each repetition runs, round-robin: the anchors' bench_node.js, the anchors' bench_python.py,
-# emq-bench, and bench/bullmq_mem.js (BullMQ memory per waiting job), each with REPS=1, all
-# against 127.0.0.1:6390. The Redis is started like the anchors' run.sh starts it and stopped by
+# emq-bench (Rust), bench/bench_emq_python.py, bench/bench_emq_node.js, bench/bullmq_mem.js
+# (BullMQ memory per waiting job) and, with BENCH_KOTLIN=1, the Kotlin BenchTest (which runs on
+# its own emq-harness Redis, not this one), each with REPS=1, all against 127.0.0.1:6390. The Redis is started like the anchors' run.sh starts it and stopped by
 # the pid this script started, never by name.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -24,7 +30,11 @@ REPS="${REPS:-3}"
 export N_JOBS="${N_JOBS:-20000}"
 export N_LATENCY="${N_LATENCY:-1000}"
 export SCENARIO_TIMEOUT_S="${SCENARIO_TIMEOUT_S:-120}"
-COMMAND="REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY${EMQ_BENCH_BIN:+ EMQ_BENCH_BIN=$EMQ_BENCH_BIN} bash bench/run.sh"
+EMQ_PY_VENV_SET="${EMQ_PY_VENV:-}"
+EMQ_PY_VENV="${EMQ_PY_VENV:-/tmp/emq-bench-venv}"
+BENCH_KOTLIN="${BENCH_KOTLIN:-0}"
+COMMAND="REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY${EMQ_BENCH_BIN:+ EMQ_BENCH_BIN=$EMQ_BENCH_BIN}${EMQ_PY_VENV_SET:+ EMQ_PY_VENV=$EMQ_PY_VENV} bash bench/run.sh"
+[ "$BENCH_KOTLIN" = 1 ] && COMMAND="BENCH_KOTLIN=1 $COMMAND"
 T0="$(date +%s)"
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
@@ -59,6 +69,19 @@ else
   BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/emq-bench"
 fi
 [ -x "$BIN" ] || die "no emq-bench binary at $BIN"
+
+# emq's Python package, release (maturin's default profile), into its own venv.
+if [ ! -x "$EMQ_PY_VENV/bin/python" ]; then
+  python3 -m venv "$EMQ_PY_VENV" || die "python3 -m venv $EMQ_PY_VENV failed"
+fi
+echo "bench/run.sh: pip install ./python into $EMQ_PY_VENV (release)" >&2
+(cd "$ROOT" && unset MATURIN_PEP517_ARGS && timeout 1200 "$EMQ_PY_VENV/bin/pip" install -q ./python >&2) \
+  || die "pip install ./python failed"
+"$EMQ_PY_VENV/bin/python" -c 'import emq' || die "emq does not import in $EMQ_PY_VENV"
+
+# emq's Node addon, release.
+echo "bench/run.sh: bash node/build.sh (release)" >&2
+(cd "$ROOT" && EMQ_NODE_PROFILE=release timeout 1200 bash node/build.sh >&2) || die "node/build.sh failed"
 
 if redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1; then
   die "something already answers on 127.0.0.1:$PORT; stop it first"
@@ -108,16 +131,24 @@ step() {
 }
 
 cat /proc/loadavg >"$OUT/loadavg_start.txt" 2>/dev/null || true
+uptime >"$OUT/uptime_start.txt" 2>/dev/null || true
 for rep in $(seq 1 "$REPS"); do
   step "node_rep$rep" 300 env REPS=1 node "$ANCHORS/bench_node.js" "$OUT/node_rep$rep.json"
   step "python_rep$rep" 400 env REPS=1 "$ANCHORS/.venv/bin/python" "$ANCHORS/bench_python.py" "$OUT/python_rep$rep.json"
   step "emq_rep$rep" 400 sh -c 'REPS=1 "$0" "$1" > "$2"' "$BIN" "redis://127.0.0.1:$PORT" "$OUT/emq_rep$rep.jsonl"
+  step "emqpy_rep$rep" 400 env REPS=1 "$EMQ_PY_VENV/bin/python" "$HERE/bench_emq_python.py" "$OUT/emqpy_rep$rep.jsonl"
+  step "emqnode_rep$rep" 400 env REPS=1 node "$HERE/bench_emq_node.js" "$OUT/emqnode_rep$rep.jsonl"
   step "bullmq_mem_rep$rep" 120 env REPS=1 ANCHORS_DIR="$ANCHORS" node "$HERE/bullmq_mem.js" "$OUT/bullmq_mem_rep$rep.json"
+  if [ "$BENCH_KOTLIN" = 1 ]; then
+    # Its own harness Redis and the debug library (target/debug), as bindings/uniffi/ci.sh builds it.
+    step "kotlin_rep$rep" 300 sh -c 'cd "$0/bindings/uniffi/kotlin" && mvn -q -B test -Dtest=BenchTest -Demq.repo="$0" > "$1" 2>&1; rc=$?; grep "emq-uniffi bench:" "$1" >&2; exit $rc' "$ROOT" "$OUT/kotlin_rep$rep.txt"
+  fi
   echo "bench/run.sh: rep $rep/$REPS done ($(( $(date +%s) - T0 ))s)" >&2
 done
 
 cat /proc/loadavg >"$OUT/loadavg_end.txt" 2>/dev/null || true
-BENCH_COMMAND="$COMMAND" BENCH_T0="$T0" BENCH_REPS="$REPS" \
+uptime >"$OUT/uptime_end.txt" 2>/dev/null || true
+BENCH_COMMAND="$COMMAND" BENCH_T0="$T0" BENCH_REPS="$REPS" BENCH_KOTLIN="$BENCH_KOTLIN" \
   python3 "$HERE/report.py" "$OUT" "$HERE/RESULTS.md"
 rc=$?
 echo "bench/run.sh: wrote bench/RESULTS.md ($(( $(date +%s) - T0 ))s)" >&2
