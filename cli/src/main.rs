@@ -55,6 +55,12 @@ enum Command {
     /// completed exactly once and every queue's audit passes.
     Demo(commands::demo::Args),
 
+    /// Add one job (JSON payload); prints its id.
+    Add(commands::add::Args),
+
+    /// Show the queue's events; with --follow, keep printing new ones.
+    Events(commands::events::Args),
+
     /// Jobs per state, and the age of the oldest waiting job.
     Stats(commands::stats::Args),
 
@@ -115,6 +121,8 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Keyspace(args) => commands::keyspace::run(&args),
         Command::Dev => commands::dev::run(&cli.urls).await,
         Command::Demo(args) => commands::demo::run(&cli.urls, &args).await,
+        Command::Add(args) => commands::add::run(&cli.urls, &args).await,
+        Command::Events(args) => commands::events::run(&cli.urls, &args).await,
         Command::Stats(args) => commands::stats::run(&cli.urls, &args).await,
         Command::Jobs(args) => commands::jobs::run(&cli.urls, &args).await,
         Command::Job(args) => commands::job::run(&cli.urls, &args).await,

@@ -29,6 +29,37 @@ pub struct Event {
     pub fields: HashMap<String, String>,
 }
 
+/// Turns stream entries into events, one per job of a batch entry.
+fn expand(
+    entries: Vec<(String, HashMap<String, String>)>,
+    last: Option<&mut String>,
+) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut newest = None;
+    for (stream_id, fields) in entries {
+        newest = Some(stream_id.clone());
+        let kind = fields.get("ev").cloned().unwrap_or_default();
+        // A batch transition writes one entry with `ids`; it reads as one event per job.
+        let ids: Vec<Option<JobId>> = match (fields.get("ids"), fields.get("id")) {
+            (Some(ids), _) => ids.split(' ').map(|s| JobId::parse(s).ok()).collect(),
+            (None, Some(id)) => vec![JobId::parse(id).ok()],
+            (None, None) => vec![None],
+        };
+        for job_id in ids {
+            out.push(Event {
+                stream_id: stream_id.clone(),
+                kind: kind.clone(),
+                job_id,
+                fields: fields.clone(),
+            });
+        }
+    }
+    if let (Some(last), Some(newest)) = (last, newest) {
+        *last = newest;
+    }
+    out
+}
+
 /// Reads a queue's events in order.
 pub struct EventStream {
     store: Store,
@@ -90,25 +121,24 @@ impl EventStream {
         };
         let mut out = Vec::new();
         for (_, entries) in reply.unwrap_or_default() {
-            for (stream_id, fields) in entries {
-                self.last = stream_id.clone();
-                let kind = fields.get("ev").cloned().unwrap_or_default();
-                // A batch transition writes one entry with `ids`; it reads as one event per job.
-                let ids: Vec<Option<JobId>> = match (fields.get("ids"), fields.get("id")) {
-                    (Some(ids), _) => ids.split(' ').map(|s| JobId::parse(s).ok()).collect(),
-                    (None, Some(id)) => vec![JobId::parse(id).ok()],
-                    (None, None) => vec![None],
-                };
-                for job_id in ids {
-                    out.push(Event {
-                        stream_id: stream_id.clone(),
-                        kind: kind.clone(),
-                        job_id,
-                        fields: fields.clone(),
-                    });
-                }
-            }
+            out.extend(expand(entries, Some(&mut self.last)));
         }
         Ok(out)
+    }
+}
+
+impl crate::queue::Queue {
+    /// The newest `limit` events, oldest first (without waiting).
+    pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
+        let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+            .arg(&self.keys().events)
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(limit)
+            .query_async(&mut self.store().conn())
+            .await?;
+        entries.reverse();
+        Ok(expand(entries, None))
     }
 }

@@ -1,9 +1,11 @@
 //! One module per subcommand. Each has its clap `Args` (if it takes any) and a `run`.
 
+pub mod add;
 pub mod admin;
 pub mod audit;
 pub mod demo;
 pub mod dev;
+pub mod events;
 pub mod job;
 pub mod jobs;
 pub mod keyspace;

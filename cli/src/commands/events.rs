@@ -1,0 +1,69 @@
+//! `emq events <queue> [--follow] [--json] [--limit N]`: the queue's events. Without `--follow` it
+//! prints the newest `--limit` events and exits; with it, it then waits for new ones until Ctrl-C or
+//! SIGTERM. One line per event: `<stream id> <kind> <job id>` (JSON with `--json`).
+
+use crate::connect::open_queue;
+use clap::Args as ClapArgs;
+use emq::events::Event;
+use std::io::Write;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// `emq events` options.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The queue name.
+    pub queue: String,
+
+    /// Keep waiting for new events.
+    #[arg(long)]
+    pub follow: bool,
+
+    /// Print JSON lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// How many past events to show first.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+fn print(e: &Event, json: bool) {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
+    } else {
+        let id = e
+            .job_id
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(out, "{} {} {}", e.stream_id, e.kind, id);
+    }
+    let _ = out.flush();
+}
+
+/// Runs `emq events`.
+pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
+    let opened = open_queue(urls, &args.queue).await?;
+    let q = &opened.queue;
+    for e in q.recent_events(args.limit).await? {
+        print(&e, args.json);
+    }
+    if !args.follow {
+        return Ok(());
+    }
+    let mut stream = q.events(None).await?;
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| emq::Error::new(emq::ErrorCode::Internal, e.to_string()))?;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = term.recv() => return Ok(()),
+            batch = stream.next_batch(Duration::from_secs(1), 100) => {
+                for e in batch? {
+                    print(&e, args.json);
+                }
+            }
+        }
+    }
+}
