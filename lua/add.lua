@@ -7,7 +7,7 @@
 -- KEYS[5] meta         HASH
 -- KEYS[6] events       STREAM
 -- KEYS[7] dedup        HASH dedup key (user data) -> id of the live job holding it
--- KEYS[8] marker       LIST
+-- KEYS[8] marker       LIST ("1", or the id an idle worker should claim)
 -- KEYS[9..] record     emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
 -- ARGV[2..] job        groups of 9: id, name, data (JSON), opts (JSON, non-default options only),
@@ -70,8 +70,13 @@ if #added > 0 then
     local n = call('RPUSH', list, unpack(lifo))
     before = before or (n - #lifo)
   end
-  if before == 0 then woke = true end
-  if woke and not paused then call('LPUSH', KEYS[8], '1') end
+  if before == 0 and not paused then
+    -- The list was empty, so a worker may be idle: its marker names the job it will pop next,
+    -- letting it claim and read that job in one call (claim_id.lua).
+    call('LPUSH', KEYS[8], #lifo > 0 and lifo[#lifo] or fifo[1])
+  elseif woke and not paused then
+    call('LPUSH', KEYS[8], '1')
+  end
   call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', table.concat(added, ' '))
 end
 return out

@@ -375,6 +375,8 @@ scripts! {
     ADD => "add",
     /// Leases ready jobs to a worker.
     CLAIM => "claim",
+    /// Leases the job a wake-up marker named and returns its record.
+    CLAIM_ID => "claim_id",
     /// Completes a batch of jobs and leases the next ones.
     COMPLETE => "complete",
     /// Fails a job: retry or move to failed.

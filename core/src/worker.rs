@@ -437,9 +437,25 @@ async fn fetch_loop(s: Arc<Shared>) {
             .arg(wait.as_secs_f64().max(0.001));
         tokio::select! {
             r = cmd.query_async::<Option<(String, String)>>(conn) => {
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, "blocking wait failed; reconnecting");
-                    blocking = None;
+                match r {
+                    Ok(Some((_, marker))) => {
+                        // A marker that names a job: claim it and read it in one call.
+                        if let Ok(id) = JobId::parse(&marker) {
+                            match claim_named(&s, id).await {
+                                Ok(Some((job, token))) => {
+                                    s.running.fetch_add(1, Ordering::SeqCst);
+                                    tokio::spawn(run_slot(s.clone(), job, token));
+                                }
+                                Ok(None) => {}
+                                Err(e) => tracing::debug!(error = %e, "claim of a named job failed"),
+                            }
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::debug!(error = %e, "blocking wait failed; reconnecting");
+                        blocking = None;
+                    }
                 }
             }
             _ = s.stop.notified() => {
@@ -448,6 +464,61 @@ async fn fetch_loop(s: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Leases the job a wake-up marker named and reads its record in the same call (`claim_id.lua`);
+/// None when the general claim must decide (paused, limits, priorities, or already taken).
+async fn claim_named(s: &Arc<Shared>, id: JobId) -> Result<Option<(Job, String)>> {
+    let q = &s.queue;
+    let k = q.keys();
+    let reply: Vec<redis::Value> = script::CLAIM_ID
+        .prepare()
+        .key(&q.name().job_key(id, JobPart::Record))
+        .key(&k.wait)
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
+        .key(&k.prioritized)
+        .arg(id)
+        .arg(s.opts.lease.as_millis() as u64)
+        .arg(q.max_events)
+        .arg(&RECORD_FIELDS[..])
+        .invoke(q.store())
+        .await?;
+    let mut it = reply.into_iter();
+    let claimed: i64 = it
+        .next()
+        .map(redis::from_redis_value)
+        .transpose()
+        .map_err(parse_err)?
+        .unwrap_or(0);
+    if claimed != 1 {
+        return Ok(None);
+    }
+    let token: String = it
+        .next()
+        .map(redis::from_redis_value)
+        .transpose()
+        .map_err(parse_err)?
+        .unwrap_or_default();
+    let values: Vec<Option<String>> = it
+        .map(|v| redis::from_redis_value::<Option<String>>(v).map_err(parse_err))
+        .collect::<Result<_>>()?;
+    if values.first().map(Option::is_none).unwrap_or(true) {
+        // Leased but its record is gone (removed meanwhile): the sweep will tidy the lease.
+        return Ok(None);
+    }
+    let map: HashMap<String, String> = RECORD_FIELDS
+        .iter()
+        .zip(values)
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .collect();
+    Ok(Some((
+        Job::from_record(id, Some(JobState::Active), map),
+        token,
+    )))
 }
 
 async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {

@@ -655,3 +655,62 @@ async fn tls_and_acl_from_the_url() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_claims_and_reads_a_new_job_in_one_call() {
+    let server = emq_harness::RedisServer::start().unwrap();
+    let q = Queue::connect(emq::ConnectOptions::new(server.url()).guarded(true), "wake")
+        .await
+        .unwrap();
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            ..fast()
+        })
+        .handler(|job: JobContext| async move { Ok(job.data().clone()) })
+        .run()
+        .unwrap();
+    // Let the worker go idle (blocked on the marker), then count commands from here on.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut conn = q.store().conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let id = q
+        .add("one", json!({"x": 1}), JobOptions::default())
+        .await
+        .unwrap();
+    wait_until("the job", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().completed == 1
+    })
+    .await;
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let calls = |cmd: &str| {
+        stats
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+            .and_then(|l| l.split("calls=").nth(1))
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // LREM runs only in claim_id.lua (and remove_job.lua, not used here): the marker named the job
+    // and the worker took the one-call path, which returns the record with the lease.
+    assert_eq!(
+        calls("lrem"),
+        1,
+        "the named job was claimed by claim_id.lua:\n{stats}"
+    );
+    w.close().await.unwrap();
+    assert_eq!(
+        q.get(id).await.unwrap().unwrap().result,
+        Some(json!({"x": 1}))
+    );
+    audit_ok(&q).await;
+}

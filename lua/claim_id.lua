@@ -1,0 +1,33 @@
+-- claim_id: lease the one job a wake-up marker named and return its record in the same call, so an
+-- idle worker starts a new job after one round trip. Falls back (returns {0}) whenever the general
+-- claim must decide instead: the queue is paused or limited, or the job is no longer waiting.
+-- KEYS[1] record       emq:{q}:<id> of the named job, HASH
+-- KEYS[2] wait         LIST
+-- KEYS[3] active       ZSET id -> lease expiry
+-- KEYS[4] leases       HASH id -> "<token>|<start ms>"
+-- KEYS[5] meta         HASH
+-- KEYS[6] events       STREAM
+-- KEYS[7] marker       LIST
+-- KEYS[8] prioritized  ZSET (a waiting prioritized job goes first: fall back)
+-- ARGV[1] id           the job the marker named
+-- ARGV[2] lease_ms     lease length
+-- ARGV[3] max_events   stream cap
+-- ARGV[4..] field      record fields to return, in order
+-- Returns {1, token, value of each field…}, or {0}.
+local id = ARGV[1]
+local m = call('HMGET', KEYS[5], 'paused', 'concurrency', 'rl_max')
+if m[1] == '1' or m[2] or m[3] or call('ZCARD', KEYS[8]) > 0 then return {0} end
+if call('LREM', KEYS[2], -1, id) == 0 then return {0} end
+local now_us_ = now_us()
+local now = math.floor(now_us_ / 1000)
+local token = now_us_ .. '.1'
+call('ZADD', KEYS[3], now + tonumber(ARGV[2]), id)
+call('HSET', KEYS[4], id, token .. '|' .. now)
+call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'active', 'ids', id)
+if call('LLEN', KEYS[2]) > 0 then call('LPUSH', KEYS[7], '1') end
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+local out = {1, token}
+local values = call('HMGET', KEYS[1], unpack(fields))
+for i = 1, #fields do out[#out + 1] = values[i] or false end
+return out
