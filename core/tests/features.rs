@@ -3,31 +3,15 @@
 
 mod common;
 
+use common::{audit_ok, queue_on, wait_until};
+
 use emq::{
-    JobContext, JobOptions, NewJob, Queue, RateLimit, Schedule, Store, Worker, WorkerHandle,
-    WorkerOptions,
+    JobContext, JobOptions, NewJob, RateLimit, Schedule, Worker, WorkerHandle, WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-async fn queue_on(store: &Store, prefix: &str) -> Queue {
-    let minter = Arc::new(emq::IdMinter::start(store.clone()).await.unwrap());
-    Queue::with_store(store.clone(), minter, &common::unique(prefix)).unwrap()
-}
-
-async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + limit;
-    while !f().await {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn opts(concurrency: usize) -> WorkerOptions {
     WorkerOptions {
@@ -45,11 +29,6 @@ fn jobs(n: usize) -> Vec<NewJob> {
             options: JobOptions::default(),
         })
         .collect()
-}
-
-async fn audit_ok(q: &Queue) {
-    let r = q.audit().await.unwrap();
-    assert!(r.ok(), "audit of {}: {:?}", q.name(), r.problems);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

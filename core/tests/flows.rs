@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::wait_until;
+
 use emq::{
     FlowJob, HandlerError, JobContext, JobOptions, JobState, ParentPolicy, Queue, Store, Worker,
     WorkerHandle, WorkerOptions,
@@ -14,18 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "EMQ_TEST_FLOW_CHILD";
-
-async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + limit;
-    while !f().await {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn opts(lease_ms: u64) -> WorkerOptions {
     WorkerOptions {

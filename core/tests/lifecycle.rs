@@ -4,36 +4,16 @@
 
 mod common;
 
+use common::{audit_ok, queue_on, wait_until};
+
 use emq::{
-    Backoff, ErrorCode, HandlerError, JobContext, JobOptions, JobState, NewJob, Queue, Store,
-    Worker, WorkerOptions,
+    Backoff, ErrorCode, HandlerError, JobContext, JobOptions, JobState, NewJob, Queue, Worker,
+    WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-async fn queue_on(store: &Store, prefix: &str) -> Queue {
-    let minter = Arc::new(emq::IdMinter::start(store.clone()).await.unwrap());
-    Queue::with_store(store.clone(), minter, &common::unique(prefix)).unwrap()
-}
-
-async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + limit;
-    while !f().await {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn audit_ok(q: &Queue) {
-    let r = q.audit().await.unwrap();
-    assert!(r.ok(), "audit of {}: {:?}", q.name(), r.problems);
-}
 
 fn fast() -> WorkerOptions {
     WorkerOptions {

@@ -1,7 +1,9 @@
 //! Shared test set-up: stores on the harness's real servers, always guarded.
 #![allow(dead_code)]
 
-use emq::{ConnectOptions, Store};
+use emq::{ConnectOptions, Queue, Store};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A guarded store on the shared standalone server.
 pub async fn standalone() -> Store {
@@ -36,4 +38,29 @@ pub fn unique(prefix: &str) -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// A queue with a unique name on `store`, with its own id minter.
+pub async fn queue_on(store: &Store, prefix: &str) -> Queue {
+    let minter = Arc::new(emq::IdMinter::start(store.clone()).await.unwrap());
+    Queue::with_store(store.clone(), minter, &unique(prefix)).unwrap()
+}
+
+/// Polls `f` every 20 ms until it holds, failing the test after `limit`.
+pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + limit;
+    while !f().await {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Fails the test unless the queue's audit passes.
+pub async fn audit_ok(q: &Queue) {
+    let r = q.audit().await.unwrap();
+    assert!(r.ok(), "audit of {}: {:?}", q.name(), r.problems);
 }
