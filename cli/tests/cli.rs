@@ -8,33 +8,16 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-const EMQ: &str = env!("CARGO_BIN_EXE_emq");
+mod common;
+
+use common::EMQ;
 
 /// How long one short command may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `emq args…` with no `EMQ_URL`, bounded by [`RUN_TIMEOUT`].
 fn emq(args: &[&str]) -> Output {
-    let mut child = Command::new(EMQ)
-        .args(args)
-        .env_remove("EMQ_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn emq");
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("emq {args:?} did not finish within {RUN_TIMEOUT:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
+    common::run_emq(args, &[], RUN_TIMEOUT)
 }
 
 fn text(bytes: &[u8]) -> String {

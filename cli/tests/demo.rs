@@ -7,34 +7,16 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const EMQ: &str = env!("CARGO_BIN_EXE_emq");
+mod common;
+
+use common::EMQ;
 
 /// The demo runs real work; a debug build on a busy machine needs a while.
 const DEMO_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Runs `emq args…` with no `EMQ_URL` and the given environment, bounded by [`DEMO_TIMEOUT`].
 fn emq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(EMQ)
-        .args(args)
-        .env_remove("EMQ_URL")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn emq");
-    let deadline = Instant::now() + DEMO_TIMEOUT;
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("emq {args:?} did not finish within {DEMO_TIMEOUT:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    common::run_emq(args, env, DEMO_TIMEOUT)
 }
 
 /// Points the demo at a Python and a Node package that do not exist: the Rust-only path.

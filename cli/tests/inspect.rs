@@ -4,37 +4,17 @@
 use emq::{ConnectOptions, JobOptions, NewJob, Queue};
 use emq_harness::RedisServer;
 use serde_json::{json, Value};
-use std::process::{Command, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-const EMQ: &str = env!("CARGO_BIN_EXE_emq");
+mod common;
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `emq --url <url> args…` with no `EMQ_URL`, bounded.
 fn emq(url: &str, args: &[&str]) -> Output {
-    let mut child = Command::new(EMQ)
-        .arg("--url")
-        .arg(url)
-        .args(args)
-        .env_remove("EMQ_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn emq");
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("emq {args:?} did not finish within {RUN_TIMEOUT:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
+    let mut all = vec!["--url", url];
+    all.extend_from_slice(args);
+    common::run_emq(&all, &[], RUN_TIMEOUT)
 }
 
 /// Runs a command that must succeed; its stdout.

@@ -3,33 +3,13 @@
 use emq::{JobOptions, Queue};
 use emq_harness::RedisServer;
 use serde_json::json;
-use std::process::{Command, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-const EMQ: &str = env!("CARGO_BIN_EXE_emq");
+mod common;
 
 fn emq(args: &[&str]) -> Output {
-    let mut child = Command::new(EMQ)
-        .args(args)
-        .env_remove("EMQ_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn emq");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("emq {args:?} did not finish in time");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
+    common::run_emq(args, &[], Duration::from_secs(60))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
