@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The uniffi bindings' CI, from the repository root on a machine with cargo, java and mvn:
-# builds the library and the test harness, generates Kotlin and Swift, checks the Swift output,
-# runs the Kotlin tests against real redis servers, and exits non-zero on any failure.
+# builds the library, the test harness and the emq CLI (CrossLanguageTest drives target/debug/emq),
+# generates Kotlin and Swift, checks the Swift output, runs the Kotlin tests against real redis
+# servers, and exits non-zero on any failure.
 #   bash bindings/uniffi/ci.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
 
-echo "== build: emq-uniffi (cdylib + uniffi-bindgen) and emq-harness"
+echo "== build: emq-uniffi (cdylib + uniffi-bindgen), emq-harness and the emq CLI"
 cargo build -p emq-uniffi -p emq-harness
+cargo build -p emq-cli
+[[ -x target/debug/emq ]] || { echo "missing target/debug/emq"; exit 1; }
 cargo test -q -p emq-uniffi --lib
 
 lib="target/debug/libemq_uniffi.so"
