@@ -21,7 +21,8 @@ if ARGV[4] ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = ARGV
 if ARGV[5] ~= '1' then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = ARGV[5] end
 if ARGV[6] ~= '' then fields[#fields + 1] = 'parent'; fields[#fields + 1] = ARGV[6] end
 for i = 8, #ARGV do
-  fields[#fields + 1] = 'dep:' .. ARGV[i]
+  local child = ARGV[i]
+  fields[#fields + 1] = 'dep:' .. child
   fields[#fields + 1] = '1'
 end
 call('HSET', KEYS[1], unpack(fields))

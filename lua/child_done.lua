@@ -18,20 +18,20 @@
 --                      (the dependency is dropped)
 -- ARGV[6] max_events   stream cap
 -- Returns 'moved', 'waiting', 'parent_failed', or 'noop' (already counted, or no such parent).
-local id, child, outcome, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
+local id, child, outcome, value, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local dep = 'dep:' .. child
 if call('HEXISTS', KEYS[1], dep) == 0 then return 'noop' end
 call('HDEL', KEYS[1], dep)
 local pending = call('HINCRBY', KEYS[1], 'pending', -1)
 if outcome == 'ok' then
-  call('HSET', KEYS[1], 'child:' .. child, ARGV[4])
+  call('HSET', KEYS[1], 'child:' .. child, value)
 elseif policy == 'ignore' then
-  call('HSET', KEYS[1], 'child_failed:' .. child, ARGV[4])
+  call('HSET', KEYS[1], 'child_failed:' .. child, value)
 elseif policy == 'fail' then
   if call('ZREM', KEYS[2], id) == 1 then
     local now = now_ms()
     call('HSET', KEYS[1], 'failure', cjson.encode({code = 'child_failed',
-      message = 'child ' .. child .. ' failed: ' .. ARGV[4]}), 'finished_ms', now)
+      message = 'child ' .. child .. ' failed: ' .. value}), 'finished_ms', now)
     call('ZADD', KEYS[5], now, id)
     call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'ev', 'failed', 'id', id)
     return 'parent_failed'
