@@ -555,7 +555,8 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     };
     let progress = |done: u64| {
         eprintln!(
-            "demo: {done}/{total} completed ({} jobs/s)",
+            "demo: [{}] {done}/{total} completed ({} jobs/s)",
+            progress_bar(done, total, 30),
             human_rate(rate(done, started.elapsed()))
         );
     };
@@ -832,6 +833,16 @@ fn leak_lang(lang: &str) -> &'static str {
     }
 }
 
+/// A text progress bar `#####-----` of `width` cells for `done` of `total`.
+fn progress_bar(done: u64, total: u64, width: usize) -> String {
+    let filled = if total == 0 {
+        width
+    } else {
+        ((done.min(total) as u128 * width as u128) / total as u128) as usize
+    };
+    format!("{}{}", "#".repeat(filled), "-".repeat(width - filled))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -870,5 +881,13 @@ mod tests {
             }
         }
         assert!(NODE_WORKER.contains("EMQ_NODE_PACKAGE"));
+    }
+
+    #[test]
+    fn bar_fills_in_proportion() {
+        assert_eq!(progress_bar(0, 10, 10), "----------");
+        assert_eq!(progress_bar(5, 10, 10), "#####-----");
+        assert_eq!(progress_bar(10, 10, 10), "##########");
+        assert_eq!(progress_bar(99, 10, 4), "####");
     }
 }
