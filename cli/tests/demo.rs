@@ -60,7 +60,7 @@ fn check_passed(out: &Output, jobs: u64) {
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("demo: {jobs}/{jobs} completed")),
+        stderr.contains(&format!("] {jobs}/{jobs} completed")) && stderr.contains("demo: [###"),
         "{stderr}"
     );
 }
