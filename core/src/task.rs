@@ -23,6 +23,21 @@ impl TaskHandle {
         }
     }
 
+    /// Waits up to `limit` for the task to end by itself, then aborts it; true when it ended.
+    pub async fn join_within(mut self, limit: std::time::Duration) -> bool {
+        let Some(mut h) = self.0.take() else {
+            return true;
+        };
+        match tokio::time::timeout(limit, &mut h).await {
+            Ok(_) => true,
+            Err(_) => {
+                h.abort();
+                let _ = h.await;
+                false
+            }
+        }
+    }
+
     /// True once the task has ended.
     pub fn is_finished(&self) -> bool {
         self.0.as_ref().map(|h| h.is_finished()).unwrap_or(true)

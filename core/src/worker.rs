@@ -256,6 +256,18 @@ impl WorkerHandle {
         s.wake.notify_one();
         s.stop.notify_waiters();
         let until = Instant::now() + deadline;
+        // Let the fetch loop finish what it is doing (a claim in flight registers its jobs), so no
+        // job it leased is left behind; it ends at its next check of `stopping`.
+        if !self.tasks.is_empty() {
+            let fetch = self.tasks.remove(0);
+            fetch
+                .join_within(
+                    until
+                        .saturating_duration_since(Instant::now())
+                        .max(Duration::from_millis(100)),
+                )
+                .await;
+        }
         while s.running.load(Ordering::SeqCst) > 0 && Instant::now() < until {
             let left = until.saturating_duration_since(Instant::now());
             let _ =
