@@ -273,7 +273,7 @@ impl Invocation {
         let cmd = self.evalsha(guarded);
         match cmd.query_async::<T>(&mut conn).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                store.load_script(self.script, self.keys.first()).await?;
+                store.load_script(self.script).await?;
                 Ok(cmd.query_async::<T>(&mut conn).await?)
             }
             other => Ok(other?),

@@ -319,8 +319,8 @@ impl Store {
         ))
     }
 
-    /// Loads `script` on the node that owns `key` (every node when no key is given, or on a cluster).
-    pub async fn load_script(&self, script: &Script, _key: Option<&Key>) -> Result<()> {
+    /// Loads `script` in this store's mode (on a cluster, SCRIPT LOAD is routed to every node).
+    pub async fn load_script(&self, script: &Script) -> Result<()> {
         let mut conn = self.conn();
         let _: String = redis::cmd("SCRIPT")
             .arg("LOAD")
@@ -333,7 +333,7 @@ impl Store {
     /// Loads every script (on a cluster: on every node).
     pub async fn load_all_scripts(&self) -> Result<()> {
         for s in script::ALL {
-            self.load_script(s, None).await?;
+            self.load_script(s).await?;
         }
         Ok(())
     }
@@ -361,7 +361,7 @@ impl Store {
                 let mut seen = std::collections::HashSet::new();
                 for c in calls {
                     if seen.insert(c.script().name()) {
-                        self.load_script(c.script(), None).await?;
+                        self.load_script(c.script()).await?;
                     }
                 }
                 Ok(pipe.query_async::<Vec<T>>(&mut conn).await?)
