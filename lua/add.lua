@@ -13,8 +13,8 @@
 -- ARGV[2..] job        groups of 9: id, name, data (JSON), opts (JSON, non-default options only),
 --                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo) and dedup
 --                      ("" none) joined as "<flags>|<dedup>", parent ("" or "<queue>:<id>" in a flow)
--- Returns, per job, {id, 1} when added, or {id of the existing job, 0} when it exists or a live job
--- holds its dedup key.
+-- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
+-- the existing job, or of the live job holding its dedup key); empty when every job was added.
 local now = now_ms()
 local paused = call('HGET', KEYS[5], 'paused') == '1'
 local out = {}
@@ -34,7 +34,8 @@ for j = 0, (#ARGV - 1) / 9 - 1 do
     if not holder then call('HSET', KEYS[7], dedup, id) end
   end
   if holder then
-    out[#out + 1] = {holder, 0}
+    out[#out + 1] = tostring(j)
+    out[#out + 1] = holder
   else
     local attempts, delay, priority = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
     local fields = {'name', ARGV[a + 1], 'data', ARGV[a + 2], 'created_ms', now}
@@ -57,7 +58,6 @@ for j = 0, (#ARGV - 1) / 9 - 1 do
       fifo[#fifo + 1] = id
     end
     added[#added + 1] = id
-    out[#out + 1] = {id, 1}
   end
 end
 if prio_seq then call('HSET', KEYS[5], 'prio_seq', prio_seq) end

@@ -86,7 +86,7 @@ impl Queue {
                     options: flow.options.clone(),
                 };
                 let inv = q.add_invocation_with_parent(&[(ids.id, &job, data)], parent)?;
-                let _: Vec<(String, i64)> = inv.invoke(q.store()).await?;
+                let _: Vec<String> = inv.invoke(q.store()).await?;
                 return Ok(());
             }
             let k = q.keys();

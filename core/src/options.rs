@@ -145,8 +145,17 @@ impl JobOptions {
     /// The options that differ from the defaults, as a JSON object (what a job record stores, so
     /// that small records stay in Redis's compact hash encoding).
     pub fn compact_json(&self) -> String {
+        static DEFAULTS: std::sync::OnceLock<(JobOptions, serde_json::Value)> =
+            std::sync::OnceLock::new();
+        let (default, base) = DEFAULTS.get_or_init(|| {
+            let d = JobOptions::default();
+            let v = serde_json::to_value(&d).unwrap_or(serde_json::Value::Null);
+            (d, v)
+        });
+        if self == default {
+            return "{}".into();
+        }
         let full = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
-        let base = serde_json::to_value(JobOptions::default()).unwrap_or(serde_json::Value::Null);
         let mut out = serde_json::Map::new();
         if let (Some(f), Some(b)) = (full.as_object(), base.as_object()) {
             for (k, v) in f {

@@ -24,6 +24,13 @@ use std::time::Duration;
 pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
 /// Jobs per call of `add.lua` in a bulk add.
 const ADD_BATCH: usize = 250;
+/// Most add calls of one `add_bulk` waiting for their replies at once.
+const ADD_IN_FLIGHT: usize = 8;
+
+/// The outcome of a spawned script call.
+fn joined<T>(r: std::result::Result<Result<T>, tokio::task::JoinError>) -> Result<T> {
+    r.map_err(|e| Error::new(ErrorCode::Internal, format!("an add task failed: {e}")))?
+}
 /// Most log lines kept per job.
 pub const MAX_LOG_LINES: u64 = 1_000;
 
@@ -128,14 +135,24 @@ impl Queue {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
         inv = inv.arg(self.max_events);
+        // Jobs of a batch mostly share their options: serialise each distinct one once.
+        let mut last: Option<(&JobOptions, String)> = None;
         for (id, job, data) in batch {
             job.options.validate()?;
             let o = &job.options;
+            let compact = match &last {
+                Some((prev, text)) if *prev == o => text.clone(),
+                _ => {
+                    let text = o.compact_json();
+                    last = Some((o, text.clone()));
+                    text
+                }
+            };
             inv = inv
                 .arg(*id)
                 .arg(&job.name)
                 .arg(data.as_str())
-                .arg(o.compact_json())
+                .arg(compact)
                 .arg(o.attempts)
                 .arg(o.delay_ms)
                 .arg(o.priority)
@@ -178,13 +195,13 @@ impl Queue {
         let mut tries = 0;
         loop {
             let inv = self.add_invocation(&batch)?;
-            match inv.invoke::<Vec<(String, i64)>>(&self.store).await {
-                Ok(replies) => {
-                    let (held, added) = replies.into_iter().next().ok_or_else(|| {
-                        Error::new(ErrorCode::Internal, "add.lua returned no reply")
-                    })?;
-                    let held = JobId::parse(&held)?;
-                    if added == 0 && held != id && job.options.debounce {
+            match inv.invoke::<Vec<String>>(&self.store).await {
+                Ok(refused) => {
+                    let held = match refused.get(1) {
+                        Some(holder) => JobId::parse(holder)?,
+                        None => return Ok(id),
+                    };
+                    if held != id && job.options.debounce {
                         self.debounce(held, &job.options, &batch[0].2).await?;
                     }
                     return Ok(held);
@@ -229,16 +246,33 @@ impl Queue {
             };
             prepared.push((id, job, serde_json::to_string(&job.data)?));
         }
-        let calls = prepared
-            .chunks(ADD_BATCH)
-            .map(|batch| self.add_invocation(batch))
-            .collect::<Result<Vec<_>>>()?;
-        let mut ids = Vec::with_capacity(prepared.len());
-        for chunk in calls.chunks(8) {
-            let replies: Vec<Vec<(String, i64)>> = self.store.pipeline(chunk).await?;
-            for (held, _) in replies.into_iter().flatten() {
-                ids.push(JobId::parse(&held)?);
+        let mut ids: Vec<JobId> = prepared.iter().map(|(id, _, _)| *id).collect();
+        // Each call goes out as soon as it is built (on its own task), so Redis runs one batch
+        // while the next is being built; at most ADD_IN_FLIGHT calls wait at once.
+        let mut in_flight = std::collections::VecDeque::new();
+        let mut settle = |refused: Vec<String>, first: usize| -> Result<()> {
+            for pair in refused.chunks(2) {
+                if let [index, holder] = pair {
+                    let j: usize = index.parse().map_err(|_| {
+                        Error::new(ErrorCode::Internal, "add.lua returned a bad index")
+                    })?;
+                    ids[first + j] = JobId::parse(holder)?;
+                }
             }
+            Ok(())
+        };
+        for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
+            let inv = self.add_invocation(batch)?;
+            let store = self.store.clone();
+            let call = tokio::spawn(async move { inv.invoke::<Vec<String>>(&store).await });
+            in_flight.push_back((n * ADD_BATCH, call));
+            if in_flight.len() >= ADD_IN_FLIGHT {
+                let (first, call) = in_flight.pop_front().expect("in flight");
+                settle(joined(call.await)?, first)?;
+            }
+        }
+        while let Some((first, call)) = in_flight.pop_front() {
+            settle(joined(call.await)?, first)?;
         }
         Ok(ids)
     }

@@ -1,8 +1,12 @@
 //! [`Worker`]: leases jobs from one queue and runs a [`Handler`] on them, N at a time.
 //!
 //! - **Fetch** is select-then-claim: `claim.lua` leases ready ids from the queue's containers; the
-//!   worker then reads each job's record with one pipelined HMGET. Completing a job leases the
-//!   slot's next job in the same script (`complete.lua`), so a busy worker pays one round trip per job.
+//!   worker then reads each job's record with one pipelined HMGET. Completing jobs leases the
+//!   worker's next ones in the same script (`complete.lua`).
+//! - **Prefetch**: a worker holds up to `concurrency + prefetch` leased jobs; the extra ones wait in a
+//!   local buffer (their leases renewed like running ones), so a slot whose job ends starts the next
+//!   at once while the completion travels, and one `complete.lua` call records and refills a batch.
+//!   The buffer is used only while the worker's jobs are short (see [`PREFETCH_MAX_JOB`]).
 //! - **Waiting** for work blocks (BRPOP on the queue's marker list) on a dedicated connection, never
 //!   on the shared one, for at most the time until the next delayed job is due.
 //! - **Leases** are renewed in the background (`renew.lua`, all in-flight jobs in one call); a job
@@ -53,7 +57,14 @@ pub struct WorkerOptions {
     pub failed: Retention,
     /// How often retention is applied.
     pub trim_interval: Duration,
+    /// Jobs leased ahead of the handlers (None: `concurrency` clamped to 8..=256; `Some(0)`: none).
+    /// Used only while the worker's recent jobs take under [`PREFETCH_MAX_JOB`] on average.
+    pub prefetch: Option<usize>,
 }
+
+/// Prefetch pauses while the worker's jobs average longer than this: a long job would keep the
+/// buffered ones from other workers for its whole run.
+pub const PREFETCH_MAX_JOB: Duration = Duration::from_millis(50);
 
 impl Default for WorkerOptions {
     fn default() -> WorkerOptions {
@@ -67,6 +78,7 @@ impl Default for WorkerOptions {
             completed: Retention::COMPLETED,
             failed: Retention::FAILED,
             trim_interval: Duration::from_secs(5),
+            prefetch: None,
         }
     }
 }
@@ -98,8 +110,14 @@ struct Completion {
     result: String,
     keep: bool,
     dedup: String,
-    want_next: bool,
-    reply: tokio::sync::oneshot::Sender<Option<(Job, String)>>,
+}
+
+/// Jobs leased and read but not started yet, and the slots running now; one lock, so a job pushed
+/// here is always either taken by a running slot or given a new one.
+#[derive(Default)]
+struct Ready {
+    jobs: std::collections::VecDeque<(Job, String)>,
+    slots: usize,
 }
 
 /// Most completions recorded in one call of `complete.lua`.
@@ -111,7 +129,15 @@ struct Shared {
     handler: Arc<dyn Handler>,
     opts: WorkerOptions,
     flights: Mutex<HashMap<JobId, Flight>>,
+    /// Slots running a job (mirrors `ready.slots` for lock-free reads).
     running: AtomicUsize,
+    ready: Mutex<Ready>,
+    /// Leased jobs not finished yet, plus claims in flight (their reservations).
+    held: AtomicUsize,
+    /// Completions sent to the completer and not yet recorded.
+    unrecorded: AtomicUsize,
+    /// Recent handler run time, µs (moving average).
+    job_us: AtomicU64,
     stopping: AtomicBool,
     wake: Notify,
     stop: Notify,
@@ -190,6 +216,10 @@ impl WorkerBuilder {
             opts: self.opts,
             flights: Mutex::new(HashMap::new()),
             running: AtomicUsize::new(0),
+            ready: Mutex::new(Ready::default()),
+            held: AtomicUsize::new(0),
+            unrecorded: AtomicUsize::new(0),
+            job_us: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             wake: Notify::new(),
             stop: Notify::new(),
@@ -268,7 +298,9 @@ impl WorkerHandle {
                 )
                 .await;
         }
-        while s.running.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+        while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
+            && Instant::now() < until
+        {
             let left = until.saturating_duration_since(Instant::now());
             let _ =
                 tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
@@ -387,10 +419,13 @@ async fn fetch_loop(s: Arc<Shared>) {
     let mut blocking: Option<redis::aio::MultiplexedConnection> = None;
     let mut backoff = Duration::from_millis(100);
     while !s.stopping.load(Ordering::SeqCst) {
-        let free = s
-            .opts
-            .concurrency
-            .saturating_sub(s.running.load(Ordering::SeqCst));
+        // While completions are on their way, the completer refills: claiming here too would only
+        // add round trips.
+        let free = if s.unrecorded.load(Ordering::SeqCst) == 0 {
+            reserve(&s, usize::MAX)
+        } else {
+            0
+        };
         if free == 0 {
             s.wake.notified().await;
             continue;
@@ -405,9 +440,11 @@ async fn fetch_loop(s: Arc<Shared>) {
         let (due, jobs) = match claimed {
             Ok(c) => {
                 backoff = Duration::from_millis(100);
+                unreserve(&s, free - c.1.len());
                 c
             }
             Err(e) => {
+                unreserve(&s, free);
                 tracing::warn!(error = %e, "claim failed; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
@@ -452,14 +489,15 @@ async fn fetch_loop(s: Arc<Shared>) {
                 match r {
                     Ok(Some((_, marker))) => {
                         // A marker that names a job: claim it and read it in one call.
-                        if let Ok(id) = JobId::parse(&marker) {
+                        // At capacity, the job stays in wait for the next claim.
+                        if let (Ok(id), 1) = (JobId::parse(&marker), reserve(&s, 1)) {
                             match claim_named(&s, id).await {
-                                Ok(Some((job, token))) => {
-                                    s.running.fetch_add(1, Ordering::SeqCst);
-                                    tokio::spawn(run_slot(s.clone(), job, token));
+                                Ok(Some(job)) => dispatch(&s, vec![job]),
+                                Ok(None) => unreserve(&s, 1),
+                                Err(e) => {
+                                    unreserve(&s, 1);
+                                    tracing::debug!(error = %e, "claim of a named job failed");
                                 }
-                                Ok(None) => {}
-                                Err(e) => tracing::debug!(error = %e, "claim of a named job failed"),
                             }
                         }
                     }
@@ -534,28 +572,111 @@ async fn claim_named(s: &Arc<Shared>, id: JobId) -> Result<Option<(Job, String)>
 }
 
 async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {
-    s.running.fetch_add(leased.len(), Ordering::SeqCst);
     let ids: Vec<JobId> = leased.iter().map(|(id, _)| *id).collect();
     let records = match read_records(&s.queue, &ids).await {
         Ok(r) => r,
         Err(e) => {
             // The leases stand; if we cannot read the jobs they stall and are recovered.
             tracing::warn!(error = %e, "cannot read leased jobs; they will be recovered when their leases expire");
-            s.running.fetch_sub(leased.len(), Ordering::SeqCst);
+            unreserve(s, leased.len());
             return;
         }
     };
+    let mut jobs = Vec::with_capacity(leased.len());
     for ((_, token), job) in leased.into_iter().zip(records) {
         match job {
-            Some(job) => {
-                let s = s.clone();
-                tokio::spawn(run_slot(s, job, token));
-            }
-            None => {
-                s.running.fetch_sub(1, Ordering::SeqCst);
-            }
+            Some(job) => jobs.push((job, token)),
+            None => unreserve(s, 1),
         }
     }
+    dispatch(s, jobs);
+}
+
+/// Capacity: the jobs a worker may hold (running or buffered).
+fn capacity(s: &Shared) -> usize {
+    let c = s.opts.concurrency;
+    let ahead = s.opts.prefetch.unwrap_or_else(|| c.clamp(8, 256));
+    if s.job_us.load(Ordering::Relaxed) > PREFETCH_MAX_JOB.as_micros() as u64 {
+        c
+    } else {
+        c + ahead
+    }
+}
+
+/// Reserves room for up to `max` more leased jobs; returns how many (0 when full or stopping).
+fn reserve(s: &Shared, max: usize) -> usize {
+    if s.stopping.load(Ordering::SeqCst) {
+        return 0;
+    }
+    let cap = capacity(s);
+    let mut held = s.held.load(Ordering::SeqCst);
+    loop {
+        let n = max.min(cap.saturating_sub(held));
+        if n == 0 {
+            return 0;
+        }
+        match s
+            .held
+            .compare_exchange(held, held + n, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => return n,
+            Err(now) => held = now,
+        }
+    }
+}
+
+/// Gives back room: a reservation that leased nothing, or a job that finished.
+fn unreserve(s: &Shared, n: usize) {
+    if n > 0 {
+        s.held.fetch_sub(n, Ordering::SeqCst);
+        s.wake.notify_one();
+    }
+}
+
+/// Takes leased, read jobs: registers their leases (renewed from now on, released by `close`) and
+/// starts slots for them while fewer than `concurrency` run; the rest wait in the buffer.
+fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
+    if jobs.is_empty() {
+        return;
+    }
+    {
+        let mut flights = s.flights.lock().expect("flights");
+        for (job, token) in &jobs {
+            flights.insert(
+                job.id,
+                Flight {
+                    token: token.clone(),
+                    lease_ms: job_lease_ms(s, job),
+                    lost: Arc::new(AtomicBool::new(false)),
+                    abort: None,
+                },
+            );
+        }
+    }
+    let mut ready = s.ready.lock().expect("ready");
+    ready.jobs.extend(jobs);
+    // Once stopping, they wait here for `close` to release them.
+    while ready.slots < s.opts.concurrency && !s.stopping.load(Ordering::SeqCst) {
+        let Some((job, token)) = ready.jobs.pop_front() else {
+            break;
+        };
+        ready.slots += 1;
+        s.running.store(ready.slots, Ordering::SeqCst);
+        tokio::spawn(run_slot(s.clone(), job, token));
+    }
+}
+
+/// The slot's next job from the buffer, or None (the slot then ends).
+fn next_or_end(s: &Shared) -> Option<(Job, String)> {
+    let mut ready = s.ready.lock().expect("ready");
+    if !s.stopping.load(Ordering::SeqCst) {
+        if let Some(next) = ready.jobs.pop_front() {
+            return Some(next);
+        }
+    }
+    ready.slots -= 1;
+    s.running.store(ready.slots, Ordering::SeqCst);
+    None
 }
 
 fn job_lease_ms(s: &Shared, job: &Job) -> u64 {
@@ -574,29 +695,30 @@ fn job_lease_ms(s: &Shared, job: &Job) -> u64 {
 async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
     let mut next = Some((first, first_token));
     while let Some((job, token)) = next.take() {
-        let lost = Arc::new(AtomicBool::new(false));
-        let lease_ms = job_lease_ms(&s, &job);
         let id = job.id;
         let job = Arc::new(job);
-        let ctx = JobContext {
-            job: job.clone(),
-            queue: s.queue.clone(),
-            lost: lost.clone(),
-        };
+        let began = Instant::now();
         let run = {
+            let mut flights = s.flights.lock().expect("flights");
+            // Gone: close released it while it waited in the buffer.
+            let Some(flight) = flights.get_mut(&id) else {
+                drop(flights);
+                unreserve(&s, 1);
+                next = next_or_end(&s);
+                continue;
+            };
+            let ctx = JobContext {
+                job: job.clone(),
+                queue: s.queue.clone(),
+                lost: flight.lost.clone(),
+            };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
-            tokio::spawn(s.handler.handle(ctx).instrument(span))
+            let run = tokio::spawn(s.handler.handle(ctx).instrument(span));
+            flight.abort = Some(run.abort_handle());
+            run
         };
-        s.flights.lock().expect("flights").insert(
-            id,
-            Flight {
-                token: token.clone(),
-                lease_ms,
-                lost,
-                abort: Some(run.abort_handle()),
-            },
-        );
+        let lease_ms = job_lease_ms(&s, &job);
         if lease_ms != s.opts.lease.as_millis() as u64 {
             let _ = renew(&s, lease_ms, &[(id, token.clone())]).await;
         }
@@ -620,18 +742,29 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
         } else {
             joined_outcome(run.await)
         };
+        let took = began.elapsed().as_micros() as u64;
+        let avg = s.job_us.load(Ordering::Relaxed);
+        s.job_us.store(avg - avg / 8 + took / 8, Ordering::Relaxed);
         let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
         let outcome = match outcome {
             Ok(o) => o,
             Err(_cancelled) => break, // aborted by close: close releases the job
         };
-        if !still_ours {
-            break;
+        if still_ours {
+            finish(&s, &job, &token, outcome).await;
         }
-        next = finish(&s, &job, &token, outcome).await;
+        unreserve(&s, 1);
+        next = next_or_end(&s);
+        if next.is_none() {
+            s.idle.notify_waiters();
+            return;
+        }
     }
-    s.running.fetch_sub(1, Ordering::SeqCst);
-    s.wake.notify_one();
+    // Aborted by close.
+    let mut ready = s.ready.lock().expect("ready");
+    ready.slots -= 1;
+    s.running.store(ready.slots, Ordering::SeqCst);
+    drop(ready);
     s.idle.notify_waiters();
 }
 
@@ -653,13 +786,8 @@ fn joined_outcome(
     }
 }
 
-/// Completes or fails a job; returns the slot's next job when the completion leased one.
-async fn finish(
-    s: &Arc<Shared>,
-    job: &Job,
-    token: &str,
-    outcome: HandlerResult,
-) -> Option<(Job, String)> {
+/// Completes a job (handing it to the completer, which records it in a batch) or fails it.
+async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: HandlerResult) {
     let q = &s.queue;
     let k = q.keys();
     let opt = |name: &str| {
@@ -677,27 +805,24 @@ async fn finish(
                     crate::flow::notify_parent(q, parent, job.id, Ok(&result), job).await
                 {
                     tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
-                    return None;
+                    return;
                 }
                 if std::env::var_os("EMQ_FAULT_AFTER_PARENT_STEP").is_some() {
                     // Chaos hook for tests: die between a child's two completion steps.
                     std::process::abort();
                 }
             }
-            let (reply, next) = tokio::sync::oneshot::channel();
             let c = Completion {
                 id: job.id,
                 token: token.to_string(),
                 result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
                 keep: !opt("remove_on_complete"),
                 dedup: job.dedup.clone().unwrap_or_default(),
-                want_next: !s.stopping.load(Ordering::SeqCst),
-                reply,
             };
+            s.unrecorded.fetch_add(1, Ordering::SeqCst);
             if s.completions.send(c).is_err() {
-                return None;
+                s.unrecorded.fetch_sub(1, Ordering::SeqCst);
             }
-            next.await.ok().flatten()
         }
         Err(err) => {
             s.failed.fetch_add(1, Ordering::Relaxed);
@@ -721,7 +846,7 @@ async fn finish(
                     crate::flow::notify_parent(q, parent, job.id, Err(&failure), job).await
                 {
                     tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
-                    return None;
+                    return;
                 }
             }
             let r = script::FAIL
@@ -751,13 +876,12 @@ async fn finish(
             if let Err(e) = r {
                 note_finish_error(s, job.id, e);
             }
-            None
         }
     }
 }
 
 /// Records successful runs in batches: one call of `complete.lua` completes every run that finished
-/// since the last call and leases as many next jobs, which go back to the slots that asked.
+/// since the last call and leases as many next jobs as the worker has room for.
 async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Completion>) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
@@ -767,12 +891,7 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
                 Err(_) => break,
             }
         }
-        let stopping = s.stopping.load(Ordering::SeqCst);
-        let want = if stopping {
-            0
-        } else {
-            batch.iter().filter(|c| c.want_next).count()
-        };
+        let want = reserve(&s, usize::MAX);
         let q = &s.queue;
         let k = q.keys();
         let mut inv = script::COMPLETE
@@ -813,9 +932,9 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
             .and_then(|(status, claim)| Ok((status, parse_claim(claim)?.1)));
         match reply {
             Err(e) => {
-                for c in batch {
+                unreserve(&s, want);
+                for c in &batch {
                     note_finish_error(&s, c.id, e.clone());
-                    let _ = c.reply.send(None);
                 }
             }
             Ok((status, next)) => {
@@ -830,41 +949,31 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
                         );
                     }
                 }
-                // Reading the next jobs' records is one more round trip: do it off this loop so
-                // the next batch of completions can go out meanwhile.
-                let s2 = s.clone();
-                tokio::spawn(async move {
-                    let ids: Vec<JobId> = next.iter().map(|(id, _)| *id).collect();
-                    let jobs = if ids.is_empty() {
-                        Vec::new()
-                    } else {
-                        match read_records(&s2.queue, &ids).await {
-                            Ok(r) => r,
-                            Err(e) => {
-                                tracing::warn!(error = %e, "cannot read the next jobs; they will be recovered");
-                                Vec::new()
-                            }
-                        }
-                    };
-                    let mut next_jobs = next
-                        .into_iter()
-                        .zip(jobs)
-                        .filter_map(|((_, token), job)| Some((job?, token)));
-                    for c in batch {
-                        let give = if c.want_next { next_jobs.next() } else { None };
-                        let _ = c.reply.send(give);
-                    }
-                    // A lease nobody took (a slot stopped wanting one): give it back at once.
-                    let rest: Vec<(Job, String)> = next_jobs.collect();
-                    if !rest.is_empty() {
-                        s2.running.fetch_add(rest.len(), Ordering::SeqCst);
-                        for (job, token) in rest {
-                            tokio::spawn(run_slot(s2.clone(), job, token));
-                        }
-                    }
-                });
+                unreserve(&s, want - next.len());
+                if !next.is_empty() {
+                    // Reading the next jobs' records is one more round trip: do it off this loop
+                    // so the next batch of completions can go out meanwhile. The batch counts as
+                    // unrecorded until its next jobs are registered, so `close` waits for them.
+                    let s2 = s.clone();
+                    let n = batch.len();
+                    tokio::spawn(async move {
+                        start(&s2, next).await;
+                        recorded(&s2, n);
+                    });
+                    continue;
+                }
             }
         }
+        recorded(&s, batch.len());
+    }
+}
+
+/// `n` completions are recorded (and their next jobs registered).
+fn recorded(s: &Shared, n: usize) {
+    if s.unrecorded.fetch_sub(n, Ordering::SeqCst) == n {
+        // Nothing more on its way: the fetch loop claims (or waits) from here.
+        s.wake.notify_one();
+        s.idle.notify_waiters();
     }
 }
 
