@@ -6,7 +6,8 @@
 //! - **Prefetch**: a worker holds up to `concurrency + prefetch` leased jobs; the extra ones wait in a
 //!   local buffer (their leases renewed like running ones), so a slot whose job ends starts the next
 //!   at once while the completion travels, and one `complete.lua` call records and refills a batch.
-//!   The buffer is used only while the worker's jobs are short (see [`PREFETCH_MAX_JOB`]).
+//!   The buffer is used only once the worker's jobs have shown to be short (see
+//!   [`PREFETCH_MAX_JOB`]), so long jobs are never held back from other workers.
 //! - **Waiting** for work blocks (BRPOP on the queue's marker list) on a dedicated connection, never
 //!   on the shared one, for at most the time until the next delayed job is due.
 //! - **Leases** are renewed in the background (`renew.lua`, all in-flight jobs in one call); a job
@@ -58,7 +59,8 @@ pub struct WorkerOptions {
     /// How often retention is applied.
     pub trim_interval: Duration,
     /// Jobs leased ahead of the handlers (None: `concurrency` clamped to 8..=256; `Some(0)`: none).
-    /// Used only while the worker's recent jobs take under [`PREFETCH_MAX_JOB`] on average.
+    /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
+    /// average.
     pub prefetch: Option<usize>,
 }
 
@@ -136,7 +138,7 @@ struct Shared {
     held: AtomicUsize,
     /// Completions sent to the completer and not yet recorded.
     unrecorded: AtomicUsize,
-    /// Recent handler run time, µs (moving average).
+    /// Recent handler run time, µs (moving average; `u64::MAX` until the first job ends).
     job_us: AtomicU64,
     stopping: AtomicBool,
     wake: Notify,
@@ -219,7 +221,7 @@ impl WorkerBuilder {
             ready: Mutex::new(Ready::default()),
             held: AtomicUsize::new(0),
             unrecorded: AtomicUsize::new(0),
-            job_us: AtomicU64::new(0),
+            job_us: AtomicU64::new(u64::MAX),
             stopping: AtomicBool::new(false),
             wake: Notify::new(),
             stop: Notify::new(),
@@ -490,13 +492,15 @@ async fn fetch_loop(s: Arc<Shared>) {
                     Ok(Some((_, marker))) => {
                         // A marker that names a job: claim it and read it in one call.
                         // At capacity, the job stays in wait for the next claim.
-                        if let (Ok(id), 1) = (JobId::parse(&marker), reserve(&s, 1)) {
-                            match claim_named(&s, id).await {
-                                Ok(Some(job)) => dispatch(&s, vec![job]),
-                                Ok(None) => unreserve(&s, 1),
-                                Err(e) => {
-                                    unreserve(&s, 1);
-                                    tracing::debug!(error = %e, "claim of a named job failed");
+                        if let Ok(id) = JobId::parse(&marker) {
+                            if reserve(&s, 1) == 1 {
+                                match claim_named(&s, id).await {
+                                    Ok(Some(job)) => dispatch(&s, vec![job]),
+                                    Ok(None) => unreserve(&s, 1),
+                                    Err(e) => {
+                                        unreserve(&s, 1);
+                                        tracing::debug!(error = %e, "claim of a named job failed");
+                                    }
                                 }
                             }
                         }
@@ -743,8 +747,11 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             joined_outcome(run.await)
         };
         let took = began.elapsed().as_micros() as u64;
-        let avg = s.job_us.load(Ordering::Relaxed);
-        s.job_us.store(avg - avg / 8 + took / 8, Ordering::Relaxed);
+        let avg = match s.job_us.load(Ordering::Relaxed) {
+            u64::MAX => took,
+            avg => avg - avg / 4 + took / 4,
+        };
+        s.job_us.store(avg, Ordering::Relaxed);
         let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
         let outcome = match outcome {
             Ok(o) => o,

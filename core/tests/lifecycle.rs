@@ -694,3 +694,113 @@ async fn an_idle_worker_claims_and_reads_a_new_job_in_one_call() {
     );
     audit_ok(&q).await;
 }
+
+/// Prefetched jobs wait in the worker's buffer with their leases held; a graceful close gives
+/// every one of them back to wait, uncounted as an attempt, on both topologies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_releases_prefetched_jobs() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "prefetch").await;
+        let ids = q
+            .add_bulk(
+                (0..12)
+                    .map(|i| NewJob {
+                        name: "n".into(),
+                        data: json!(i),
+                        options: JobOptions::default(),
+                    })
+                    .collect(),
+            )
+            .await
+            .unwrap();
+        // The fourth job blocks, so the worker is caught holding its buffer.
+        let blocker = ids[3];
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 1,
+                prefetch: Some(4),
+                ..fast()
+            })
+            .handler(move |job: JobContext| async move {
+                if job.id() == blocker {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                Ok(Value::Null)
+            })
+            .run()
+            .unwrap();
+        wait_until("the blocking job runs", Duration::from_secs(10), || async {
+            q.get(blocker).await.unwrap().map(|j| j.state) == Some(Some(JobState::Active))
+                && w.stats().completed == 3
+        })
+        .await;
+        let held = q.counts().await.unwrap().active;
+        assert!(
+            (2..=5).contains(&held),
+            "{topology}: one running and up to 4 buffered jobs are leased, saw {held}"
+        );
+        let report = w.close_within(Duration::from_millis(200)).await.unwrap();
+        assert_eq!(
+            report.released, held,
+            "{topology}: every held job is released"
+        );
+        let c = q.counts().await.unwrap();
+        assert_eq!(
+            (c.active, c.waiting + c.completed),
+            (0, 12),
+            "{topology}: {c:?}"
+        );
+        for job in q.list(JobState::Waiting, 0, 20).await.unwrap() {
+            assert_eq!(
+                job.attempts_made, 0,
+                "{topology}: a released job is not an attempt"
+            );
+        }
+        audit_ok(&q).await;
+    }
+}
+
+/// A worker does not lease ahead while its jobs are long: two workers share slow jobs evenly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_jobs_are_not_prefetched() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "longjobs").await;
+    q.add_bulk(
+        (0..6)
+            .map(|i| NewJob {
+                name: "slow".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect(),
+    )
+    .await
+    .unwrap();
+    let start = |q: Queue| {
+        Worker::builder(q)
+            .options(WorkerOptions {
+                concurrency: 1,
+                ..fast()
+            })
+            .handler(|_job: JobContext| async {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                Ok(Value::Null)
+            })
+            .run()
+            .unwrap()
+    };
+    let a = start(q.clone());
+    let b = start(q.clone());
+    wait_until("6 completed", Duration::from_secs(20), || async {
+        a.stats().completed + b.stats().completed == 6
+    })
+    .await;
+    let (na, nb) = (a.stats().completed, b.stats().completed);
+    assert!(
+        na >= 2 && nb >= 2,
+        "both workers ran slow jobs: {na} and {nb}"
+    );
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    audit_ok(&q).await;
+}
