@@ -58,7 +58,8 @@ pub struct WorkerOptions {
     pub failed: Retention,
     /// How often retention is applied.
     pub trim_interval: Duration,
-    /// Jobs leased ahead of the handlers (None: `concurrency` clamped to 8..=256; `Some(0)`: none).
+    /// Jobs leased ahead of the handlers (None: twice `concurrency`, clamped to 16..=256; `Some(0)`:
+    /// none).
     /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
     /// average.
     pub prefetch: Option<usize>,
@@ -393,26 +394,21 @@ const RECORD_FIELDS: [&str; 11] = [
     "parent",
 ];
 
-/// Reads the records of leased jobs in one pipelined round trip; None for a job removed meanwhile.
+/// Reads the records of leased jobs in one pipelined round trip (HGETALL: a leased job's record holds
+/// only what a run needs); None for a job removed meanwhile.
 async fn read_records(q: &Queue, ids: &[JobId]) -> Result<Vec<Option<Job>>> {
     let mut pipe = redis::pipe();
     for id in ids {
-        pipe.cmd("HMGET")
-            .arg(q.name().job_key(*id, JobPart::Record))
-            .arg(&RECORD_FIELDS[..]);
+        pipe.cmd("HGETALL")
+            .arg(q.name().job_key(*id, JobPart::Record));
     }
-    let rows: Vec<Vec<Option<String>>> = pipe.query_async(&mut q.store().conn()).await?;
+    let rows: Vec<HashMap<String, String>> = pipe.query_async(&mut q.store().conn()).await?;
     Ok(ids
         .iter()
         .zip(rows)
-        .map(|(id, row)| {
-            row[0].as_ref()?;
-            let map: HashMap<String, String> = RECORD_FIELDS
-                .iter()
-                .zip(row)
-                .filter_map(|(k, v)| Some((k.to_string(), v?)))
-                .collect();
-            Some(Job::from_record(*id, Some(JobState::Active), map))
+        .map(|(id, map)| {
+            map.contains_key("name")
+                .then(|| Job::from_record(*id, Some(JobState::Active), map))
         })
         .collect())
 }
@@ -599,7 +595,7 @@ async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {
 /// Capacity: the jobs a worker may hold (running or buffered).
 fn capacity(s: &Shared) -> usize {
     let c = s.opts.concurrency;
-    let ahead = s.opts.prefetch.unwrap_or_else(|| c.clamp(8, 256));
+    let ahead = s.opts.prefetch.unwrap_or_else(|| (2 * c).clamp(16, 256));
     if s.job_us.load(Ordering::Relaxed) > PREFETCH_MAX_JOB.as_micros() as u64 {
         c
     } else {
