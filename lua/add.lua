@@ -8,22 +8,26 @@
 -- KEYS[6] events       STREAM
 -- KEYS[7] dedup        HASH dedup key (user data) -> id of the live job holding it
 -- KEYS[8] marker       LIST ("1", or the id an idle worker should claim)
--- KEYS[9..] record     emq:{q}:<id>, HASH, one per job, in the order of the job groups below
+-- KEYS[9] groups       HASH job id -> group key (user data), while the queue has a group limit
+-- KEYS[10..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        groups of 9: id, name, data (JSON), opts (JSON, non-default options only),
+-- ARGV[2..] job        groups of 10: id, name, data (JSON), opts (JSON, non-default options only),
 --                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo) and dedup
---                      ("" none) joined as "<flags>|<dedup>", parent ("" or "<queue>:<id>" in a flow)
+--                      ("" none) joined as "<flags>|<dedup>", parent ("" or "<queue>:<id>" in a
+--                      flow), group ("" none)
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
 local now = now_ms()
-local paused = call('HGET', KEYS[5], 'paused') == '1'
+local m = call('HMGET', KEYS[5], 'paused', 'grl_max')
+local paused = m[1] == '1'
+local grouped = m[2] ~= false
 local out = {}
 local fifo, lifo, added = {}, {}, {}
 local prio_seq = nil
 local woke = false
-for j = 0, (#ARGV - 1) / 9 - 1 do
-  local a = 2 + j * 9
-  local record = KEYS[9 + j]
+for j = 0, (#ARGV - 1) / 10 - 1 do
+  local a = 2 + j * 10
+  local record = KEYS[10 + j]
   local id = ARGV[a]
   local flags, dedup = string.match(ARGV[a + 7], '^([^|]*)|(.*)$')
   local holder = nil
@@ -44,6 +48,10 @@ for j = 0, (#ARGV - 1) / 9 - 1 do
     if priority > 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
     if dedup ~= '' then fields[#fields + 1] = 'dedup'; fields[#fields + 1] = dedup end
     if ARGV[a + 8] ~= '' then fields[#fields + 1] = 'parent'; fields[#fields + 1] = ARGV[a + 8] end
+    if ARGV[a + 9] ~= '' then
+      fields[#fields + 1] = 'group'; fields[#fields + 1] = ARGV[a + 9]
+      if grouped then call('HSET', KEYS[9], id, ARGV[a + 9]) end
+    end
     call('HSET', record, unpack(fields))
     if delay > 0 then
       call('ZADD', KEYS[3], now + delay, id)

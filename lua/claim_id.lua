@@ -1,6 +1,7 @@
 -- claim_id: lease the one job a wake-up marker named and return its record in the same call, so an
 -- idle worker starts a new job after one round trip. Falls back (returns {0}) whenever the general
--- claim must decide instead: the queue is paused or limited, or the job is no longer waiting.
+-- claim must decide instead: the queue is paused or limited (global concurrency, rate limit or
+-- per-group rate limit), or the job is no longer waiting.
 -- KEYS[1] record       emq:{q}:<id> of the named job, HASH
 -- KEYS[2] wait         LIST
 -- KEYS[3] active       ZSET id -> lease expiry
@@ -15,8 +16,8 @@
 -- ARGV[4..] field      record fields to return, in order
 -- Returns {1, token, value of each field…}, or {0}.
 local id = ARGV[1]
-local m = call('HMGET', KEYS[5], 'paused', 'concurrency', 'rl_max')
-if m[1] == '1' or m[2] or m[3] or call('ZCARD', KEYS[8]) > 0 then return {0} end
+local m = call('HMGET', KEYS[5], 'paused', 'concurrency', 'rl_max', 'grl_max')
+if m[1] == '1' or m[2] or m[3] or m[4] or call('ZCARD', KEYS[8]) > 0 then return {0} end
 if call('LREM', KEYS[2], -1, id) == 0 then return {0} end
 local now_us_ = now_us()
 local now = math.floor(now_us_ / 1000)

@@ -14,6 +14,7 @@
 -- KEYS[13] dedup       HASH
 -- KEYS[14] meta        HASH
 -- KEYS[15] events      STREAM
+-- KEYS[16] groups      HASH job id -> group key (a waiting grouped job's entry)
 -- ARGV[1] id
 -- ARGV[2] allowed      which states may be removed: any | waiting | completed | failed | force
 -- ARGV[3] max_events   stream cap
@@ -50,6 +51,7 @@ call('ZREM', KEYS[9], id)
 call('ZREM', KEYS[10], id)
 call('SREM', KEYS[11], id)
 call('ZREM', KEYS[12], id)
+call('HDEL', KEYS[16], id)
 if existed then
   local dedup = call('HGET', KEYS[1], 'dedup')
   if dedup and dedup ~= '' and call('HGET', KEYS[13], dedup) == id then call('HDEL', KEYS[13], dedup) end

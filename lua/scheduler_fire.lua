@@ -1,5 +1,7 @@
 -- scheduler_fire: enqueue one run of a due scheduler and move its due time on, exactly once however
--- many workers race (the due check and the move are one atomic step).
+-- many workers race: the run is enqueued only while the scheduler's revision is still the one the
+-- caller read with its due time (compare-and-set; every step that moves the due time bumps it), and
+-- the due time moves in the same atomic step.
 -- KEYS[1] schedulers   HASH scheduler id -> spec (JSON)
 -- KEYS[2] due          ZSET scheduler id -> next due (server ms)
 -- KEYS[3] record       emq:{q}:<id> of the job to create, HASH
@@ -8,33 +10,59 @@
 -- KEYS[6] meta         HASH
 -- KEYS[7] events       STREAM
 -- KEYS[8] marker       LIST
+-- KEYS[9] groups       HASH job id -> group key (user data), for the per-group rate limit
 -- ARGV[1] scheduler    the scheduler id
 -- ARGV[2] id           a freshly minted job id for this run
 -- ARGV[3] max_events   stream cap
--- Returns 1 when a run was enqueued, 0 when the scheduler was not due (another worker fired it).
+-- ARGV[4] rev          the spec's revision the caller read (from schedulers_due.lua)
+-- ARGV[5] delay_ms     cron only: from the stored due time to the next (or, unprimed, the first)
+--                      occurrence, computed by the caller from that due time and the server's now
+-- Returns 1 when a run was enqueued, 0 when not (not due, fired by another caller, primed, ended).
 local sid, id = ARGV[1], ARGV[2]
 local now = now_ms()
 local due = call('ZSCORE', KEYS[2], sid)
 local raw = call('HGET', KEYS[1], sid)
-if not due or tonumber(due) > now or not raw then return 0 end
+if not due or not raw then return 0 end
+due = tonumber(due)
 local spec = cjson.decode(raw)
-local fields = {'name', spec.name, 'data', spec.data, 'created_ms', now, 'scheduler', sid}
+if due > now or (spec.rev or 0) ~= tonumber(ARGV[4]) then return 0 end
+spec.rev = (spec.rev or 0) + 1
+local function finish()
+  call('HDEL', KEYS[1], sid)
+  call('ZREM', KEYS[2], sid)
+end
+if spec.cron and not spec.primed then
+  local first = due + tonumber(ARGV[5])
+  if spec.end_ms and first > spec.end_ms then finish(); return 0 end
+  spec.primed = true
+  call('HSET', KEYS[1], sid, cjson.encode(spec))
+  call('ZADD', KEYS[2], first, sid)
+  return 0
+end
+if spec.end_ms and due > spec.end_ms then finish(); return 0 end
+local fields = {'name', spec.name, 'data', spec.data, 'created_ms', now, 'scheduler', sid, 'due_ms', due}
 if spec.opts ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = spec.opts end
 if spec.attempts ~= 1 then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = spec.attempts end
 call('HSET', KEYS[3], unpack(fields))
+if spec.group then
+  call('HSET', KEYS[3], 'group', spec.group)
+  if call('HEXISTS', KEYS[6], 'grl_max') == 1 then call('HSET', KEYS[9], id, spec.group) end
+end
 call('HINCRBY', KEYS[6], 'added', 1)
 local paused = call('HGET', KEYS[6], 'paused') == '1'
 call('LPUSH', paused and KEYS[5] or KEYS[4], id)
 if not paused then call('LPUSH', KEYS[8], '1') end
 call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'added', 'id', id, 'scheduler', sid)
 spec.count = (spec.count or 0) + 1
-if spec.limit and spec.limit > 0 and spec.count >= spec.limit then
-  call('HDEL', KEYS[1], sid)
-  call('ZREM', KEYS[2], sid)
-  return 1
+if spec.limit and spec.limit > 0 and spec.count >= spec.limit then finish(); return 1 end
+local next_due
+if spec.cron then
+  next_due = due + math.max(1, tonumber(ARGV[5]))
+else
+  next_due = due + spec.every_ms
+  if next_due <= now then next_due = now + spec.every_ms end
 end
-local next_due = tonumber(due) + spec.every_ms
-if next_due <= now then next_due = now + spec.every_ms end
+if spec.end_ms and next_due > spec.end_ms then finish(); return 1 end
 call('HSET', KEYS[1], sid, cjson.encode(spec))
 call('ZADD', KEYS[2], next_due, sid)
 return 1

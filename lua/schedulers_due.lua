@@ -1,11 +1,19 @@
 -- schedulers_due: select the schedulers whose next run is due on the server's clock (the select
--- half; scheduler_fire.lua then fires each, re-checking that it is still due).
+-- half; scheduler_fire.lua then fires each, checking that its due time is still the one read here).
 -- KEYS[1] due          ZSET scheduler id -> next due (server ms)
--- ARGV[1] limit        most ids returned
--- Returns {ms until the next scheduler is due or -1, id, …}.
+-- KEYS[2] schedulers   HASH scheduler id -> spec (JSON)
+-- ARGV[1] limit        most schedulers returned
+-- Returns {ms until the next scheduler is due or -1, server now (ms), id, due (ms), spec, …}.
 local now = now_ms()
-local ids = call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
 local head = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local out = {head[2] and math.max(0, tonumber(head[2]) - now) or -1}
-for _, id in ipairs(ids) do out[#out + 1] = id end
+local out = {head[2] and math.max(0, tonumber(head[2]) - now) or -1, now}
+for i = 1, #due, 2 do
+  local spec = call('HGET', KEYS[2], due[i])
+  if spec then
+    out[#out + 1] = due[i]
+    out[#out + 1] = tonumber(due[i + 1])
+    out[#out + 1] = spec
+  end
+end
 return out

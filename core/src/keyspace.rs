@@ -170,6 +170,12 @@ pub struct QueueKeys {
     pub schedulers: Key,
     /// `emq:{q}:schedule-due`
     pub schedule_due: Key,
+    /// `emq:{q}:groups`
+    pub groups: Key,
+    /// `emq:{q}:group-counts`
+    pub group_counts: Key,
+    /// `emq:{q}:group-windows`
+    pub group_windows: Key,
 }
 
 impl QueueName {
@@ -195,6 +201,9 @@ impl QueueName {
             metrics: self.key(Family::Metrics),
             schedulers: self.key(Family::Schedulers),
             schedule_due: self.key(Family::ScheduleDue),
+            groups: self.key(Family::Groups),
+            group_counts: self.key(Family::GroupCounts),
+            group_windows: self.key(Family::GroupWindows),
         }
     }
 }
@@ -275,11 +284,19 @@ pub enum Family {
     Schedulers,
     /// ZSET of scheduler ids by their next due time (server ms).
     ScheduleDue,
+    /// HASH from a job id to its group key (user data), held while the job waits to start, so the
+    /// claim script can apply the per-group rate limit without reading the job's record.
+    Groups,
+    /// HASH from a group key (user data) to the jobs of that group started in its current window.
+    GroupCounts,
+    /// ZSET of group keys by the end of their current rate-limit window (server ms); ended windows
+    /// are trimmed with their counts.
+    GroupWindows,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 19] = [
+    pub const ALL: [Family; 22] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -299,6 +316,9 @@ impl Family {
         Family::Metrics,
         Family::Schedulers,
         Family::ScheduleDue,
+        Family::Groups,
+        Family::GroupCounts,
+        Family::GroupWindows,
     ];
 
     /// The `<type>` part of the key.
@@ -323,6 +343,9 @@ impl Family {
             Family::Metrics => "metrics",
             Family::Schedulers => "schedulers",
             Family::ScheduleDue => "schedule-due",
+            Family::Groups => "groups",
+            Family::GroupCounts => "group-counts",
+            Family::GroupWindows => "group-windows",
         }
     }
 
@@ -332,6 +355,7 @@ impl Family {
             Family::Wait | Family::Paused | Family::Marker => "list",
             Family::Active
             | Family::ScheduleDue
+            | Family::GroupWindows
             | Family::Delayed
             | Family::Prioritized
             | Family::Completed
@@ -343,7 +367,9 @@ impl Family {
             | Family::Dedup
             | Family::Leases
             | Family::Metrics
-            | Family::Schedulers => "hash",
+            | Family::Schedulers
+            | Family::Groups
+            | Family::GroupCounts => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }

@@ -1,6 +1,16 @@
 //! Queue-wide limits that every worker honours inside the claim script: global concurrency (most
-//! jobs active across all workers) and a rate limit (most jobs started per window, on the server's
-//! clock). Both live in the queue's meta hash, so they change without restarting workers.
+//! jobs active across all workers), a rate limit (most jobs started per window, on the server's
+//! clock) and a per-group rate limit (most jobs of one group — the `group` job option — started per
+//! window, each group on its own). All live in the queue's meta hash, so they change without
+//! restarting workers.
+//!
+//! Per-group limit: `add.lua` notes a grouped job's group in the `groups` hash (id -> group) while the
+//! queue has a group limit. The claim script looks each popped job up there; a group's window opens
+//! at its first start (end in the `group-windows` ZSET, starts so far in `group-counts`, both on the
+//! server's clock, trimmed when the window ends). A job whose group has used its window is moved to
+//! `delayed`, scored by the window's end, and the claim looks further down the queue, so one busy
+//! group never blocks the others; when its window ends the job returns to wait behind the jobs
+//! queued meanwhile, so groups take turns. A started job's entry leaves `groups`.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::Queue;
@@ -12,6 +22,15 @@ pub struct RateLimit {
     /// Jobs per window (at least 1).
     pub max: u32,
     /// The window (at least 1 ms).
+    pub window: Duration,
+}
+
+/// At most `max` jobs of each group start per `window`; each group is counted on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupRateLimit {
+    /// Jobs of one group per window (at least 1).
+    pub max: u32,
+    /// The window (at least 1 ms), opened by the group's first start.
     pub window: Duration,
 }
 
@@ -62,6 +81,41 @@ impl Queue {
                 .arg("rl_window_ms")
                 .query_async(&mut conn)
                 .await?),
+        }
+    }
+
+    /// Sets (or with None lifts) the per-group rate limit. It applies to jobs added with a `group`
+    /// while it is set; lifting it forgets every group's window and the waiting jobs' groups.
+    pub async fn set_group_rate_limit(&self, limit: Option<GroupRateLimit>) -> Result<()> {
+        let mut conn = self.store().conn();
+        let k = self.keys();
+        match limit {
+            Some(l) if l.max == 0 || l.window.as_millis() == 0 => Err(Error::new(
+                ErrorCode::InvalidOption,
+                "a group rate limit needs max ≥ 1 and a window of at least 1 ms",
+            )),
+            Some(l) => Ok(redis::cmd("HSET")
+                .arg(&k.meta)
+                .arg("grl_max")
+                .arg(l.max)
+                .arg("grl_window_ms")
+                .arg(l.window.as_millis() as u64)
+                .query_async(&mut conn)
+                .await?),
+            None => {
+                let _: i64 = redis::cmd("HDEL")
+                    .arg(&k.meta)
+                    .arg("grl_max")
+                    .arg("grl_window_ms")
+                    .query_async(&mut conn)
+                    .await?;
+                Ok(redis::cmd("DEL")
+                    .arg(&k.groups)
+                    .arg(&k.group_counts)
+                    .arg(&k.group_windows)
+                    .query_async(&mut conn)
+                    .await?)
+            }
         }
     }
 }

@@ -87,6 +87,9 @@ pub struct JobOptions {
     pub debounce: bool,
     /// In a flow: what this job's final failure does to its parent.
     pub parent_policy: ParentPolicy,
+    /// The job's group for the queue's per-group rate limit (`Queue::set_group_rate_limit`): each
+    /// group is limited on its own. It is data (a field of the queue's groups hash), never a key.
+    pub group: Option<String>,
 }
 
 /// What a child's final failure does to its parent.
@@ -130,6 +133,7 @@ impl Default for JobOptions {
             dedup: None,
             debounce: false,
             parent_policy: ParentPolicy::Fail,
+            group: None,
         }
     }
 }
@@ -183,6 +187,11 @@ impl JobOptions {
         }
         if self.debounce && (self.dedup.is_none() || self.delay_ms == 0) {
             return Err(invalid("debounce needs a dedup key and a delay".into()));
+        }
+        if let Some(g) = &self.group {
+            if g.is_empty() || g.len() > 256 {
+                return Err(invalid("group must be 1 to 256 bytes".into()));
+            }
         }
         if let Some(d) = &self.dedup {
             if d.is_empty() || d.len() > 512 {

@@ -130,7 +130,8 @@ impl Queue {
             .key(&k.meta)
             .key(&k.events)
             .key(&k.dedup)
-            .key(&k.marker);
+            .key(&k.marker)
+            .key(&k.groups);
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
@@ -161,7 +162,8 @@ impl Queue {
                     if o.lifo { "l" } else { "" },
                     o.dedup.as_deref().unwrap_or("")
                 ))
-                .arg(parent);
+                .arg(parent)
+                .arg(o.group.as_deref().unwrap_or(""));
         }
         Ok(inv)
     }
@@ -476,6 +478,7 @@ impl Queue {
             .key(&k.dedup)
             .key(&k.meta)
             .key(&k.events)
+            .key(&k.groups)
             .arg(id)
             .arg(allowed)
             .arg(self.max_events)
@@ -647,7 +650,17 @@ impl Queue {
         let k = &self.keys;
         let mut conn = self.store.conn();
         for key in [
-            &k.meta, &k.events, &k.dedup, &k.marker, &k.sweep, &k.leases, &k.wait, &k.paused,
+            &k.meta,
+            &k.events,
+            &k.dedup,
+            &k.marker,
+            &k.sweep,
+            &k.leases,
+            &k.wait,
+            &k.paused,
+            &k.groups,
+            &k.group_counts,
+            &k.group_windows,
         ] {
             let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
         }

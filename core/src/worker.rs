@@ -358,6 +358,9 @@ fn claim_keys(inv: Invocation, q: &Queue) -> Invocation {
         .key(&k.events)
         .key(&k.marker)
         .key(&k.limiter)
+        .key(&k.groups)
+        .key(&k.group_counts)
+        .key(&k.group_windows)
 }
 
 fn parse_err(e: impl std::fmt::Display) -> crate::Error {

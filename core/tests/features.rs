@@ -6,7 +6,8 @@ mod common;
 use common::{audit_ok, queue_on, wait_until};
 
 use emq::{
-    JobContext, JobOptions, NewJob, RateLimit, Schedule, Worker, WorkerHandle, WorkerOptions,
+    JobContext, JobOptions, NewJob, RateLimit, Repeat, Schedule, Worker, WorkerHandle,
+    WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -179,12 +180,12 @@ async fn schedulers_fire_each_run_exactly_once_under_races() {
             .upsert_scheduler(
                 "nightly-report",
                 Schedule {
-                    every: Duration::from_millis(150),
-                    first_after: Duration::ZERO,
                     limit: Some(6),
-                    name: "report".into(),
-                    data: json!({"kind": "daily"}),
-                    options: JobOptions::default(),
+                    ..Schedule::new(
+                        Repeat::Every(Duration::from_millis(150)),
+                        "report",
+                        json!({"kind": "daily"}),
+                    )
                 },
             )
             .await

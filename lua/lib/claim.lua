@@ -3,7 +3,13 @@
 -- KEYS: none of its own. ARGV: none of its own.
 --
 -- Honours the queue's settings in meta: `paused`, `concurrency` (most jobs active across all
--- workers) and `rl_max` per `rl_window_ms` (a fixed-window rate limit counted in the limiter key).
+-- workers), `rl_max` per `rl_window_ms` (a fixed-window rate limit counted in the limiter key) and
+-- `grl_max` per `grl_window_ms` (the same per group: each popped job's group is looked up in
+-- k.groups; a group's window ends at its score in k.group_windows, its starts so far are in
+-- k.group_counts; a job whose group has used its window moves to delayed until the window ends,
+-- and the claim looks further down the queue, up to a bounded number of jobs, so other groups
+-- flow). A caller that passes no group containers (k.groups nil) leases nothing while a group limit
+-- is set, and wakes a worker whose claim.lua does.
 -- Promotes due delayed jobs into wait (or paused), then, unless the queue is paused, pops from
 -- prioritized (lowest score first) and from the right of wait, scores each id in active with its
 -- lease expiry, and stores "<token>|<start ms>" in leases (the token is the server's microsecond
@@ -13,9 +19,9 @@
 -- Returns {next due in ms or -1, id, token, …}.
 local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   local now = math.floor(now_us / 1000)
-  local m = call('HMGET', k.meta, 'paused', 'concurrency', 'rl_max', 'rl_window_ms')
+  local m = call('HMGET', k.meta, 'paused', 'concurrency', 'rl_max', 'rl_window_ms', 'grl_max', 'grl_window_ms')
   local paused = m[1] == '1'
-  local maxc, rl = tonumber(m[2]), tonumber(m[3])
+  local maxc, rl, grl, gwin = tonumber(m[2]), tonumber(m[3]), tonumber(m[5]), tonumber(m[6])
   local out = {-1}
   local head = call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
   if head[2] and tonumber(head[2]) <= now then
@@ -28,6 +34,10 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   if head[2] then out[1] = math.max(0, tonumber(head[2]) - now) end
   if maxc and freed > 0 and not paused then call('LPUSH', k.marker, '1') end
   if paused or count <= 0 then return out end
+  if grl and not k.groups then
+    if call('LLEN', k.wait) > 0 or call('ZCARD', k.prioritized) > 0 then call('LPUSH', k.marker, '1') end
+    return out
+  end
   if maxc then count = math.min(count, maxc - call('ZCARD', k.active)) end
   if rl then
     local used = tonumber(call('GET', k.limiter) or '0')
@@ -40,16 +50,81 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   end
   if count <= 0 then return out end
   local ids = {}
-  local popped = call('ZPOPMIN', k.prioritized, count)
-  for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
-  if #ids < count then
-    local more = call('RPOP', k.wait, count - #ids)
-    if more then
-      for i = 1, #more do ids[#ids + 1] = more[i] end
+  -- Without a group limit, look at `count` jobs; with one, at up to `budget` (held ones included).
+  local budget = grl and math.max(count * 4, 100) or count
+  local seen, held, held_until = 0, 0, nil
+  local windows = {}
+  if grl then
+    local ended = call('ZRANGEBYSCORE', k.group_windows, '-inf', now, 'LIMIT', 0, 100)
+    if #ended > 0 then
+      call('ZREM', k.group_windows, unpack(ended))
+      call('HDEL', k.group_counts, unpack(ended))
     end
   end
+  while #ids < count and seen < budget do
+    local want = math.min(count - #ids, budget - seen)
+    local batch = {}
+    local popped = call('ZPOPMIN', k.prioritized, want)
+    for i = 1, #popped, 2 do batch[#batch + 1] = popped[i] end
+    if #batch < want then
+      local more = call('RPOP', k.wait, want - #batch)
+      if more then
+        for i = 1, #more do batch[#batch + 1] = more[i] end
+      end
+    end
+    if #batch == 0 then break end
+    seen = seen + #batch
+    if grl then
+      local groups = call('HMGET', k.groups, unpack(batch))
+      local started = {}
+      for i = 1, #batch do
+        local g = groups[i]
+        if not g then
+          ids[#ids + 1] = batch[i]
+        else
+          local w = windows[g]
+          if not w then
+            local ends = tonumber(call('ZSCORE', k.group_windows, g) or '0')
+            if ends > now then
+              w = {ends = ends, used = tonumber(call('HGET', k.group_counts, g) or '0'), new = false}
+            else
+              w = {ends = now + gwin, used = 0, new = true}
+            end
+            windows[g] = w
+          end
+          if w.used < grl then
+            w.used = w.used + 1
+            w.dirty = true
+            ids[#ids + 1] = batch[i]
+            started[#started + 1] = batch[i]
+          else
+            call('ZADD', k.delayed, w.ends, batch[i])
+            held = held + 1
+            if not held_until or w.ends < held_until then held_until = w.ends end
+          end
+        end
+      end
+      if #started > 0 then call('HDEL', k.groups, unpack(started)) end
+    else
+      for i = 1, #batch do ids[#ids + 1] = batch[i] end
+    end
+  end
+  for g, w in pairs(windows) do
+    if w.dirty then
+      if w.new then call('ZADD', k.group_windows, w.ends, g) end
+      call('HSET', k.group_counts, g, w.used)
+    end
+  end
+  if held_until and (out[1] < 0 or held_until - now < out[1]) then out[1] = held_until - now end
+  -- The bounded look ended with jobs left to look at: another claim goes on from there.
+  local more = grl and seen >= budget
+  if not grl and k.groups and #ids > 0 and call('HLEN', k.groups) > 0 then
+    call('HDEL', k.groups, unpack(ids))
+  end
   if #ids == 0 then
-    if wake then call('DEL', k.marker) end
+    if wake then
+      if more then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end
+    end
     return out
   end
   if rl then
@@ -70,7 +145,7 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   call('HSET', k.leases, unpack(leased))
   call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'active', 'ids', table.concat(ids, ' '))
   if wake then
-    if #ids == count then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end
+    if #ids == count or more then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end
   end
   return out
 end
