@@ -8,8 +8,9 @@
 //! queue has a group limit. The claim script looks each popped job up there; a group's window opens
 //! at its first start (end in the `group-windows` ZSET, starts so far in `group-counts`, both on the
 //! server's clock, trimmed when the window ends). A job whose group has used its window is moved to
-//! `delayed`, scored by the window's end, and the claim looks further down the queue, so one busy
-//! group never blocks the others; when its window ends the job returns to wait behind the jobs
+//! `delayed`, scored by the window's end (a claim's further jobs of that group by later windows', M
+//! per window, so a backlog is not all returned at once; the claim re-checks anyway), and the claim
+//! looks further down the queue, so one busy group never blocks the others; when its window ends the job returns to wait behind the jobs
 //! queued meanwhile, so groups take turns. A started job's entry leaves `groups`.
 
 use crate::error::{Error, ErrorCode, Result};

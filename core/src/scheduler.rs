@@ -426,18 +426,25 @@ mod tests {
     }
 
     #[test]
-    fn a_time_in_the_spring_gap_runs_once_that_day() {
+    fn a_time_in_a_gap_or_an_overlap_runs_once() {
         // 02:30 does not exist in Berlin on 30 March 2025 (02:00 CET jumps to 03:00 CEST).
         let c = CronSchedule::parse("30 2 * * *", "Europe/Berlin").unwrap();
         let before = ms(2025, 3, 29, 12, 0, 0);
         let next = c.next_occurrence_ms(before, false).unwrap();
-        assert!(next > before);
-        assert!(
-            next >= ms(2025, 3, 30, 0, 0, 0),
-            "not before the gap day: {next}"
-        );
+        // It runs once that day, when the gap ends: 03:00 CEST, 01:00 UTC.
+        assert_eq!(next, ms(2025, 3, 30, 1, 0, 0));
         let after = c.next_occurrence_ms(next, false).unwrap();
         assert_eq!(after, ms(2025, 3, 31, 0, 30, 0), "02:30 CEST on the 31st");
+        // 02:30 happens twice on 26 October 2025 (03:00 CEST falls back to 02:00 CET): once only.
+        let oct = c
+            .next_occurrence_ms(ms(2025, 10, 25, 12, 0, 0), false)
+            .unwrap();
+        assert_eq!(oct, ms(2025, 10, 26, 0, 30, 0), "the first 02:30 (CEST)");
+        assert_eq!(
+            c.next_occurrence_ms(oct, false).unwrap(),
+            ms(2025, 10, 27, 1, 30, 0),
+            "next day, 02:30 CET"
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@
 -- workers), `rl_max` per `rl_window_ms` (a fixed-window rate limit counted in the limiter key) and
 -- `grl_max` per `grl_window_ms` (the same per group: each popped job's group is looked up in
 -- k.groups; a group's window ends at its score in k.group_windows, its starts so far are in
--- k.group_counts; a job whose group has used its window moves to delayed until the window ends,
--- and the claim looks further down the queue, up to a bounded number of jobs, so other groups
+-- k.group_counts; a job whose group has used its window moves to delayed until that window ends
+-- (or, for the call's further jobs of the group, until a later one), and the claim looks further
+-- down the queue, up to a bounded number of jobs, so other groups
 -- flow). A caller that passes no group containers (k.groups nil) leases nothing while a group limit
 -- is set, and wakes a worker whose claim.lua does.
 -- Promotes due delayed jobs into wait (or paused), then, unless the queue is paused, pops from
@@ -86,9 +87,9 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
           if not w then
             local ends = tonumber(call('ZSCORE', k.group_windows, g) or '0')
             if ends > now then
-              w = {ends = ends, used = tonumber(call('HGET', k.group_counts, g) or '0'), new = false}
+              w = {ends = ends, used = tonumber(call('HGET', k.group_counts, g) or '0'), new = false, held = 0}
             else
-              w = {ends = now + gwin, used = 0, new = true}
+              w = {ends = now + gwin, used = 0, new = true, held = 0}
             end
             windows[g] = w
           end
@@ -98,9 +99,13 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
             ids[#ids + 1] = batch[i]
             started[#started + 1] = batch[i]
           else
-            call('ZADD', k.delayed, w.ends, batch[i])
+            -- Spread this call's overflow over the windows to come (M per window), so a long
+            -- backlog is not all returned to wait at every window's end; the claim re-checks.
+            local due = w.ends + math.floor(w.held / grl) * gwin
+            w.held = w.held + 1
+            call('ZADD', k.delayed, due, batch[i])
             held = held + 1
-            if not held_until or w.ends < held_until then held_until = w.ends end
+            if not held_until or due < held_until then held_until = due end
           end
         end
       end
