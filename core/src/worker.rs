@@ -914,7 +914,10 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
             .key(&k.events)
             .key(&k.marker)
             .key(&k.limiter)
-            .key(&k.metrics);
+            .key(&k.metrics)
+            .key(&k.groups)
+            .key(&k.group_counts)
+            .key(&k.group_windows);
         for c in &batch {
             inv = inv
                 .key(&q.name().job_key(c.id, JobPart::Record))
