@@ -12,6 +12,7 @@
 -- KEYS[11] events      STREAM
 -- KEYS[12] marker      LIST
 -- KEYS[13] metrics     HASH finished counts per minute
+-- KEYS[14] groups      HASH job id -> group key, while the queue has a per-group rate limit
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] failure      JSON text {code, message, stack}
@@ -32,6 +33,9 @@ local atts = call('HINCRBY', KEYS[1], 'atts', 1)
 local most = tonumber(call('HGET', KEYS[1], 'attempts') or '1')
 call('HSET', KEYS[1], 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'))
 if ARGV[5] == '1' and atts < most then
+  -- A retry starts again under its group's limit.
+  local group = call('HGET', KEYS[1], 'group')
+  if group and call('HEXISTS', KEYS[10], 'grl_max') == 1 then call('HSET', KEYS[14], id, group) end
   local backoff = tonumber(ARGV[4])
   if backoff > 0 then
     call('ZADD', KEYS[7], now + backoff, id)

@@ -9,6 +9,7 @@
 -- KEYS[8] meta         HASH
 -- KEYS[9] events       STREAM
 -- KEYS[10] marker      LIST
+-- KEYS[11] groups      HASH job id -> group key, while the queue has a per-group rate limit
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it
@@ -23,6 +24,9 @@ call('HINCRBY', KEYS[8], 'stalled_total', 1)
 -- crash never fails a job that had one attempt.
 local atts = call('HINCRBY', KEYS[1], 'atts', 1)
 if stalls <= tonumber(ARGV[2]) then
+  -- The re-run starts again under its group's limit.
+  local group = call('HGET', KEYS[1], 'group')
+  if group and call('HEXISTS', KEYS[8], 'grl_max') == 1 then call('HSET', KEYS[11], id, group) end
   local paused = call('HGET', KEYS[8], 'paused') == '1'
   call('RPUSH', paused and KEYS[5] or KEYS[4], id)
   if not paused then call('LPUSH', KEYS[10], '1') end

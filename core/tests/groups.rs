@@ -244,3 +244,64 @@ async fn the_idle_fast_path_honours_the_group_limit() {
         assert_eq!(e.code(), emq::ErrorCode::InvalidOption);
     }
 }
+
+/// A retry (and a stall recovery) starts again under its group's limit: with one start per window,
+/// a failing job's second attempt waits for a new window like any other start of its group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_count_against_the_group_limit() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "groups-retry").await;
+        q.set_group_rate_limit(Some(GroupRateLimit {
+            max: 1,
+            window: Duration::from_millis(500),
+        }))
+        .await
+        .unwrap();
+        let mut jobs = grouped("g", 2);
+        jobs[0].options.attempts = 2;
+        jobs[0].data = json!("flaky");
+        q.add_bulk(jobs).await.unwrap();
+        let starts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = starts.clone();
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 4,
+                block_timeout: Duration::from_millis(300),
+                ..WorkerOptions::default()
+            })
+            .handler(move |job: JobContext| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap().push(Instant::now());
+                    if job.data() == &json!("flaky") && job.job().attempts_made == 0 {
+                        return Err(emq::HandlerError::new("first attempt fails"));
+                    }
+                    Ok(Value::Null)
+                }
+            })
+            .run()
+            .unwrap();
+        wait_until("2 done", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 2
+        })
+        .await;
+        w.close().await.unwrap();
+        let mut starts = starts.lock().unwrap().clone();
+        starts.sort();
+        assert_eq!(
+            starts.len(),
+            3,
+            "{topology}: two runs of the flaky job, one of the other"
+        );
+        for pair in starts.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(
+                gap >= Duration::from_millis(400),
+                "{topology}: starts of one group are a window apart, saw {gap:?}"
+            );
+        }
+        audit_ok(&q).await;
+        assert_eq!(group_entries(&q).await, 0, "{topology}");
+        q.set_group_rate_limit(None).await.unwrap();
+    }
+}
