@@ -9,11 +9,13 @@
 -- KEYS[7] dedup        HASH dedup key (user data) -> id of the live job holding it
 -- KEYS[8] marker       LIST ("1", or the id an idle worker should claim)
 -- KEYS[9] groups       HASH job id -> group key (user data), while the queue has a group limit
--- KEYS[10..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
+-- KEYS[10] dedup_expiry ZSET dedup key -> when its TTL hold ends (keys held for a TTL only)
+-- KEYS[11..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
 -- ARGV[2..] job        groups of 10: id, name, data (JSON), opts (JSON, non-default options only),
---                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo) and dedup
---                      ("" none) joined as "<flags>|<dedup>", parent ("" or "<queue>:<id>" in a
+--                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo), dedup TTL
+--                      (ms, 0: held while the job lives) and dedup ("" none) joined as
+--                      "<flags>|<ttl>|<dedup>", parent ("" or "<queue>:<id>" in a
 --                      flow), group ("" none)
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
@@ -27,15 +29,28 @@ local prio_seq = nil
 local woke = false
 for j = 0, (#ARGV - 1) / 10 - 1 do
   local a = 2 + j * 10
-  local record = KEYS[10 + j]
+  local record = KEYS[11 + j]
   local id = ARGV[a]
-  local flags, dedup = string.match(ARGV[a + 7], '^([^|]*)|(.*)$')
+  local flags, ttl, dedup = string.match(ARGV[a + 7], '^([^|]*)|(%d+)|(.*)$')
   local holder = nil
   if call('EXISTS', record) == 1 then
     holder = id
   elseif dedup ~= '' then
+    -- The dedup hash maps a key to its live holder's id, or to "<id>|<until ms>" for a TTL hold.
     holder = call('HGET', KEYS[7], dedup)
-    if not holder then call('HSET', KEYS[7], dedup, id) end
+    if holder then
+      local held, ends = string.match(holder, '^([^|]+)|(%d+)$')
+      if held then holder = tonumber(ends) > now and held or nil end
+    end
+    if not holder then
+      ttl = tonumber(ttl)
+      if ttl > 0 then
+        call('HSET', KEYS[7], dedup, id .. '|' .. (now + ttl))
+        call('ZADD', KEYS[10], now + ttl, dedup)
+      else
+        call('HSET', KEYS[7], dedup, id)
+      end
+    end
   end
   if holder then
     out[#out + 1] = tostring(j)

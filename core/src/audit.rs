@@ -145,7 +145,8 @@ impl Queue {
             .arg(&k.dedup)
             .query_async(&mut conn)
             .await?;
-        for (key, id) in dedup {
+        // TTL holds ("<id>|<until ms>") outlive their jobs on purpose.
+        for (key, id) in dedup.into_iter().filter(|(_, v)| !v.contains('|')) {
             match seen.get(&id) {
                 Some(&("wait" | "paused" | "active" | "delayed" | "prioritized" | "stalled")) => {}
                 other => report

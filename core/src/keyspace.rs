@@ -176,6 +176,8 @@ pub struct QueueKeys {
     pub group_counts: Key,
     /// `emq:{q}:group-windows`
     pub group_windows: Key,
+    /// `emq:{q}:dedup-expiry`
+    pub dedup_expiry: Key,
 }
 
 impl QueueName {
@@ -204,6 +206,7 @@ impl QueueName {
             groups: self.key(Family::Groups),
             group_counts: self.key(Family::GroupCounts),
             group_windows: self.key(Family::GroupWindows),
+            dedup_expiry: self.key(Family::DedupExpiry),
         }
     }
 }
@@ -292,11 +295,14 @@ pub enum Family {
     /// ZSET of group keys by the end of their current rate-limit window (server ms); ended windows
     /// are trimmed with their counts.
     GroupWindows,
+    /// ZSET of dedup keys (user data) held for a TTL, by when they expire (server ms); expired ones
+    /// leave the dedup hash when the worker trims.
+    DedupExpiry,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 22] = [
+    pub const ALL: [Family; 23] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -319,6 +325,7 @@ impl Family {
         Family::Groups,
         Family::GroupCounts,
         Family::GroupWindows,
+        Family::DedupExpiry,
     ];
 
     /// The `<type>` part of the key.
@@ -346,6 +353,7 @@ impl Family {
             Family::Groups => "groups",
             Family::GroupCounts => "group-counts",
             Family::GroupWindows => "group-windows",
+            Family::DedupExpiry => "dedup-expiry",
         }
     }
 
@@ -356,6 +364,7 @@ impl Family {
             Family::Active
             | Family::ScheduleDue
             | Family::GroupWindows
+            | Family::DedupExpiry
             | Family::Delayed
             | Family::Prioritized
             | Family::Completed

@@ -85,6 +85,9 @@ pub struct JobOptions {
     /// With `dedup` and `delay_ms`: when the holder of the key is still delayed, replace its data
     /// and push its due time to now + `delay_ms` (debounce) instead of dropping the new job.
     pub debounce: bool,
+    /// With `dedup`: hold the key for this long after the add, whatever becomes of the job (0: while
+    /// the job is waiting or active).
+    pub dedup_ttl_ms: u64,
     /// In a flow: what this job's final failure does to its parent.
     pub parent_policy: ParentPolicy,
     /// The job's group for the queue's per-group rate limit (`Queue::set_group_rate_limit`): each
@@ -132,6 +135,7 @@ impl Default for JobOptions {
             remove_on_fail: false,
             dedup: None,
             debounce: false,
+            dedup_ttl_ms: 0,
             parent_policy: ParentPolicy::Fail,
             group: None,
         }
@@ -184,6 +188,9 @@ impl JobOptions {
                 "jitter must be between 0 and 1, got {}",
                 self.jitter
             )));
+        }
+        if self.dedup_ttl_ms > 0 && self.dedup.is_none() {
+            return Err(invalid("dedup_ttl_ms needs a dedup key".into()));
         }
         if self.debounce && (self.dedup.is_none() || self.delay_ms == 0) {
             return Err(invalid("debounce needs a dedup key and a delay".into()));

@@ -131,7 +131,8 @@ impl Queue {
             .key(&k.events)
             .key(&k.dedup)
             .key(&k.marker)
-            .key(&k.groups);
+            .key(&k.groups)
+            .key(&k.dedup_expiry);
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
@@ -158,8 +159,9 @@ impl Queue {
                 .arg(o.delay_ms)
                 .arg(o.priority)
                 .arg(format!(
-                    "{}|{}",
+                    "{}|{}|{}",
                     if o.lifo { "l" } else { "" },
+                    o.dedup_ttl_ms,
                     o.dedup.as_deref().unwrap_or("")
                 ))
                 .arg(parent)
@@ -234,6 +236,24 @@ impl Queue {
             .invoke(&self.store)
             .await?;
         Ok(n == 1)
+    }
+
+    /// Drops dedup keys whose TTL hold ended (workers do this as they trim); returns how many.
+    pub async fn expire_dedup(&self) -> Result<u64> {
+        let mut dropped = 0;
+        loop {
+            let n: u64 = script::DEDUP_EXPIRE
+                .prepare()
+                .key(&self.keys.dedup)
+                .key(&self.keys.dedup_expiry)
+                .arg(1_000)
+                .invoke(&self.store)
+                .await?;
+            dropped += n;
+            if n < 1_000 {
+                return Ok(dropped);
+            }
+        }
     }
 
     /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in
@@ -661,6 +681,7 @@ impl Queue {
             &k.groups,
             &k.group_counts,
             &k.group_windows,
+            &k.dedup_expiry,
         ] {
             let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
         }

@@ -411,6 +411,8 @@ scripts! {
     PROMOTE_JOB => "promote_job",
     /// Replaces a delayed dedup holder's data and pushes its due time.
     DEBOUNCE => "debounce",
+    /// Drops dedup keys whose TTL hold has ended.
+    DEDUP_EXPIRE => "dedup_expire",
     /// Creates or replaces a job scheduler.
     SCHEDULER_UPSERT => "scheduler_upsert",
     /// Deletes a job scheduler.

@@ -1122,6 +1122,9 @@ async fn trim_loop(s: Arc<Shared>) {
         if let Err(e) = s.queue.trim_metrics().await {
             tracing::warn!(error = %e, "metrics trim failed; will retry");
         }
+        if let Err(e) = s.queue.expire_dedup().await {
+            tracing::warn!(error = %e, "dedup expiry failed; will retry");
+        }
         for (state, keep) in [
             (JobState::Completed, s.opts.completed),
             (JobState::Failed, s.opts.failed),

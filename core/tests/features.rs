@@ -1,4 +1,5 @@
-//! Beyond the basics, on real servers: global concurrency, rate limits, debounce, job schedulers
+//! Beyond the basics, on real servers: global concurrency, rate limits, debounce, dedup with a TTL,
+//! job schedulers
 //! racing across workers and producers, and metrics in the Prometheus text format.
 
 mod common;
@@ -170,6 +171,76 @@ async fn debounce_replaces_data_and_pushes_due_time() {
         seen[0].1
     );
     audit_ok(&q).await;
+}
+
+/// A dedup key held for a TTL drops duplicates after its job completed, until the TTL ends; then
+/// the key is free again, and the trim drops the expired hold. On both topologies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dedup_with_a_ttl_outlives_the_job() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "dedupttl").await;
+        let o = JobOptions {
+            dedup: Some("invoice:42".into()),
+            dedup_ttl_ms: 700,
+            ..Default::default()
+        };
+        let added = Instant::now();
+        let first = q.add("send", json!(1), o.clone()).await.unwrap();
+        let w = Worker::builder(q.clone())
+            .options(opts(1))
+            .handler(|_job: JobContext| async { Ok(Value::Null) })
+            .run()
+            .unwrap();
+        wait_until("the first run", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 1
+        })
+        .await;
+        // Completed, yet the key is held: a duplicate returns the first job and adds nothing.
+        let again = q.add("send", json!(2), o.clone()).await.unwrap();
+        assert_eq!(
+            again, first,
+            "{topology}: held for the TTL after completion"
+        );
+        assert!(
+            added.elapsed() < Duration::from_millis(700),
+            "{topology}: the check ran in time"
+        );
+        audit_ok(&q).await;
+        tokio::time::sleep(
+            Duration::from_millis(700).saturating_sub(added.elapsed()) + Duration::from_millis(100),
+        )
+        .await;
+        // Expired: the trim drops the hold, and the key takes a new job.
+        assert_eq!(
+            q.expire_dedup().await.unwrap(),
+            1,
+            "{topology}: the expired hold is dropped"
+        );
+        let fresh = q.add("send", json!(3), o.clone()).await.unwrap();
+        assert_ne!(fresh, first, "{topology}: the key is free after its TTL");
+        wait_until("the second run", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 2
+        })
+        .await;
+        w.close().await.unwrap();
+        let e = q
+            .add(
+                "x",
+                json!(0),
+                JobOptions {
+                    dedup_ttl_ms: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.code(),
+            emq::ErrorCode::InvalidOption,
+            "{topology}: a TTL needs a key"
+        );
+        audit_ok(&q).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

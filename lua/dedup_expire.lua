@@ -1,0 +1,19 @@
+-- dedup_expire: drop dedup keys whose TTL hold has ended (a later add would treat them as free
+-- anyway; this keeps the hash from growing).
+-- KEYS[1] dedup        HASH dedup key -> holder
+-- KEYS[2] dedup_expiry ZSET dedup key -> when its TTL hold ends
+-- ARGV[1] most         most keys to drop in one call
+-- Returns the number of keys dropped.
+local now = now_ms()
+local due = call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local n = 0
+for _, key in ipairs(due) do
+  local held = call('HGET', KEYS[1], key)
+  local ends = held and string.match(held, '|(%d+)$')
+  if ends and tonumber(ends) <= now then
+    call('HDEL', KEYS[1], key)
+    n = n + 1
+  end
+end
+if #due > 0 then call('ZREM', KEYS[2], unpack(due)) end
+return n
