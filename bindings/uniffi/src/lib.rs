@@ -324,6 +324,17 @@ pub struct JobOptions {
     /// Time limit for one run of the handler (0: none).
     #[uniffi(default = 0.0)]
     pub timeout_ms: f64,
+    /// While a job with this key is waiting or active (or for `dedup_ttl_ms`), adding another
+    /// returns the first one's id. Data, never a key name.
+    #[uniffi(default = None)]
+    pub dedup: Option<String>,
+    /// With `dedup`: hold the key this long after the add, whatever becomes of the job (0: while
+    /// the job lives).
+    #[uniffi(default = 0.0)]
+    pub dedup_ttl_ms: f64,
+    /// The job's group for the queue's per-group rate limit.
+    #[uniffi(default = None)]
+    pub group: Option<String>,
 }
 
 impl Default for JobOptions {
@@ -336,6 +347,9 @@ impl Default for JobOptions {
             lifo: false,
             remove_on_complete: false,
             timeout_ms: 0.0,
+            dedup: None,
+            dedup_ttl_ms: 0.0,
+            group: None,
         }
     }
 }
@@ -362,6 +376,9 @@ impl JobOptions {
             lifo: self.lifo,
             remove_on_complete: self.remove_on_complete,
             timeout_ms: emq::options::millis("timeout_ms", self.timeout_ms)?,
+            dedup: self.dedup.clone(),
+            dedup_ttl_ms: emq::options::millis("dedup_ttl_ms", self.dedup_ttl_ms)?,
+            group: self.group.clone(),
             ..emq::JobOptions::default()
         };
         opts.validate()?;
@@ -452,6 +469,124 @@ impl emq::Handler for ForeignHandler {
 // Queue and worker
 
 /// A handle on one queue.
+/// A rate: at most `max` jobs per `window_ms`.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct RateLimit {
+    /// Jobs per window (at least 1).
+    pub max: u32,
+    /// The window in milliseconds (at least 1).
+    pub window_ms: f64,
+}
+
+impl RateLimit {
+    fn to_core(&self) -> Result<emq::RateLimit, EmqException> {
+        Ok(emq::RateLimit {
+            max: self.max,
+            window: Duration::from_millis(emq::options::millis("window_ms", self.window_ms)?),
+        })
+    }
+}
+
+/// What a job scheduler enqueues and when: every `every_ms`, or at each occurrence of `cron` (5
+/// fields, or 6 with seconds first) in the IANA zone `tz` (default UTC). Durations in ms.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct Schedule {
+    /// The job's name.
+    pub name: String,
+    /// The job's payload (JSON text).
+    pub data_json: String,
+    /// Run every this long (set this or `cron`).
+    #[uniffi(default = None)]
+    pub every_ms: Option<f64>,
+    /// A cron expression (set this or `every_ms`).
+    #[uniffi(default = None)]
+    pub cron: Option<String>,
+    /// The cron expression's time zone.
+    #[uniffi(default = None)]
+    pub tz: Option<String>,
+    /// Start this long after the upsert.
+    #[uniffi(default = 0.0)]
+    pub first_after_ms: f64,
+    /// Stop after this many runs.
+    #[uniffi(default = None)]
+    pub limit: Option<u64>,
+    /// Stop this long after the upsert.
+    #[uniffi(default = None)]
+    pub end_after_ms: Option<f64>,
+    /// Options of each run's job.
+    #[uniffi(default = None)]
+    pub options: Option<JobOptions>,
+}
+
+impl Schedule {
+    fn to_core(&self) -> Result<emq::Schedule, EmqException> {
+        let repeat = match (&self.every_ms, &self.cron) {
+            (Some(every), None) => emq::Repeat::Every(Duration::from_millis(emq::options::millis(
+                "every_ms", *every,
+            )?)),
+            (None, Some(expr)) => emq::Repeat::Cron {
+                expr: expr.clone(),
+                tz: self.tz.clone().unwrap_or_else(|| "UTC".into()),
+            },
+            _ => {
+                return Err(invalid_option(
+                    "a schedule needs exactly one of every_ms and cron",
+                ))
+            }
+        };
+        let data: serde_json::Value = serde_json::from_str(&self.data_json)
+            .map_err(|e| EmqException::from(emq::Error::from(e)))?;
+        let mut s = emq::Schedule::new(repeat, self.name.clone(), data);
+        s.first_after =
+            Duration::from_millis(emq::options::millis("first_after_ms", self.first_after_ms)?);
+        s.limit = self.limit;
+        s.end_after = self
+            .end_after_ms
+            .map(|ms| emq::options::millis("end_after_ms", ms).map(Duration::from_millis))
+            .transpose()?;
+        if let Some(o) = &self.options {
+            s.options = o.to_core()?;
+        }
+        Ok(s)
+    }
+}
+
+/// A job scheduler as stored.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct SchedulerInfo {
+    /// Its id.
+    pub id: String,
+    /// Interval in ms (0 for a cron schedule).
+    pub every_ms: u64,
+    /// The cron expression, if any.
+    pub cron: Option<String>,
+    /// The cron expression's zone, if any.
+    pub tz: Option<String>,
+    /// Runs so far.
+    pub count: u64,
+    /// Most runs (0: no limit).
+    pub limit: u64,
+    /// Ms until the next run.
+    pub next_in_ms: Option<u64>,
+    /// The job's name.
+    pub name: String,
+}
+
+impl From<emq::SchedulerInfo> for SchedulerInfo {
+    fn from(i: emq::SchedulerInfo) -> SchedulerInfo {
+        SchedulerInfo {
+            id: i.id,
+            every_ms: i.every_ms,
+            cron: i.cron,
+            tz: i.tz,
+            count: i.count,
+            limit: i.limit,
+            next_in_ms: i.next_in_ms,
+            name: i.name,
+        }
+    }
+}
+
 #[derive(uniffi::Object)]
 pub struct Queue {
     inner: emq::Queue,
@@ -514,6 +649,58 @@ impl Queue {
     pub async fn resume(&self) -> Result<(), EmqException> {
         let q = self.inner.clone();
         on_runtime(async move { q.resume().await }).await
+    }
+
+    /// At most `max` jobs of this queue active at once across all workers (null lifts it).
+    pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_global_concurrency(max).await }).await
+    }
+
+    /// At most `max` jobs start per `window_ms` (null lifts it).
+    pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), EmqException> {
+        let limit = limit.map(|l| l.to_core()).transpose()?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_rate_limit(limit).await }).await
+    }
+
+    /// Each job group (the `group` option) starts at most `max` jobs per `window_ms`, every group
+    /// on its own (null lifts it).
+    pub async fn set_group_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), EmqException> {
+        let limit = limit
+            .map(|l| {
+                l.to_core().map(|c| emq::GroupRateLimit {
+                    max: c.max,
+                    window: c.window,
+                })
+            })
+            .transpose()?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_group_rate_limit(limit).await }).await
+    }
+
+    /// Creates or replaces the job scheduler `id` (data, never a key); true when created.
+    pub async fn upsert_scheduler(
+        &self,
+        id: String,
+        schedule: Schedule,
+    ) -> Result<bool, EmqException> {
+        let schedule = schedule.to_core()?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.upsert_scheduler(&id, schedule).await }).await
+    }
+
+    /// Deletes the job scheduler `id`; true when it existed.
+    pub async fn remove_scheduler(&self, id: String) -> Result<bool, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.remove_scheduler(&id).await }).await
+    }
+
+    /// The queue's job schedulers.
+    pub async fn schedulers(&self) -> Result<Vec<SchedulerInfo>, EmqException> {
+        let q = self.inner.clone();
+        let list = on_runtime(async move { q.schedulers().await }).await?;
+        Ok(list.into_iter().map(SchedulerInfo::from).collect())
     }
 
     /// Starts a worker running `handler` on this queue, `concurrency` jobs at once, with leases of
