@@ -100,6 +100,15 @@ enum Command {
     /// Queue metrics in the Prometheus text format, printed once or served with --listen.
     Metrics(commands::metrics::Args),
 
+    /// Create or replace a job scheduler (every N ms, or a cron expression in a time zone).
+    Schedule(commands::schedule::UpsertArgs),
+
+    /// List a queue's job schedulers.
+    Schedulers(commands::schedule::ListArgs),
+
+    /// Delete a job scheduler.
+    Unschedule(commands::schedule::RemoveArgs),
+
     /// Run a Rust echo worker on one queue (for cross-language test suites; see `commands/work.rs`).
     #[command(hide = true)]
     Work(commands::work::Args),
@@ -122,6 +131,9 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Dev => commands::dev::run(&cli.urls).await,
         Command::Demo(args) => commands::demo::run(&cli.urls, &args).await,
         Command::Add(args) => commands::add::run(&cli.urls, &args).await,
+        Command::Schedule(args) => commands::schedule::upsert(&cli.urls, &args).await,
+        Command::Schedulers(args) => commands::schedule::list(&cli.urls, &args).await,
+        Command::Unschedule(args) => commands::schedule::remove(&cli.urls, &args).await,
         Command::Events(args) => commands::events::run(&cli.urls, &args).await,
         Command::Stats(args) => commands::stats::run(&cli.urls, &args).await,
         Command::Jobs(args) => commands::jobs::run(&cli.urls, &args).await,

@@ -1,5 +1,6 @@
-//! `emq add <queue> <name> [--data JSON] [--delay-ms N] [--priority P] [--attempts A]`: adds one job
-//! and prints its id on stdout. The payload must be JSON (`invalid_payload`, exit 2, otherwise).
+//! `emq add <queue> <name> [--data JSON] [--delay-ms N] [--priority P] [--attempts A] [--dedup KEY
+//! [--dedup-ttl-ms N]] [--group G]`: adds one job and prints its id on stdout (with a dedup key held
+//! by another job, that job's id). The payload must be JSON (`invalid_payload`, exit 2, otherwise).
 
 use crate::connect::open_queue;
 use clap::Args as ClapArgs;
@@ -29,6 +30,18 @@ pub struct Args {
     /// Most attempts.
     #[arg(long, default_value_t = 1)]
     pub attempts: u32,
+
+    /// A dedup key: while a job with it is waiting or active, the add returns that job's id.
+    #[arg(long, value_name = "KEY")]
+    pub dedup: Option<String>,
+
+    /// With --dedup: hold the key this many ms after the add, whatever becomes of the job.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub dedup_ttl_ms: u64,
+
+    /// The job's group, for the queue's per-group rate limit.
+    #[arg(long)]
+    pub group: Option<String>,
 }
 
 /// Runs `emq add`.
@@ -38,6 +51,9 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         delay_ms: args.delay_ms,
         priority: args.priority,
         attempts: args.attempts,
+        dedup: args.dedup.clone(),
+        dedup_ttl_ms: args.dedup_ttl_ms,
+        group: args.group.clone(),
         ..JobOptions::default()
     };
     opts.validate()?;
