@@ -4,11 +4,10 @@
 
 mod common;
 
-use common::{audit_ok, queue_on, wait_until};
+use common::{audit_ok, jobs, queue_on, wait_until};
 
 use emq::{
-    JobContext, JobOptions, NewJob, RateLimit, Repeat, Schedule, Worker, WorkerHandle,
-    WorkerOptions,
+    JobContext, JobOptions, RateLimit, Repeat, Schedule, Worker, WorkerHandle, WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,22 +22,12 @@ fn opts(concurrency: usize) -> WorkerOptions {
     }
 }
 
-fn jobs(n: usize) -> Vec<NewJob> {
-    (0..n)
-        .map(|i| NewJob {
-            name: "n".into(),
-            data: json!(i),
-            options: JobOptions::default(),
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_concurrency_holds_across_workers() {
     for (topology, store) in common::both().await {
         let q = queue_on(&store, "gconc").await;
         q.set_global_concurrency(Some(2)).await.unwrap();
-        q.add_bulk(jobs(24)).await.unwrap();
+        q.add_bulk(jobs("n", 24)).await.unwrap();
         let now = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
         let mut workers: Vec<WorkerHandle> = Vec::new();
@@ -88,7 +77,7 @@ async fn rate_limit_spreads_starts_over_windows() {
         }))
         .await
         .unwrap();
-        let ids = q.add_bulk(jobs(20)).await.unwrap();
+        let ids = q.add_bulk(jobs("n", 20)).await.unwrap();
         let started = Instant::now();
         let w = Worker::builder(q.clone())
             .options(opts(10))
@@ -329,7 +318,7 @@ async fn schedulers_fire_each_run_exactly_once_under_races() {
 async fn metrics_count_and_render_as_prometheus_text() {
     let store = common::standalone().await;
     let q = queue_on(&store, "metrics").await;
-    q.add_bulk(jobs(12)).await.unwrap();
+    q.add_bulk(jobs("n", 12)).await.unwrap();
     q.add("bad", json!(0), JobOptions::default()).await.unwrap();
     let w = Worker::builder(q.clone())
         .options(opts(4))

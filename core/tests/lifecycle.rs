@@ -701,18 +701,7 @@ async fn an_idle_worker_claims_and_reads_a_new_job_in_one_call() {
 async fn close_releases_prefetched_jobs() {
     for (topology, store) in common::both().await {
         let q = queue_on(&store, "prefetch").await;
-        let ids = q
-            .add_bulk(
-                (0..12)
-                    .map(|i| NewJob {
-                        name: "n".into(),
-                        data: json!(i),
-                        options: JobOptions::default(),
-                    })
-                    .collect(),
-            )
-            .await
-            .unwrap();
+        let ids = q.add_bulk(common::jobs("n", 12)).await.unwrap();
         // The fourth job blocks, so the worker is caught holding its buffer.
         let blocker = ids[3];
         let w = Worker::builder(q.clone())
@@ -765,17 +754,7 @@ async fn close_releases_prefetched_jobs() {
 async fn long_jobs_are_not_prefetched() {
     let store = common::standalone().await;
     let q = queue_on(&store, "longjobs").await;
-    q.add_bulk(
-        (0..6)
-            .map(|i| NewJob {
-                name: "slow".into(),
-                data: json!(i),
-                options: JobOptions::default(),
-            })
-            .collect(),
-    )
-    .await
-    .unwrap();
+    q.add_bulk(common::jobs("slow", 6)).await.unwrap();
     let start = |q: Queue| {
         Worker::builder(q)
             .options(WorkerOptions {

@@ -1,7 +1,7 @@
 //! Shared test set-up: stores on the harness's real servers, always guarded.
 #![allow(dead_code)]
 
-use emq::{ConnectOptions, Queue, Store};
+use emq::{ConnectOptions, JobOptions, NewJob, Queue, Store};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -63,4 +63,15 @@ where
 pub async fn audit_ok(q: &Queue) {
     let r = q.audit().await.unwrap();
     assert!(r.ok(), "audit of {}: {:?}", q.name(), r.problems);
+}
+
+/// `n` jobs named `name` with default options and the payloads 0..n.
+pub fn jobs(name: &str, n: usize) -> Vec<NewJob> {
+    (0..n)
+        .map(|i| NewJob {
+            name: name.into(),
+            data: serde_json::json!(i),
+            options: JobOptions::default(),
+        })
+        .collect()
 }
