@@ -1,0 +1,507 @@
+//! The handler: the core's [`emq::Handler`] around a Python callable, and how jobs cross to it.
+//!
+//! Two ways, chosen by the Python `Worker` when it builds the native one:
+//!
+//! - **Batched (async handlers on an event loop).** `handle` pushes the job and a oneshot sender
+//!   onto the worker's [`Dispatch`] and, only when no wake-up is pending yet, writes one byte to a
+//!   non-blocking pipe. The loop watches the pipe's read end (`loop.add_reader`); its callback calls
+//!   [`Worker::take`](crate::Worker) to get every queued job at once and starts a task per job. The
+//!   task reports through [`Call::finish`] / [`Call::fail`], a plain oneshot send. So the tokio
+//!   threads never take the GIL for a job, and a busy loop pays one wake-up per batch of jobs.
+//!   When the core drops a job's future (a timeout, or `close` aborting it), the job is queued as
+//!   abandoned and the loop cancels its task on the next drain.
+//! - **Threaded (plain `def` handlers, or no loop).** Each job runs on a tokio blocking thread that
+//!   takes the GIL only while Python runs; a coroutine returned there is handed to the loop with
+//!   `asyncio.run_coroutine_threadsafe`.
+//!
+//! Either way the handler receives an `emq.Job` (a dict of the job, plus `progress`, `log`,
+//! `children_results` backed by its [`Call`]). An exception becomes the run's failure with its
+//! formatted traceback; an `emq.Unrecoverable` skips the remaining attempts.
+
+use crate::convert::{py_to_value, value_to_py};
+use crate::{code_err, runtime, spawn_py, CoreFuture, Out};
+use emq::{ErrorCode, HandlerError, HandlerResult, JobContext};
+use futures::future::BoxFuture;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+// ---------------------------------------------------------------------------------------------
+// Failures and results.
+
+/// A Python exception as a job failure: its message, its formatted traceback, and whether it is
+/// an `emq.Unrecoverable`.
+pub fn handler_error(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerError {
+    let cancelled = py
+        .import("asyncio")
+        .and_then(|m| m.getattr("CancelledError"))
+        .and_then(|cls| value.is_instance(&cls))
+        .unwrap_or(false);
+    if cancelled {
+        return HandlerError::new("the handler's coroutine was cancelled");
+    }
+    let message = value.str().map(|s| s.to_string()).unwrap_or_default();
+    let type_name = value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let message = if message.is_empty() {
+        type_name
+    } else {
+        message
+    };
+    let stack = py
+        .import("traceback")
+        .and_then(|tb| {
+            tb.call_method1(
+                "format_exception",
+                (value.get_type(), value, value.getattr("__traceback__")?),
+            )
+        })
+        .and_then(|lines| {
+            let sep = PyString::new(py, "");
+            sep.call_method1("join", (lines,))?.extract::<String>()
+        })
+        .ok();
+    let unrecoverable = py
+        .import("emq.errors")
+        .and_then(|m| m.getattr("Unrecoverable"))
+        .and_then(|cls| value.is_instance(&cls))
+        .unwrap_or(false);
+    let mut e = if unrecoverable {
+        HandlerError::unrecoverable(message)
+    } else {
+        HandlerError::new(message)
+    };
+    e.stack = stack;
+    e
+}
+
+/// A handler's return value as the job's result (`invalid_payload` when it is not JSON).
+pub fn handler_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerResult {
+    py_to_value(py, value).map_err(|e| {
+        HandlerError::new(format!(
+            "the handler's return value is not JSON-serialisable: {}",
+            e.value(py)
+        ))
+        .with_code(ErrorCode::InvalidPayload.as_str())
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// One job's call.
+
+/// One run of the handler: the job, its context, and where its outcome goes (native half of
+/// `emq.Job`).
+#[pyclass(module = "emq._emq", frozen)]
+pub struct Call {
+    ctx: JobContext,
+    tx: Mutex<Option<oneshot::Sender<HandlerResult>>>,
+    /// The asyncio task running it (batched mode), to cancel when the core abandons the job.
+    task: Mutex<Option<Py<PyAny>>>,
+}
+
+impl Call {
+    fn new(ctx: JobContext, tx: Option<oneshot::Sender<HandlerResult>>) -> Call {
+        Call {
+            ctx,
+            tx: Mutex::new(tx),
+            task: Mutex::new(None),
+        }
+    }
+
+    fn send(&self, r: HandlerResult) {
+        // The task refers (through its coroutine and the job) back to this call: let it go.
+        drop(self.task.lock().unwrap_or_else(|p| p.into_inner()).take());
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(r);
+        }
+    }
+}
+
+#[pymethods]
+impl Call {
+    /// The job as a dict (a new one each call).
+    fn job(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        value_to_py(py, &self.ctx.job().to_json())
+    }
+
+    /// The handler returned `value`.
+    fn finish(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
+        self.send(handler_value(py, value));
+    }
+
+    /// The handler raised `exc`.
+    fn fail(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) {
+        self.send(Err(handler_error(py, exc)));
+    }
+
+    /// Remembers the task running this job (to cancel it if the core abandons the job).
+    fn set_task(&self, task: Py<PyAny>) {
+        *self.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+    }
+
+    /// True once the worker learned that its lease on this job is gone.
+    #[getter]
+    fn lease_lost(&self) -> bool {
+        self.ctx.lease_lost()
+    }
+
+    /// Records progress (any JSON value).
+    fn progress<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.progress_future(py, value)?;
+        spawn_py(py, f)
+    }
+
+    fn progress_blocking(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let f = self.progress_future(py, value)?;
+        crate::block(py, f)
+    }
+
+    /// Appends a line to the job's log; the number of lines kept.
+    fn log<'py>(&self, py: Python<'py>, line: String) -> PyResult<Bound<'py, PyAny>> {
+        spawn_py(py, self.log_future(line))
+    }
+
+    fn log_blocking(&self, py: Python<'_>, line: String) -> PyResult<Py<PyAny>> {
+        crate::block(py, self.log_future(line))
+    }
+
+    /// In a flow, the children's results by `<queue>:<id>`.
+    fn children_results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        spawn_py(py, self.children_future())
+    }
+
+    fn children_results_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::block(py, self.children_future())
+    }
+}
+
+impl Call {
+    fn progress_future(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
+        let v = py_to_value(py, value).map_err(|e| {
+            code_err(
+                py,
+                ErrorCode::InvalidPayload,
+                format!("progress is not JSON-serialisable: {}", e.value(py)),
+            )
+        })?;
+        let ctx = self.ctx.clone();
+        Ok(Box::pin(async move {
+            ctx.progress(v).await?;
+            Ok(Out::None)
+        }))
+    }
+
+    fn log_future(&self, line: String) -> CoreFuture {
+        let ctx = self.ctx.clone();
+        Box::pin(async move { Ok(Out::Int(ctx.log(&line).await?)) })
+    }
+
+    fn children_future(&self) -> CoreFuture {
+        let ctx = self.ctx.clone();
+        Box::pin(async move {
+            let r = ctx.children_results().await?;
+            Ok(Out::Json(serde_json::to_string(&r)?))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The batched hand-off.
+
+/// Jobs waiting for the event loop, and the pipe that wakes it.
+pub struct Dispatch {
+    queued: Mutex<Queued>,
+    /// A wake-up byte is in the pipe and the loop has not drained yet.
+    woken: AtomicBool,
+    read_fd: i32,
+    write_fd: i32,
+}
+
+#[derive(Default)]
+struct Queued {
+    jobs: Vec<(JobContext, oneshot::Sender<HandlerResult>, Arc<Abandon>)>,
+    abandoned: Vec<Arc<Abandon>>,
+}
+
+/// Where an abandoned job's call is found to cancel its task.
+#[derive(Default)]
+struct Abandon {
+    call: Mutex<Option<Py<Call>>>,
+}
+
+fn os_err(py: Python<'_>, what: &str) -> PyErr {
+    code_err(
+        py,
+        ErrorCode::Internal,
+        format!("{what}: {}", std::io::Error::last_os_error()),
+    )
+}
+
+impl Dispatch {
+    /// A dispatcher with its wake-up pipe (both ends non-blocking, close-on-exec).
+    pub fn new(py: Python<'_>) -> PyResult<Arc<Dispatch>> {
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(os_err(py, "cannot create the worker's wake-up pipe"));
+        }
+        for fd in fds {
+            // SAFETY: fd was just returned by pipe(2) and is owned here.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        Ok(Arc::new(Dispatch {
+            queued: Mutex::new(Queued::default()),
+            woken: AtomicBool::new(false),
+            read_fd: fds[0],
+            write_fd: fds[1],
+        }))
+    }
+
+    /// The fd the event loop watches.
+    pub fn wake_fd(&self) -> i32 {
+        self.read_fd
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queued> {
+        self.queued.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the loop unless a wake-up is already pending. No GIL.
+    fn wake(&self) {
+        if !self.woken.swap(true, Ordering::AcqRel) {
+            let b = [1u8];
+            // SAFETY: writing one byte from a valid buffer to our own pipe; a full pipe
+            // (EAGAIN) already means the loop will wake.
+            unsafe {
+                libc::write(self.write_fd, b.as_ptr().cast(), 1);
+            }
+        }
+    }
+
+    /// Every queued job as a new [`Call`], after cancelling the tasks of abandoned ones.
+    pub fn take(&self, py: Python<'_>) -> PyResult<Vec<Py<Call>>> {
+        let mut buf = [0u8; 256];
+        // SAFETY: reading into a valid buffer from our own non-blocking pipe until it is empty.
+        while unsafe { libc::read(self.read_fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+        self.woken.store(false, Ordering::Release);
+        let Queued { jobs, abandoned } = std::mem::take(&mut *self.lock());
+        for a in abandoned {
+            let call = a.call.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let task = call.and_then(|c| c.get().task.lock().unwrap_or_else(|p| p.into_inner()).take());
+            if let Some(task) = task {
+                task.bind(py).call_method0("cancel")?;
+            }
+        }
+        let mut out = Vec::with_capacity(jobs.len());
+        for (ctx, tx, abandon) in jobs {
+            let call = Py::new(py, Call::new(ctx, Some(tx)))?;
+            *abandon.call.lock().unwrap_or_else(|p| p.into_inner()) = Some(call.clone_ref(py));
+            out.push(call);
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Dispatch {
+    fn drop(&mut self) {
+        // SAFETY: both fds are owned by this dispatcher and closed once.
+        unsafe {
+            libc::close(self.read_fd);
+            libc::close(self.write_fd);
+        }
+    }
+}
+
+/// The wait for one batched job's outcome; dropping it early (a timeout, an abort) marks the job
+/// abandoned so the loop cancels its task.
+struct Waiter {
+    dispatch: Arc<Dispatch>,
+    abandon: Arc<Abandon>,
+    done: bool,
+}
+
+impl Waiter {
+    /// The outcome arrived: nothing to cancel.
+    fn disarm(&mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if !self.done {
+            self.dispatch.lock().abandoned.push(self.abandon.clone());
+            self.dispatch.wake();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The handler.
+
+/// The core's `Handler` around a Python callable.
+pub enum PyHandler {
+    /// Async handler on an event loop: jobs go through the dispatcher.
+    Batched(Arc<Dispatch>),
+    /// `entry(call)` runs on a blocking thread; a coroutine it returns goes to `event_loop`.
+    Threaded {
+        entry: Arc<Py<PyAny>>,
+        event_loop: Option<Arc<Py<PyAny>>>,
+    },
+}
+
+/// Called on the event loop when a coroutine handed over by a blocking thread finished.
+#[pyclass(module = "emq._emq")]
+pub struct Done {
+    call: Py<Call>,
+}
+
+#[pymethods]
+impl Done {
+    fn __call__(&self, py: Python<'_>, cf: &Bound<'_, PyAny>) -> PyResult<()> {
+        let call = self.call.get();
+        if cf.call_method0("cancelled")?.is_truthy()? {
+            call.send(Err(HandlerError::new(
+                "the handler's coroutine was cancelled",
+            )));
+        } else {
+            let exc = cf.call_method0("exception")?;
+            if exc.is_none() {
+                call.finish(py, &cf.call_method0("result")?);
+            } else {
+                call.fail(py, &exc);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `entry(call)` with the GIL (on a blocking thread); a returned coroutine goes to the loop.
+fn run_threaded(
+    py: Python<'_>,
+    entry: &Py<PyAny>,
+    event_loop: Option<&Py<PyAny>>,
+    call: Py<Call>,
+) {
+    let c = call.get();
+    let ret = match entry.bind(py).call1((call.clone_ref(py),)) {
+        Ok(r) => r,
+        Err(e) => return c.fail(py, e.value(py)),
+    };
+    let is_coro = py
+        .import("inspect")
+        .and_then(|m| m.call_method1("iscoroutine", (&ret,)))
+        .and_then(|b| b.is_truthy())
+        .unwrap_or(false);
+    if !is_coro {
+        return c.finish(py, &ret);
+    }
+    let Some(event_loop) = event_loop else {
+        let _ = ret.call_method0("close");
+        return c.send(Err(HandlerError::unrecoverable(
+            "the handler returned a coroutine but the worker has no event loop; create the Worker inside a running asyncio loop",
+        )));
+    };
+    let submitted = py.import("asyncio").and_then(|a| {
+        let cf = a.call_method1("run_coroutine_threadsafe", (&ret, event_loop.bind(py)))?;
+        let done = Py::new(
+            py,
+            Done {
+                call: call.clone_ref(py),
+            },
+        )?;
+        cf.call_method1("add_done_callback", (done,))
+    });
+    if let Err(e) = submitted {
+        let _ = ret.call_method0("close");
+        c.fail(py, e.value(py));
+    }
+}
+
+fn dropped() -> HandlerError {
+    HandlerError::new("the event loop dropped the handler's job (was it closed?)")
+}
+
+impl emq::Handler for PyHandler {
+    fn handle(&self, ctx: JobContext) -> BoxFuture<'static, HandlerResult> {
+        let (tx, rx) = oneshot::channel();
+        match self {
+            PyHandler::Batched(dispatch) => {
+                let abandon = Arc::new(Abandon::default());
+                dispatch.lock().jobs.push((ctx, tx, abandon.clone()));
+                dispatch.wake();
+                let waiter = Waiter {
+                    dispatch: dispatch.clone(),
+                    abandon,
+                    done: false,
+                };
+                Box::pin(async move {
+                    let mut waiter = waiter;
+                    let r = rx.await.unwrap_or_else(|_| Err(dropped()));
+                    waiter.disarm();
+                    r
+                })
+            }
+            PyHandler::Threaded { entry, event_loop } => {
+                let entry = entry.clone();
+                let event_loop = event_loop.clone();
+                Box::pin(async move {
+                    let ran = tokio::task::spawn_blocking(move || {
+                        Python::attach(|py| {
+                            // Should Py::new fail, the sender is dropped and the wait says so.
+                            if let Ok(call) = Py::new(py, Call::new(ctx, Some(tx))) {
+                                run_threaded(py, &entry, event_loop.as_deref(), call)
+                            }
+                        })
+                    })
+                    .await;
+                    if let Err(e) = ran {
+                        return Err(HandlerError::new(format!("the handler thread failed: {e}")));
+                    }
+                    rx.await.unwrap_or_else(|_| Err(dropped()))
+                })
+            }
+        }
+    }
+}
+
+/// Builds the handler a new worker runs.
+pub fn new_handler(
+    py: Python<'_>,
+    entry: Py<PyAny>,
+    event_loop: Option<Py<PyAny>>,
+    batched: bool,
+) -> PyResult<(PyHandler, Option<Arc<Dispatch>>)> {
+    let _ = runtime()?;
+    if batched {
+        if event_loop.is_none() {
+            return Err(code_err(
+                py,
+                ErrorCode::InvalidOption,
+                "a batched (async) handler needs an event loop",
+            ));
+        }
+        let d = Dispatch::new(py)?;
+        return Ok((PyHandler::Batched(d.clone()), Some(d)));
+    }
+    Ok((
+        PyHandler::Threaded {
+            entry: Arc::new(entry),
+            event_loop: event_loop.map(Arc::new),
+        },
+        None,
+    ))
+}
