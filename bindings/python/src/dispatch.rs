@@ -300,7 +300,13 @@ impl Dispatch {
         let Queued { jobs, abandoned } = std::mem::take(&mut *self.lock());
         for a in abandoned {
             let call = a.call.lock().unwrap_or_else(|p| p.into_inner()).take();
-            let task = call.and_then(|c| c.get().task.lock().unwrap_or_else(|p| p.into_inner()).take());
+            let task = call.and_then(|c| {
+                c.get()
+                    .task
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+            });
             if let Some(task) = task {
                 task.bind(py).call_method0("cancel")?;
             }
@@ -390,12 +396,7 @@ impl Done {
 }
 
 /// Runs `entry(call)` with the GIL (on a blocking thread); a returned coroutine goes to the loop.
-fn run_threaded(
-    py: Python<'_>,
-    entry: &Py<PyAny>,
-    event_loop: Option<&Py<PyAny>>,
-    call: Py<Call>,
-) {
+fn run_threaded(py: Python<'_>, entry: &Py<PyAny>, event_loop: Option<&Py<PyAny>>, call: Py<Call>) {
     let c = call.get();
     let ret = match entry.bind(py).call1((call.clone_ref(py),)) {
         Ok(r) => r,

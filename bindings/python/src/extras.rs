@@ -73,9 +73,9 @@ fn flow_job(py: Python<'_>, v: &Bound<'_, PyAny>, queue: &str, depth: usize) -> 
         None => Value::Null,
     };
     let queue = match opts.get_item("queue")? {
-        Some(q) if !q.is_none() => q.extract::<String>().map_err(|_| {
-            code_err(py, ErrorCode::InvalidOption, "a flow node's queue is a str")
-        })?,
+        Some(q) if !q.is_none() => q
+            .extract::<String>()
+            .map_err(|_| code_err(py, ErrorCode::InvalidOption, "a flow node's queue is a str"))?,
         _ => queue.to_string(),
     };
     let mut children = Vec::new();
@@ -118,7 +118,11 @@ fn events_json(events: Vec<emq::events::Event>) -> emq::Result<Out> {
 }
 
 impl Queue {
-    pub(crate) fn add_flow_future(&self, py: Python<'_>, flow: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
+    pub(crate) fn add_flow_future(
+        &self,
+        py: Python<'_>,
+        flow: &Bound<'_, PyAny>,
+    ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
         let flow = flow_job(py, flow, q.name().as_str(), 0)?;
         Ok(Box::pin(async move {
@@ -153,9 +157,15 @@ impl Queue {
         }))
     }
 
-    pub(crate) fn remove_scheduler_future(&self, py: Python<'_>, id: String) -> PyResult<CoreFuture> {
+    pub(crate) fn remove_scheduler_future(
+        &self,
+        py: Python<'_>,
+        id: String,
+    ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        Ok(Box::pin(async move { Ok(Out::Bool(q.remove_scheduler(&id).await?)) }))
+        Ok(Box::pin(async move {
+            Ok(Out::Bool(q.remove_scheduler(&id).await?))
+        }))
     }
 
     pub(crate) fn schedulers_future(&self, py: Python<'_>) -> PyResult<CoreFuture> {
@@ -219,7 +229,9 @@ impl Queue {
 
     pub(crate) fn drain_future(&self, py: Python<'_>, delayed: bool) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        Ok(Box::pin(async move { Ok(Out::Int(q.drain(delayed).await?)) }))
+        Ok(Box::pin(
+            async move { Ok(Out::Int(q.drain(delayed).await?)) },
+        ))
     }
 
     pub(crate) fn clean_future(
@@ -232,12 +244,16 @@ impl Queue {
         let q = self.core(py)?;
         let st = state(py, st)?;
         let grace = Duration::from_millis(seconds_ms(py, "grace", grace)?);
-        Ok(Box::pin(async move { Ok(Out::Int(q.clean(st, grace, limit).await?)) }))
+        Ok(Box::pin(async move {
+            Ok(Out::Int(q.clean(st, grace, limit).await?))
+        }))
     }
 
     pub(crate) fn obliterate_future(&self, py: Python<'_>, force: bool) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        Ok(Box::pin(async move { Ok(Out::Int(q.obliterate(force).await?)) }))
+        Ok(Box::pin(
+            async move { Ok(Out::Int(q.obliterate(force).await?)) },
+        ))
     }
 
     /// `remove`, `retry`, `promote` (a bool) or `logs` (a list) of one job.
@@ -259,7 +275,9 @@ impl Queue {
 
     pub(crate) fn retry_failed_future(&self, py: Python<'_>) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        Ok(Box::pin(async move { Ok(Out::Int(q.retry_failed().await?)) }))
+        Ok(Box::pin(
+            async move { Ok(Out::Int(q.retry_failed().await?)) },
+        ))
     }
 
     pub(crate) fn list_future(
@@ -290,12 +308,22 @@ impl Queue {
         }))
     }
 
-    pub(crate) fn recent_events_future(&self, py: Python<'_>, limit: usize) -> PyResult<CoreFuture> {
+    pub(crate) fn recent_events_future(
+        &self,
+        py: Python<'_>,
+        limit: usize,
+    ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        Ok(Box::pin(async move { events_json(q.recent_events(limit).await?) }))
+        Ok(Box::pin(async move {
+            events_json(q.recent_events(limit).await?)
+        }))
     }
 
-    pub(crate) fn events_future(&self, py: Python<'_>, after: Option<String>) -> PyResult<CoreFuture> {
+    pub(crate) fn events_future(
+        &self,
+        py: Python<'_>,
+        after: Option<String>,
+    ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
         Ok(Box::pin(async move {
             let stream = q.events(after).await?;

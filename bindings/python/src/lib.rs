@@ -103,7 +103,10 @@ impl Out {
             Out::None => py.None(),
             Out::Str(s) => PyString::new(py, &s).into_any().unbind(),
             Out::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
-            Out::Bool(b) => pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind(),
+            Out::Bool(b) => pyo3::types::PyBool::new(py, b)
+                .to_owned()
+                .into_any()
+                .unbind(),
             Out::Strs(v) => PyList::new(py, v)?.into_any().unbind(),
             Out::Json(t) => json_loads(py, &t)?.unbind(),
             Out::OptJson(None) => py.None(),
@@ -282,7 +285,10 @@ fn backoff(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Backoff> {
 }
 
 /// Job options from the keyword arguments of `add` (seconds become milliseconds).
-pub(crate) fn job_options(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyResult<JobOptions> {
+pub(crate) fn job_options(
+    py: Python<'_>,
+    opts: Option<&Bound<'_, PyDict>>,
+) -> PyResult<JobOptions> {
     let mut o = JobOptions::default();
     let Some(opts) = opts else { return Ok(o) };
     for (k, v) in opts.iter() {
@@ -615,7 +621,12 @@ impl Queue {
 
     /// Adds a flow (a dict: name, data, queue, children, job options); the ids in its shape.
     #[pyo3(signature = (flow, blocking=false))]
-    fn add_flow(&self, py: Python<'_>, flow: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn add_flow(
+        &self,
+        py: Python<'_>,
+        flow: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         run(py, self.add_flow_future(py, flow)?, blocking)
     }
 
@@ -634,7 +645,8 @@ impl Queue {
         options: Option<&Bound<'_, PyDict>>,
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
-        let f = self.upsert_scheduler_future(py, id, every, name, data, first_after, limit, options)?;
+        let f =
+            self.upsert_scheduler_future(py, id, every, name, data, first_after, limit, options)?;
         run(py, f, blocking)
     }
 
@@ -660,7 +672,12 @@ impl Queue {
     }
 
     #[pyo3(signature = (max, blocking=false))]
-    fn set_global_concurrency(&self, py: Python<'_>, max: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn set_global_concurrency(
+        &self,
+        py: Python<'_>,
+        max: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         run(py, self.set_global_concurrency_future(py, max)?, blocking)
     }
 
@@ -670,7 +687,14 @@ impl Queue {
     }
 
     #[pyo3(signature = (state, grace, limit, blocking=false))]
-    fn clean(&self, py: Python<'_>, state: &str, grace: &Bound<'_, PyAny>, limit: u64, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn clean(
+        &self,
+        py: Python<'_>,
+        state: &str,
+        grace: &Bound<'_, PyAny>,
+        limit: u64,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         run(py, self.clean_future(py, state, grace, limit)?, blocking)
     }
 
@@ -681,7 +705,13 @@ impl Queue {
 
     /// `op` is "remove", "retry", "promote" or "logs".
     #[pyo3(signature = (op, id, blocking=false))]
-    fn job_op(&self, py: Python<'_>, op: &str, id: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn job_op(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        id: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         run(py, self.job_op_future(py, op, id)?, blocking)
     }
 
@@ -691,7 +721,14 @@ impl Queue {
     }
 
     #[pyo3(signature = (state, offset=0, limit=100, blocking=false))]
-    fn list(&self, py: Python<'_>, state: &str, offset: u64, limit: u64, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn list(
+        &self,
+        py: Python<'_>,
+        state: &str,
+        offset: u64,
+        limit: u64,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         run(py, self.list_future(py, state, offset, limit)?, blocking)
     }
 
@@ -715,7 +752,6 @@ impl Queue {
     fn events<'py>(&self, py: Python<'py>, after: Option<String>) -> PyResult<Bound<'py, PyAny>> {
         spawn_py(py, self.events_future(py, after)?)
     }
-
 }
 
 // ---------------------------------------------------------------------------------------------
