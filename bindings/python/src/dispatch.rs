@@ -8,8 +8,8 @@
 //!   [`Worker::take`](crate::Worker) to get every queued job at once and starts a task per job. The
 //!   task reports through [`Call::finish`] / [`Call::fail`], a plain oneshot send. So the tokio
 //!   threads never take the GIL for a job, and a busy loop pays one wake-up per batch of jobs.
-//!   When the core drops a job's future (a timeout, or `close` aborting it), the job is queued as
-//!   abandoned and the loop cancels its task on the next drain.
+//!   When the core drops a job's future (a timeout, or `close` aborting it), the job's id is
+//!   queued as abandoned and the loop cancels its task on the next drain.
 //! - **Threaded (plain `def` handlers, or no loop).** Each job runs on a tokio blocking thread that
 //!   takes the GIL only while Python runs; a coroutine returned there is handed to the loop with
 //!   `asyncio.run_coroutine_threadsafe`.
@@ -23,7 +23,7 @@ use crate::{code_err, runtime, spawn_py, CoreFuture, Out};
 use emq::{ErrorCode, HandlerError, HandlerResult, JobContext};
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
@@ -100,8 +100,6 @@ pub fn handler_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerResult 
 pub struct Call {
     ctx: JobContext,
     tx: Mutex<Option<oneshot::Sender<HandlerResult>>>,
-    /// The asyncio task running it (batched mode), to cancel when the core abandons the job.
-    task: Mutex<Option<Py<PyAny>>>,
 }
 
 impl Call {
@@ -109,13 +107,10 @@ impl Call {
         Call {
             ctx,
             tx: Mutex::new(tx),
-            task: Mutex::new(None),
         }
     }
 
     fn send(&self, r: HandlerResult) {
-        // The task refers (through its coroutine and the job) back to this call: let it go.
-        drop(self.task.lock().unwrap_or_else(|p| p.into_inner()).take());
         if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(r);
         }
@@ -139,9 +134,14 @@ impl Call {
         self.send(Err(handler_error(py, exc)));
     }
 
-    /// Remembers the task running this job (to cancel it if the core abandons the job).
-    fn set_task(&self, task: Py<PyAny>) {
-        *self.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+    /// Puts the job's fields into `target` (a dict, e.g. an `emq.Job`).
+    fn fill(&self, py: Python<'_>, target: &Bound<'_, PyDict>) -> PyResult<()> {
+        if let serde_json::Value::Object(m) = self.ctx.job().to_json() {
+            for (k, v) in &m {
+                target.set_item(k, value_to_py(py, v)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// True once the worker learned that its lease on this job is gone.
@@ -228,14 +228,9 @@ pub struct Dispatch {
 
 #[derive(Default)]
 struct Queued {
-    jobs: Vec<(JobContext, oneshot::Sender<HandlerResult>, Arc<Abandon>)>,
-    abandoned: Vec<Arc<Abandon>>,
-}
-
-/// Where an abandoned job's call is found to cancel its task.
-#[derive(Default)]
-struct Abandon {
-    call: Mutex<Option<Py<Call>>>,
+    jobs: Vec<(JobContext, oneshot::Sender<HandlerResult>)>,
+    /// Jobs whose outcome the core no longer waits for (their tasks are to be cancelled).
+    abandoned: Vec<emq::JobId>,
 }
 
 fn os_err(py: Python<'_>, what: &str) -> PyErr {
@@ -291,33 +286,23 @@ impl Dispatch {
         }
     }
 
-    /// Every queued job as a new [`Call`], after cancelling the tasks of abandoned ones.
-    pub fn take(&self, py: Python<'_>) -> PyResult<Vec<Py<Call>>> {
+    /// `(calls, abandoned)`: every queued job as a new [`Call`], and the ids of jobs the core
+    /// stopped waiting for (a timeout, an abort) since the last call, whose tasks the loop cancels.
+    pub fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let mut buf = [0u8; 256];
         // SAFETY: reading into a valid buffer from our own non-blocking pipe until it is empty.
         while unsafe { libc::read(self.read_fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
         self.woken.store(false, Ordering::Release);
         let Queued { jobs, abandoned } = std::mem::take(&mut *self.lock());
-        for a in abandoned {
-            let call = a.call.lock().unwrap_or_else(|p| p.into_inner()).take();
-            let task = call.and_then(|c| {
-                c.get()
-                    .task
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .take()
-            });
-            if let Some(task) = task {
-                task.bind(py).call_method0("cancel")?;
-            }
+        let calls = PyList::empty(py);
+        for (ctx, tx) in jobs {
+            calls.append(Py::new(py, Call::new(ctx, Some(tx)))?)?;
         }
-        let mut out = Vec::with_capacity(jobs.len());
-        for (ctx, tx, abandon) in jobs {
-            let call = Py::new(py, Call::new(ctx, Some(tx)))?;
-            *abandon.call.lock().unwrap_or_else(|p| p.into_inner()) = Some(call.clone_ref(py));
-            out.push(call);
+        let gone = PyList::empty(py);
+        for id in abandoned {
+            gone.append(id.to_string())?;
         }
-        Ok(out)
+        PyTuple::new(py, [calls.into_any(), gone.into_any()])
     }
 }
 
@@ -335,7 +320,7 @@ impl Drop for Dispatch {
 /// abandoned so the loop cancels its task.
 struct Waiter {
     dispatch: Arc<Dispatch>,
-    abandon: Arc<Abandon>,
+    id: emq::JobId,
     done: bool,
 }
 
@@ -349,7 +334,7 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         if !self.done {
-            self.dispatch.lock().abandoned.push(self.abandon.clone());
+            self.dispatch.lock().abandoned.push(self.id);
             self.dispatch.wake();
         }
     }
@@ -441,12 +426,12 @@ impl emq::Handler for PyHandler {
         let (tx, rx) = oneshot::channel();
         match self {
             PyHandler::Batched(dispatch) => {
-                let abandon = Arc::new(Abandon::default());
-                dispatch.lock().jobs.push((ctx, tx, abandon.clone()));
+                let id = ctx.id();
+                dispatch.lock().jobs.push((ctx, tx));
                 dispatch.wake();
                 let waiter = Waiter {
                     dispatch: dispatch.clone(),
-                    abandon,
+                    id,
                     done: false,
                 };
                 Box::pin(async move {

@@ -816,12 +816,11 @@ impl Worker {
         self.dispatch.as_ref().map(|d| d.wake_fd())
     }
 
-    /// Every job queued for the loop since the last call (batched mode), as `Call`s; also cancels
-    /// the tasks of jobs the core abandoned (timeouts).
-    fn take(&self, py: Python<'_>) -> PyResult<Vec<Py<Call>>> {
+    /// `(calls, abandoned ids)` queued for the loop since the last call (batched mode).
+    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         match &self.dispatch {
             Some(d) => d.take(py),
-            None => Ok(Vec::new()),
+            None => PyTuple::new(py, [PyList::empty(py), PyList::empty(py)]),
         }
     }
 

@@ -359,7 +359,7 @@ class Job(dict):
     __slots__ = ("_call",)
 
     def __init__(self, call: "_emq.Call") -> None:
-        dict.__init__(self, call.job())
+        call.fill(self)
         self._call = call
 
     @property
@@ -415,15 +415,20 @@ class EventStream:
         return self._buffer.pop(0)
 
 
-async def _run_async(handler: Handler, call: "_emq.Call") -> None:
+async def _run_async(
+    handler: Handler, job: Job, call: "_emq.Call", job_id: str, tasks: Dict[str, "asyncio.Task[None]"]
+) -> None:
     """Runs one job of an async handler (a task on the worker's loop) and reports its outcome."""
     try:
-        result = await handler(Job(call))
+        result = await handler(job)
     except BaseException as exc:
         call.fail(exc)
         if not isinstance(exc, Exception):
             raise  # cancellation, KeyboardInterrupt, SystemExit
         return
+    finally:
+        if tasks.get(job_id) is asyncio.current_task():
+            del tasks[job_id]
     call.finish(result)
 
 
@@ -453,6 +458,7 @@ class Worker:
             raise InvalidOption("an async handler needs a running event loop: create the Worker inside it")
         self._loop = loop
         self._fd: Optional[int] = None
+        self._tasks: Dict[str, "asyncio.Task[None]"] = {}  # running jobs (batched), by id
         if is_async:
             self._handler = handler
             self._native = _emq.Worker(queue._native, handler, loop, concurrency, lease, batched=True)
@@ -466,11 +472,20 @@ class Worker:
             self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease)
 
     def _drain(self) -> None:
-        """On the loop, when jobs are queued: start a task for each."""
+        """On the loop, when jobs are queued: cancel the tasks of jobs the core gave up on
+        (timeouts), then start a task for each new job."""
+        calls, abandoned = self._native.take()
+        tasks = self._tasks
+        for job_id in abandoned:
+            task = tasks.pop(job_id, None)
+            if task is not None:
+                task.cancel()
         handler = self._handler
         create_task = self._loop.create_task  # type: ignore[union-attr]
-        for call in self._native.take():
-            call.set_task(create_task(_run_async(handler, call)))
+        for call in calls:
+            job = Job(call)
+            job_id = job["id"]
+            tasks[job_id] = create_task(_run_async(handler, job, call, job_id, tasks))
 
     async def close(self) -> None:
         """Stops fetching, waits for running jobs (up to the shutdown deadline), then gives the
