@@ -19,12 +19,12 @@
 //! formatted traceback; an `emq.Unrecoverable` skips the remaining attempts.
 
 use crate::convert::{py_to_value, value_to_py};
+use crate::loop_bridge::WakePipe;
 use crate::{code_err, runtime, spawn_py, CoreFuture, Out};
 use emq::{ErrorCode, HandlerError, HandlerResult, JobContext};
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
@@ -220,10 +220,7 @@ impl Call {
 /// Jobs waiting for the event loop, and the pipe that wakes it.
 pub struct Dispatch {
     queued: Mutex<Queued>,
-    /// A wake-up byte is in the pipe and the loop has not drained yet.
-    woken: AtomicBool,
-    read_fd: i32,
-    write_fd: i32,
+    pipe: WakePipe,
 }
 
 #[derive(Default)]
@@ -233,66 +230,35 @@ struct Queued {
     abandoned: Vec<emq::JobId>,
 }
 
-fn os_err(py: Python<'_>, what: &str) -> PyErr {
-    code_err(
-        py,
-        ErrorCode::Internal,
-        format!("{what}: {}", std::io::Error::last_os_error()),
-    )
-}
-
 impl Dispatch {
-    /// A dispatcher with its wake-up pipe (both ends non-blocking, close-on-exec).
+    /// A dispatcher with its wake-up pipe.
     pub fn new(py: Python<'_>) -> PyResult<Arc<Dispatch>> {
-        let mut fds = [0i32; 2];
-        // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
-        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-            return Err(os_err(py, "cannot create the worker's wake-up pipe"));
-        }
-        for fd in fds {
-            // SAFETY: fd was just returned by pipe(2) and is owned here.
-            unsafe {
-                let fl = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-            }
-        }
+        let pipe = WakePipe::new().map_err(|e| {
+            code_err(
+                py,
+                ErrorCode::Internal,
+                format!("cannot create the worker's wake-up pipe: {e}"),
+            )
+        })?;
         Ok(Arc::new(Dispatch {
             queued: Mutex::new(Queued::default()),
-            woken: AtomicBool::new(false),
-            read_fd: fds[0],
-            write_fd: fds[1],
+            pipe,
         }))
     }
 
     /// The fd the event loop watches.
     pub fn wake_fd(&self) -> i32 {
-        self.read_fd
+        self.pipe.fd()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Queued> {
         self.queued.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wakes the loop unless a wake-up is already pending. No GIL.
-    fn wake(&self) {
-        if !self.woken.swap(true, Ordering::AcqRel) {
-            let b = [1u8];
-            // SAFETY: writing one byte from a valid buffer to our own pipe; a full pipe
-            // (EAGAIN) already means the loop will wake.
-            unsafe {
-                libc::write(self.write_fd, b.as_ptr().cast(), 1);
-            }
-        }
-    }
-
     /// `(calls, abandoned)`: every queued job as a new [`Call`], and the ids of jobs the core
     /// stopped waiting for (a timeout, an abort) since the last call, whose tasks the loop cancels.
     pub fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let mut buf = [0u8; 256];
-        // SAFETY: reading into a valid buffer from our own non-blocking pipe until it is empty.
-        while unsafe { libc::read(self.read_fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
-        self.woken.store(false, Ordering::Release);
+        self.pipe.clear();
         let Queued { jobs, abandoned } = std::mem::take(&mut *self.lock());
         let calls = PyList::empty(py);
         for (ctx, tx) in jobs {
@@ -303,16 +269,6 @@ impl Dispatch {
             gone.append(id.to_string())?;
         }
         PyTuple::new(py, [calls.into_any(), gone.into_any()])
-    }
-}
-
-impl Drop for Dispatch {
-    fn drop(&mut self) {
-        // SAFETY: both fds are owned by this dispatcher and closed once.
-        unsafe {
-            libc::close(self.read_fd);
-            libc::close(self.write_fd);
-        }
     }
 }
 
@@ -335,7 +291,7 @@ impl Drop for Waiter {
     fn drop(&mut self) {
         if !self.done {
             self.dispatch.lock().abandoned.push(self.id);
-            self.dispatch.wake();
+            self.dispatch.pipe.wake();
         }
     }
 }
@@ -428,7 +384,7 @@ impl emq::Handler for PyHandler {
             PyHandler::Batched(dispatch) => {
                 let id = ctx.id();
                 dispatch.lock().jobs.push((ctx, tx));
-                dispatch.wake();
+                dispatch.pipe.wake();
                 let waiter = Waiter {
                     dispatch: dispatch.clone(),
                     id,

@@ -9,12 +9,14 @@
 //! of `os.fork()` builds its own and never touches the (thread-less) copy of its parent's.
 //!
 //! Asyncio bridge: an async method creates a future on the caller's running loop, runs the core's
-//! future on the tokio runtime, and resolves the asyncio future with `loop.call_soon_threadsafe`.
+//! future on the tokio runtime, and hands the outcome to the loop's bridge (`loop_bridge.rs`),
+//! which resolves the asyncio future on the loop; tokio threads never take the GIL for it.
 //! Blocking methods (the sync facade) release the GIL while they wait.
 
 mod convert;
 mod dispatch;
 mod extras;
+mod loop_bridge;
 
 use emq::{Backoff, ErrorCode, JobOptions};
 use futures::future::BoxFuture;
@@ -126,41 +128,24 @@ impl Out {
 
 pub(crate) type CoreFuture = BoxFuture<'static, emq::Result<Out>>;
 
-/// Runs `fut` on the runtime and returns an asyncio future (of the running loop) for its outcome.
+/// Runs `fut` on the runtime and returns an asyncio future (of the running loop) for its outcome,
+/// delivered through the loop's bridge (`loop_bridge.rs`).
 pub(crate) fn spawn_py<'py>(py: Python<'py>, fut: CoreFuture) -> PyResult<Bound<'py, PyAny>> {
     let rt = runtime()?;
     let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let sink = loop_bridge::sink_for(py, &event_loop)?;
     let py_fut = event_loop.call_method0("create_future")?;
-    let loop_ref = event_loop.unbind();
     let fut_ref = py_fut.clone().unbind();
     rt.spawn(async move {
         let outcome = fut.await;
-        Python::attach(|py| {
-            let (ok, value) = match outcome
-                .map_err(|e| core_err(py, &e))
-                .and_then(|o| o.into_py(py))
-            {
-                Ok(v) => (true, v),
-                Err(e) => (false, e.into_value(py).into_any()),
-            };
-            let sent = py
-                .import("emq._emq")
-                .and_then(|m| m.getattr("_resolve"))
-                .and_then(|resolve| {
-                    loop_ref
-                        .bind(py)
-                        .call_method1("call_soon_threadsafe", (resolve, fut_ref, ok, value))
-                });
-            // A closed loop cannot take the result any more; nobody is waiting for it.
-            drop(sent);
-        });
+        sink.deliver(fut_ref, outcome);
     });
     Ok(py_fut)
 }
 
 /// Sets an asyncio future's result or exception unless it was cancelled meanwhile.
 #[pyfunction]
-fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny>) -> PyResult<()> {
     if fut.call_method0("done")?.is_truthy()? {
         return Ok(());
     }
@@ -862,6 +847,7 @@ fn _emq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Call>()?;
     m.add_class::<dispatch::Done>()?;
     m.add_class::<extras::EventStream>()?;
+    m.add_class::<loop_bridge::LoopBridge>()?;
     m.add_function(wrap_pyfunction!(_resolve, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
