@@ -139,11 +139,8 @@ pub fn sink_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Sink>
                 .unbind())
         })?
         .bind(py);
-    if let Some(b) = registry
-        .call_method1("get", (event_loop,))?
-        .cast::<LoopBridge>()
-        .ok()
-    {
+    let known = registry.call_method1("get", (event_loop,))?;
+    if let Ok(b) = known.cast::<LoopBridge>() {
         return Ok(Sink::Bridge(b.get().inner.clone()));
     }
     let pipe = match WakePipe::new() {
