@@ -350,3 +350,31 @@ def test_sync_handler_job_methods_and_sync_facade(standalone, cluster, qname):
         await q.close()
 
     asyncio.run(run())
+
+
+def test_process_exits_cleanly_after_async_use(standalone, qname):
+    # Outcomes reach the loop through its bridge, never through a tokio thread calling into
+    # Python, so interpreter shutdown cannot meet a thread taking the GIL back (that aborted the
+    # process now and then, exit status 134).
+    import subprocess
+    import sys
+
+    script = f"""
+import asyncio, emq
+async def main():
+    q = await emq.Queue.connect({standalone!r}, {qname!r})
+    await q.add_bulk([("j", i) for i in range(300)])
+    async def handle(job):
+        return job["data"]
+    w = emq.Worker(q, handle, concurrency=10)
+    while w.stats()["completed"] < 300:
+        await q.counts()
+        await asyncio.sleep(0.005)
+    await w.close()
+    await q.obliterate()
+    await q.close()
+asyncio.run(main())
+"""
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
