@@ -9,18 +9,25 @@
 //! of `os.fork()` builds its own and never touches the (thread-less) copy of its parent's.
 //!
 //! Asyncio bridge: an async method creates a future on the caller's running loop, runs the core's
-//! future on the tokio runtime, and resolves the asyncio future with `loop.call_soon_threadsafe`.
+//! future on the tokio runtime, and hands the outcome to the loop's bridge (`loop_bridge.rs`),
+//! which resolves the asyncio future on the loop; tokio threads never take the GIL for it.
 //! Blocking methods (the sync facade) release the GIL while they wait.
 
-use emq::{Backoff, ErrorCode, HandlerError, HandlerResult, JobContext, JobOptions};
+mod convert;
+mod dispatch;
+mod extras;
+mod loop_bridge;
+
+use emq::{Backoff, ErrorCode, JobOptions};
 use futures::future::BoxFuture;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
+
+use dispatch::{Call, Dispatch};
 use std::time::Duration;
 use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
 
 // ---------------------------------------------------------------------------------------------
 // The per-process runtime.
@@ -29,7 +36,7 @@ static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
 /// The runtime of this process: built on first use, and built again in a forked child (the
 /// parent's copy is leaked, never dropped: its threads do not exist in the child).
-fn runtime() -> PyResult<&'static Runtime> {
+pub(crate) fn runtime() -> PyResult<&'static Runtime> {
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((owner, rt)) = *slot {
@@ -63,11 +70,11 @@ fn to_pyerr(py: Python<'_>, code: &str, message: &str) -> PyErr {
     }
 }
 
-fn core_err(py: Python<'_>, e: &emq::Error) -> PyErr {
+pub(crate) fn core_err(py: Python<'_>, e: &emq::Error) -> PyErr {
     to_pyerr(py, e.code().as_str(), e.message())
 }
 
-fn code_err(py: Python<'_>, code: ErrorCode, message: impl AsRef<str>) -> PyErr {
+pub(crate) fn code_err(py: Python<'_>, code: ErrorCode, message: impl AsRef<str>) -> PyErr {
     to_pyerr(py, code.as_str(), message.as_ref())
 }
 
@@ -75,17 +82,20 @@ fn code_err(py: Python<'_>, code: ErrorCode, message: impl AsRef<str>) -> PyErr 
 // Values crossing back to Python.
 
 /// What a core call produced, converted to Python once the GIL is held.
-enum Out {
+pub(crate) enum Out {
     None,
     Str(String),
+    Int(u64),
+    Bool(bool),
     Strs(Vec<String>),
     /// JSON text, given to Python as `json.loads(text)`.
     Json(String),
     OptJson(Option<String>),
     Queue(emq::Queue),
+    Events(extras::EventStream),
 }
 
-fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (text,))
 }
 
@@ -94,6 +104,11 @@ impl Out {
         Ok(match self {
             Out::None => py.None(),
             Out::Str(s) => PyString::new(py, &s).into_any().unbind(),
+            Out::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
+            Out::Bool(b) => pyo3::types::PyBool::new(py, b)
+                .to_owned()
+                .into_any()
+                .unbind(),
             Out::Strs(v) => PyList::new(py, v)?.into_any().unbind(),
             Out::Json(t) => json_loads(py, &t)?.unbind(),
             Out::OptJson(None) => py.None(),
@@ -106,47 +121,31 @@ impl Out {
                 },
             )?
             .into_any(),
+            Out::Events(e) => Py::new(py, e)?.into_any(),
         })
     }
 }
 
-type CoreFuture = BoxFuture<'static, emq::Result<Out>>;
+pub(crate) type CoreFuture = BoxFuture<'static, emq::Result<Out>>;
 
-/// Runs `fut` on the runtime and returns an asyncio future (of the running loop) for its outcome.
-fn spawn_py<'py>(py: Python<'py>, fut: CoreFuture) -> PyResult<Bound<'py, PyAny>> {
+/// Runs `fut` on the runtime and returns an asyncio future (of the running loop) for its outcome,
+/// delivered through the loop's bridge (`loop_bridge.rs`).
+pub(crate) fn spawn_py<'py>(py: Python<'py>, fut: CoreFuture) -> PyResult<Bound<'py, PyAny>> {
     let rt = runtime()?;
     let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let sink = loop_bridge::sink_for(py, &event_loop)?;
     let py_fut = event_loop.call_method0("create_future")?;
-    let loop_ref = event_loop.unbind();
     let fut_ref = py_fut.clone().unbind();
     rt.spawn(async move {
         let outcome = fut.await;
-        Python::attach(|py| {
-            let (ok, value) = match outcome
-                .map_err(|e| core_err(py, &e))
-                .and_then(|o| o.into_py(py))
-            {
-                Ok(v) => (true, v),
-                Err(e) => (false, e.into_value(py).into_any()),
-            };
-            let sent = py
-                .import("emq._emq")
-                .and_then(|m| m.getattr("_resolve"))
-                .and_then(|resolve| {
-                    loop_ref
-                        .bind(py)
-                        .call_method1("call_soon_threadsafe", (resolve, fut_ref, ok, value))
-                });
-            // A closed loop cannot take the result any more; nobody is waiting for it.
-            drop(sent);
-        });
+        sink.deliver(fut_ref, outcome);
     });
     Ok(py_fut)
 }
 
 /// Sets an asyncio future's result or exception unless it was cancelled meanwhile.
 #[pyfunction]
-fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny>) -> PyResult<()> {
     if fut.call_method0("done")?.is_truthy()? {
         return Ok(());
     }
@@ -158,8 +157,17 @@ fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny>) -> PyRes
     Ok(())
 }
 
+/// An awaitable of `fut` (on the running loop), or with `blocking` its outcome (GIL released).
+fn run(py: Python<'_>, fut: CoreFuture, blocking: bool) -> PyResult<Py<PyAny>> {
+    if blocking {
+        block(py, fut)
+    } else {
+        Ok(spawn_py(py, fut)?.unbind())
+    }
+}
+
 /// Runs `fut` to completion on the runtime with the GIL released.
-fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
+pub(crate) fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
     let rt = runtime()?;
     let outcome = py.detach(|| rt.block_on(fut));
     outcome.map_err(|e| core_err(py, &e))?.into_py(py)
@@ -169,7 +177,7 @@ fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
 // Inputs.
 
 /// `json.dumps(value, allow_nan=False)`, or an `InvalidPayload` error naming `what`.
-fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+pub(crate) fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     let kw = PyDict::new(py);
     kw.set_item("allow_nan", false)?;
     match py
@@ -186,18 +194,24 @@ fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<
     }
 }
 
-fn seconds_ms(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let s: f64 = v.extract().map_err(|_| {
+/// Seconds (an int, a float or a `datetime.timedelta`) as whole milliseconds.
+pub(crate) fn seconds_ms(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let secs = if v.hasattr("total_seconds")? && !v.is_instance_of::<pyo3::types::PyFloat>() {
+        v.call_method0("total_seconds")?
+    } else {
+        v.clone()
+    };
+    let s: f64 = secs.extract().map_err(|_| {
         code_err(
             py,
             ErrorCode::InvalidOption,
-            format!("{what} must be a number of seconds"),
+            format!("{what} must be a number of seconds or a timedelta"),
         )
     })?;
     emq::options::millis(what, s * 1000.0).map_err(|e| core_err(py, &e))
 }
 
-fn int_u32(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+pub(crate) fn int_u32(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
     let n: i64 = v.extract().map_err(|_| {
         code_err(
             py,
@@ -214,7 +228,7 @@ fn int_u32(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
     })
 }
 
-fn flag(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(crate) fn flag(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
     v.extract().map_err(|_| {
         code_err(
             py,
@@ -256,7 +270,10 @@ fn backoff(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Backoff> {
 }
 
 /// Job options from the keyword arguments of `add` (seconds become milliseconds).
-fn job_options(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyResult<JobOptions> {
+pub(crate) fn job_options(
+    py: Python<'_>,
+    opts: Option<&Bound<'_, PyDict>>,
+) -> PyResult<JobOptions> {
     let mut o = JobOptions::default();
     let Some(opts) = opts else { return Ok(o) };
     for (k, v) in opts.iter() {
@@ -281,6 +298,23 @@ fn job_options(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyResult<Job
                     0
                 } else {
                     seconds_ms(py, "timeout", &v)?
+                }
+            }
+            "lease" => o.lease_ms = seconds_ms(py, "lease", &v)?,
+            "debounce" => o.debounce = flag(py, "debounce", &v)?,
+            "parent_policy" => {
+                let p: String = v.extract().unwrap_or_default();
+                o.parent_policy = match p.as_str() {
+                    "fail" => emq::ParentPolicy::Fail,
+                    "ignore" => emq::ParentPolicy::Ignore,
+                    "remove" => emq::ParentPolicy::Remove,
+                    _ => {
+                        return Err(code_err(
+                            py,
+                            ErrorCode::InvalidOption,
+                            "parent_policy must be \"fail\", \"ignore\" or \"remove\"",
+                        ))
+                    }
                 }
             }
             "remove_on_complete" => o.remove_on_complete = flag(py, "remove_on_complete", &v)?,
@@ -323,7 +357,7 @@ fn job_options(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyResult<Job
     Ok(o)
 }
 
-fn name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
     v.extract()
         .map_err(|_| code_err(py, ErrorCode::InvalidOption, "a job name must be a str"))
 }
@@ -566,160 +600,142 @@ impl Queue {
             Box::pin(async move { q.close().await.map(|_| Out::None) }),
         )
     }
-}
 
-// ---------------------------------------------------------------------------------------------
-// The handler.
+    // The extras (bodies in extras.rs). Each returns an awaitable, or with `blocking=True` the
+    // outcome itself (the sync facade).
 
-/// The core's `Handler` around a Python callable.
-struct PyHandler {
-    func: Arc<Py<PyAny>>,
-    /// The asyncio loop coroutines run on (None: only plain functions are accepted).
-    event_loop: Option<Arc<Py<PyAny>>>,
-}
-
-/// A Python exception as a job failure: its message, its formatted traceback, and whether it is
-/// an `emq.Unrecoverable`.
-fn handler_error(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerError {
-    let message = value.str().map(|s| s.to_string()).unwrap_or_default();
-    let type_name = value
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "Exception".into());
-    let message = if message.is_empty() {
-        type_name
-    } else {
-        message
-    };
-    let stack = py
-        .import("traceback")
-        .and_then(|tb| {
-            tb.call_method1(
-                "format_exception",
-                (value.get_type(), value, value.getattr("__traceback__")?),
-            )
-        })
-        .and_then(|lines| {
-            let sep = PyString::new(py, "");
-            sep.call_method1("join", (lines,))?.extract::<String>()
-        })
-        .ok();
-    let unrecoverable = py
-        .import("emq.errors")
-        .and_then(|m| m.getattr("Unrecoverable"))
-        .and_then(|cls| value.is_instance(&cls))
-        .unwrap_or(false);
-    let mut e = if unrecoverable {
-        HandlerError::unrecoverable(message)
-    } else {
-        HandlerError::new(message)
-    };
-    e.stack = stack;
-    e
-}
-
-/// A handler's return value as the job's result.
-fn handler_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerResult {
-    let text = json_dumps(py, value, "the handler's return value").map_err(|e| {
-        HandlerError::new(e.value(py).to_string()).with_code(ErrorCode::InvalidPayload.as_str())
-    })?;
-    serde_json::from_str(&text).map_err(|e| {
-        HandlerError::new(format!("the handler's return value is not JSON: {e}"))
-            .with_code(ErrorCode::InvalidPayload.as_str())
-    })
-}
-
-/// Called on the event loop when a handler's coroutine finished.
-#[pyclass(module = "emq._emq")]
-struct _Done {
-    tx: Mutex<Option<oneshot::Sender<HandlerResult>>>,
-}
-
-#[pymethods]
-impl _Done {
-    fn __call__(&self, py: Python<'_>, cf: &Bound<'_, PyAny>) -> PyResult<()> {
-        let result = if cf.call_method0("cancelled")?.is_truthy()? {
-            Err(HandlerError::new("the handler's coroutine was cancelled"))
-        } else {
-            let exc = cf.call_method0("exception")?;
-            if exc.is_none() {
-                handler_value(py, &cf.call_method0("result")?)
-            } else {
-                Err(handler_error(py, &exc))
-            }
-        };
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = tx.send(result);
-        }
-        Ok(())
+    /// Adds a flow (a dict: name, data, queue, children, job options); the ids in its shape.
+    #[pyo3(signature = (flow, blocking=false))]
+    fn add_flow(
+        &self,
+        py: Python<'_>,
+        flow: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.add_flow_future(py, flow)?, blocking)
     }
-}
 
-enum Step {
-    Done(HandlerResult),
-    Wait(oneshot::Receiver<HandlerResult>),
-}
+    /// Creates or replaces a scheduler; true when created.
+    #[pyo3(signature = (id, every, name, data, first_after, limit=None, options=None, blocking=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn upsert_scheduler(
+        &self,
+        py: Python<'_>,
+        id: String,
+        every: &Bound<'_, PyAny>,
+        name: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+        first_after: &Bound<'_, PyAny>,
+        limit: Option<u64>,
+        options: Option<&Bound<'_, PyDict>>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let f =
+            self.upsert_scheduler_future(py, id, every, name, data, first_after, limit, options)?;
+        run(py, f, blocking)
+    }
 
-impl emq::Handler for PyHandler {
-    fn handle(&self, job: JobContext) -> BoxFuture<'static, HandlerResult> {
-        let func = self.func.clone();
-        let event_loop = self.event_loop.clone();
-        let job_text = job.job().to_json().to_string();
-        Box::pin(async move {
-            // The call (a plain function's whole run, or a coroutine's creation) happens on a
-            // blocking thread that takes the GIL; a coroutine then runs on the asyncio loop and
-            // this task awaits its outcome without the GIL.
-            let step = tokio::task::spawn_blocking(move || {
-                Python::attach(|py| -> Step {
-                    let job = match json_loads(py, &job_text) {
-                        Ok(j) => j,
-                        Err(e) => return Step::Done(Err(handler_error(py, e.value(py)))),
-                    };
-                    let ret = match func.bind(py).call1((job,)) {
-                        Ok(r) => r,
-                        Err(e) => return Step::Done(Err(handler_error(py, e.value(py)))),
-                    };
-                    let is_coro = py
-                        .import("inspect")
-                        .and_then(|m| m.call_method1("iscoroutine", (&ret,)))
-                        .and_then(|b| b.is_truthy())
-                        .unwrap_or(false);
-                    if !is_coro {
-                        return Step::Done(handler_value(py, &ret));
-                    }
-                    let Some(event_loop) = event_loop else {
-                        let _ = ret.call_method0("close");
-                        return Step::Done(Err(HandlerError::unrecoverable(
-                            "the handler returned a coroutine but the worker has no event loop; create the Worker inside a running asyncio loop",
-                        )));
-                    };
-                    let (tx, rx) = oneshot::channel();
-                    let submitted = py.import("asyncio").and_then(|a| {
-                        let cf = a.call_method1("run_coroutine_threadsafe", (&ret, event_loop.bind(py)))?;
-                        let done = Py::new(py, _Done { tx: Mutex::new(Some(tx)) })?;
-                        cf.call_method1("add_done_callback", (done,))
-                    });
-                    match submitted {
-                        Ok(_) => Step::Wait(rx),
-                        Err(e) => {
-                            let _ = ret.call_method0("close");
-                            Step::Done(Err(handler_error(py, e.value(py))))
-                        }
-                    }
-                })
-            })
-            .await;
-            match step {
-                Err(e) => Err(HandlerError::new(format!("the handler thread failed: {e}"))),
-                Ok(Step::Done(r)) => r,
-                Ok(Step::Wait(rx)) => rx.await.unwrap_or_else(|_| {
-                    Err(HandlerError::new(
-                        "the event loop dropped the handler's coroutine (was it closed?)",
-                    ))
-                }),
-            }
-        })
+    #[pyo3(signature = (id, blocking=false))]
+    fn remove_scheduler(&self, py: Python<'_>, id: String, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.remove_scheduler_future(py, id)?, blocking)
+    }
+
+    #[pyo3(signature = (blocking=false))]
+    fn schedulers(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.schedulers_future(py)?, blocking)
+    }
+
+    #[pyo3(signature = (max, window, blocking=false))]
+    fn set_rate_limit(
+        &self,
+        py: Python<'_>,
+        max: &Bound<'_, PyAny>,
+        window: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.set_rate_limit_future(py, max, window)?, blocking)
+    }
+
+    #[pyo3(signature = (max, blocking=false))]
+    fn set_global_concurrency(
+        &self,
+        py: Python<'_>,
+        max: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.set_global_concurrency_future(py, max)?, blocking)
+    }
+
+    #[pyo3(signature = (delayed=false, blocking=false))]
+    fn drain(&self, py: Python<'_>, delayed: bool, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.drain_future(py, delayed)?, blocking)
+    }
+
+    #[pyo3(signature = (state, grace, limit, blocking=false))]
+    fn clean(
+        &self,
+        py: Python<'_>,
+        state: &str,
+        grace: &Bound<'_, PyAny>,
+        limit: u64,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.clean_future(py, state, grace, limit)?, blocking)
+    }
+
+    #[pyo3(signature = (force=false, blocking=false))]
+    fn obliterate(&self, py: Python<'_>, force: bool, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.obliterate_future(py, force)?, blocking)
+    }
+
+    /// `op` is "remove", "retry", "promote" or "logs".
+    #[pyo3(signature = (op, id, blocking=false))]
+    fn job_op(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        id: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.job_op_future(py, op, id)?, blocking)
+    }
+
+    #[pyo3(signature = (blocking=false))]
+    fn retry_failed(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.retry_failed_future(py)?, blocking)
+    }
+
+    #[pyo3(signature = (state, offset=0, limit=100, blocking=false))]
+    fn list(
+        &self,
+        py: Python<'_>,
+        state: &str,
+        offset: u64,
+        limit: u64,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.list_future(py, state, offset, limit)?, blocking)
+    }
+
+    #[pyo3(signature = (blocking=false))]
+    fn is_paused(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.is_paused_future(py)?, blocking)
+    }
+
+    #[pyo3(signature = (blocking=false))]
+    fn metrics(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.metrics_future(py)?, blocking)
+    }
+
+    #[pyo3(signature = (limit=100, blocking=false))]
+    fn recent_events(&self, py: Python<'_>, limit: usize, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.recent_events_future(py, limit)?, blocking)
+    }
+
+    /// Follows the queue's events from now on (or after a stream id): an `EventStream`.
+    #[pyo3(signature = (after=None))]
+    fn events<'py>(&self, py: Python<'py>, after: Option<String>) -> PyResult<Bound<'py, PyAny>> {
+        spawn_py(py, self.events_future(py, after)?)
     }
 }
 
@@ -730,19 +746,23 @@ impl emq::Handler for PyHandler {
 #[pyclass(module = "emq._emq", frozen)]
 struct Worker {
     handle: Mutex<Option<emq::WorkerHandle>>,
+    dispatch: Option<Arc<Dispatch>>,
 }
 
 #[pymethods]
 impl Worker {
+    /// `entry(call)` is called per job with an `emq._emq.Call` (threaded mode). With `batched`,
+    /// jobs are queued for the event loop instead: it watches `wake_fd` and calls `take`.
     #[new]
-    #[pyo3(signature = (queue, handler, event_loop=None, concurrency=1, lease=30.0))]
+    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=1, lease=None, batched=false))]
     fn new(
         py: Python<'_>,
         queue: &Queue,
-        handler: Py<PyAny>,
+        entry: Py<PyAny>,
         event_loop: Option<Py<PyAny>>,
         concurrency: i64,
-        lease: f64,
+        lease: Option<&Bound<'_, PyAny>>,
+        batched: bool,
     ) -> PyResult<Worker> {
         let q = queue.core(py)?;
         if concurrency < 1 {
@@ -752,8 +772,11 @@ impl Worker {
                 "concurrency must be at least 1",
             ));
         }
-        let lease_ms =
-            emq::options::millis("lease", lease * 1000.0).map_err(|e| core_err(py, &e))?;
+        let lease_ms = match lease {
+            Some(l) => seconds_ms(py, "lease", l)?,
+            None => 30_000,
+        };
+        let (handler, dispatch) = dispatch::new_handler(py, entry, event_loop, batched)?;
         let rt = runtime()?;
         let _guard = rt.enter();
         let opts = emq::WorkerOptions {
@@ -763,15 +786,27 @@ impl Worker {
         };
         let handle = emq::Worker::builder(q)
             .options(opts)
-            .handler(PyHandler {
-                func: Arc::new(handler),
-                event_loop: event_loop.map(Arc::new),
-            })
+            .handler(handler)
             .run()
             .map_err(|e| core_err(py, &e))?;
         Ok(Worker {
             handle: Mutex::new(Some(handle)),
+            dispatch,
         })
+    }
+
+    /// The fd the event loop watches for queued jobs (batched mode; None otherwise).
+    #[getter]
+    fn wake_fd(&self) -> Option<i32> {
+        self.dispatch.as_ref().map(|d| d.wake_fd())
+    }
+
+    /// `(calls, abandoned ids)` queued for the loop since the last call (batched mode).
+    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        match &self.dispatch {
+            Some(d) => d.take(py),
+            None => PyTuple::new(py, [PyList::empty(py), PyList::empty(py)]),
+        }
     }
 
     /// Stops fetching, lets in-flight jobs finish (within the shutdown deadline), releases the rest.
@@ -809,7 +844,10 @@ fn error_codes() -> Vec<&'static str> {
 fn _emq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Queue>()?;
     m.add_class::<Worker>()?;
-    m.add_class::<_Done>()?;
+    m.add_class::<Call>()?;
+    m.add_class::<dispatch::Done>()?;
+    m.add_class::<extras::EventStream>()?;
+    m.add_class::<loop_bridge::LoopBridge>()?;
     m.add_function(wrap_pyfunction!(_resolve, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from datetime import timedelta
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _emq
@@ -56,6 +57,8 @@ __version__: str = _emq.__version__
 __all__ = [
     "Queue",
     "Worker",
+    "Job",
+    "EventStream",
     "Unrecoverable",
     "EmqError",
     "Closed",
@@ -79,6 +82,7 @@ __all__ = [
 
 Url = Union[str, Sequence[str], None]
 Backoff = Optional[Tuple[Any, ...]]
+Seconds = Union[float, int, timedelta]
 
 
 def _urls(url: Url) -> List[str]:
@@ -177,7 +181,10 @@ class Queue:
         ``delay`` is in seconds; ``priority`` 0 is none, else 1 is the most urgent; ``backoff`` is
         None, ``("fixed", seconds)`` or ``("exponential", seconds[, max_seconds])``. With ``dedup``,
         adding while a job with the same key is waiting or active returns that job's id. Further
-        options: ``jitter``, ``timeout`` (seconds), ``remove_on_fail``, ``id``.
+        options: ``jitter``, ``timeout`` and ``lease`` (seconds), ``remove_on_fail``, ``id``,
+        ``debounce`` (with ``dedup`` and ``delay``: a later add while the first is still delayed
+        replaces its data and pushes its start to ``delay`` from now), ``parent_policy`` (flows).
+        Every duration is seconds (a number or a ``timedelta``).
         """
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
         return await self._native.add(name, data, opts)
@@ -209,6 +216,129 @@ class Queue:
         """Releases the queue's id-minting lease."""
         await self._native.close()
 
+    # -- flows -----------------------------------------------------------------------------
+
+    async def add_flow(self, flow: Dict[str, Any]) -> Dict[str, Any]:
+        """Adds a flow: a parent job that runs once its children are done, and returns the ids
+        in the flow's shape (``{"queue", "id", "children": [...]}``).
+
+        ``flow`` is ``{"name": …, "data": …, "queue": …, "children": [flow, …], **job options}``;
+        ``queue`` defaults to this queue for the root and to the parent's queue for a child (any
+        queue on the same server). A child's ``parent_policy`` says what its final failure does
+        to the parent: ``"fail"`` (default: the parent fails), ``"ignore"`` (the parent runs and
+        sees ``{"failed": …}`` for it) or ``"remove"`` (the dependency is dropped). In the
+        parent's handler, ``await job.children_results()`` maps ``"<queue>:<id>"`` to each
+        child's result."""
+        return await self._native.add_flow(flow)
+
+    # -- job schedulers ----------------------------------------------------------------------
+
+    async def upsert_scheduler(
+        self,
+        scheduler_id: str,
+        name: str,
+        data: Any = None,
+        *,
+        every: Seconds,
+        first_after: Seconds = 0.0,
+        limit: Optional[int] = None,
+        **options: Any,
+    ) -> bool:
+        """Creates or replaces the scheduler ``scheduler_id``: it enqueues a job ``name`` with
+        ``data`` every ``every`` seconds (on the server's clock, once per due time whatever the
+        number of workers), the first run ``first_after`` seconds from now, at most ``limit``
+        runs (None: no limit). ``options`` are job options (``attempts``, ``backoff``,
+        ``remove_on_complete``, …). Running workers of the queue fire due schedulers. Returns True
+        when the scheduler was created (a replaced one keeps its next due time and count)."""
+        return await self._native.upsert_scheduler(
+            scheduler_id, every, name, data, first_after, limit, options or None
+        )
+
+    async def remove_scheduler(self, scheduler_id: str) -> bool:
+        """Deletes a scheduler; True when it existed."""
+        return await self._native.remove_scheduler(scheduler_id)
+
+    async def schedulers(self) -> List[Dict[str, Any]]:
+        """Every scheduler: ``id``, ``name``, ``every`` (s), ``count`` (runs so far), ``limit``
+        (None: none), ``next_in`` (s until the next run, or None)."""
+        return await self._native.schedulers()
+
+    # -- limits ------------------------------------------------------------------------------
+
+    async def set_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
+        """At most ``max`` jobs of this queue start per ``window`` seconds across all workers
+        (on the server's clock); ``None`` lifts the limit."""
+        await self._native.set_rate_limit(max, window)
+
+    async def set_global_concurrency(self, max: Optional[int]) -> None:
+        """At most ``max`` jobs of this queue active at once across all workers; ``None`` lifts
+        it."""
+        await self._native.set_global_concurrency(max)
+
+    # -- events ------------------------------------------------------------------------------
+
+    async def events(self, after: Optional[str] = None) -> "EventStream":
+        """Follows the queue's events from now on (or after the stream id ``after``)::
+
+            stream = await q.events()
+            async for event in stream:      # {"kind": "completed", "job_id": …, "fields": {…}}
+                ...
+        """
+        return EventStream(await self._native.events(after))
+
+    async def recent_events(self, limit: int = 100) -> List[Dict[str, Any]]:
+        """The newest ``limit`` events, oldest first."""
+        return await self._native.recent_events(limit)
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    async def drain(self, delayed: bool = False) -> int:
+        """Removes every waiting, paused and prioritized job (and delayed ones with ``delayed``);
+        returns how many."""
+        return await self._native.drain(delayed)
+
+    async def clean(self, state: str, grace: Seconds = 0.0, limit: int = 1000) -> int:
+        """Removes up to ``limit`` ``"completed"`` or ``"failed"`` jobs that finished more than
+        ``grace`` seconds ago; returns how many."""
+        return await self._native.clean(state, grace, limit)
+
+    async def obliterate(self, force: bool = False) -> int:
+        """Deletes the whole queue (every job and key); refuses (:class:`InvalidState`) while jobs
+        are active unless ``force``. Returns the number of jobs removed."""
+        return await self._native.obliterate(force)
+
+    async def remove(self, job_id: str) -> bool:
+        """Removes a job that is not active; True when it existed."""
+        return await self._native.job_op("remove", job_id)
+
+    async def retry(self, job_id: str) -> bool:
+        """Sends a failed job back to wait with its attempts reset; False when it is not failed."""
+        return await self._native.job_op("retry", job_id)
+
+    async def retry_failed(self) -> int:
+        """Retries every failed job; returns how many."""
+        return await self._native.retry_failed()
+
+    async def promote(self, job_id: str) -> bool:
+        """Runs a delayed job now; False when it is not delayed."""
+        return await self._native.job_op("promote", job_id)
+
+    async def logs(self, job_id: str) -> List[str]:
+        """A job's log lines (``job.log`` in a handler), oldest first."""
+        return await self._native.job_op("logs", job_id)
+
+    async def list(self, state: str, offset: int = 0, limit: int = 100) -> List[Dict[str, Any]]:
+        """Jobs in ``state`` (``"waiting"``, ``"active"``, ``"completed"``, …) as dicts."""
+        return await self._native.list(state, offset, limit)
+
+    async def is_paused(self) -> bool:
+        """True while the queue is paused."""
+        return await self._native.is_paused()
+
+    async def metrics(self) -> Dict[str, Any]:
+        """Counts per state, completed/failed per minute, and lifetime counters."""
+        return await self._native.metrics()
+
     async def __aenter__(self) -> "Queue":
         return self
 
@@ -219,35 +349,153 @@ class Queue:
         return f"<emq.Queue {self.name!r}>"
 
 
-Handler = Callable[[Dict[str, Any]], Any]
+Handler = Callable[["Job"], Any]
+
+
+class Job(dict):
+    """The job a handler receives: a dict (``id``, ``name``, ``data``, ``attempts_made``,
+    ``parent``…, as :meth:`Queue.get` returns it) with a few methods on the running job."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call: "_emq.Call") -> None:
+        call.fill(self)
+        self._call = call
+
+    @property
+    def lease_lost(self) -> bool:
+        """True once the worker learned that its lease on this job is gone (another worker may
+        run it): a long handler should stop early."""
+        return self._call.lease_lost
+
+    async def progress(self, value: Any) -> None:
+        """Records progress (any JSON value) and announces it on the events stream."""
+        await self._call.progress(value)
+
+    async def log(self, line: str) -> int:
+        """Appends a line to the job's log (see :meth:`Queue.logs`); returns the lines kept."""
+        return await self._call.log(line)
+
+    async def children_results(self) -> Dict[str, Any]:
+        """In a flow's parent: each child's result by ``"<queue>:<id>"`` (a failed child under
+        ``parent_policy="ignore"`` appears as ``{"failed": …}``)."""
+        return await self._call.children_results()
+
+    # Blocking twins, for plain ``def`` handlers (they run in a thread).
+
+    def progress_blocking(self, value: Any) -> None:
+        self._call.progress_blocking(value)
+
+    def log_blocking(self, line: str) -> int:
+        return self._call.log_blocking(line)
+
+    def children_results_blocking(self) -> Dict[str, Any]:
+        return self._call.children_results_blocking()
+
+
+class EventStream:
+    """A queue's events, in order (from :meth:`Queue.events`). Each event is a dict: ``kind``
+    (added, active, completed, retrying, failed, stalled, released, removed, progress, paused,
+    resumed), ``job_id`` (or None), ``stream_id`` and every raw ``fields``."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    async def next_batch(self, wait: Seconds = 1.0, count: int = 100) -> List[Dict[str, Any]]:
+        """The next events, waiting up to ``wait`` seconds for the first; [] when none came."""
+        return await self._native.next_batch(wait, count)
+
+    def __aiter__(self) -> "EventStream":
+        self._buffer: List[Dict[str, Any]] = []
+        return self
+
+    async def __anext__(self) -> Dict[str, Any]:
+        while not self._buffer:
+            self._buffer = await self._native.next_batch(1.0, 100)
+        return self._buffer.pop(0)
+
+
+async def _run_async(
+    handler: Handler, job: Job, call: "_emq.Call", job_id: str, tasks: Dict[str, "asyncio.Task[None]"]
+) -> None:
+    """Runs one job of an async handler (a task on the worker's loop) and reports its outcome."""
+    try:
+        result = await handler(job)
+    except BaseException as exc:
+        call.fail(exc)
+        if not isinstance(exc, Exception):
+            raise  # cancellation, KeyboardInterrupt, SystemExit
+        return
+    finally:
+        if tasks.get(job_id) is asyncio.current_task():
+            del tasks[job_id]
+    call.finish(result)
 
 
 class Worker:
     """Runs ``handler`` on the jobs of ``queue``, ``concurrency`` at a time, from construction
     until :meth:`close`.
 
-    ``handler(job)`` receives the job as a dict (as :meth:`Queue.get` returns it) and returns a
-    JSON-serialisable result. An ``async def`` handler runs on the event loop that was running
-    when the worker was created; a plain ``def`` runs in a thread. An exception fails the run (its
-    message and traceback are recorded; the job retries while attempts remain); raising
-    :class:`Unrecoverable` fails the job at once. ``lease`` is in seconds.
+    ``handler(job)`` receives an :class:`emq.Job` (a dict, as :meth:`Queue.get` returns it, with
+    ``progress``/``log``/``children_results``) and returns a JSON-serialisable result. An
+    ``async def`` handler runs on the event loop that was running when the worker was created
+    (one task per job; the loop is woken once per batch of jobs, not per job); a plain ``def``
+    runs in a thread. An exception fails the run (its message and traceback are recorded; the
+    job retries while attempts remain); raising :class:`Unrecoverable` fails the job at once. A
+    run longer than the job's ``timeout`` fails, and its task is cancelled. ``lease`` is in
+    seconds.
     """
 
-    def __init__(self, queue: Queue, handler: Handler, concurrency: int = 1, lease: float = 30.0) -> None:
+    def __init__(self, queue: Queue, handler: Handler, concurrency: int = 1, lease: Seconds = 30.0) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
         try:
             loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if loop is None and inspect.iscoroutinefunction(handler):
+        is_async = inspect.iscoroutinefunction(handler)
+        if loop is None and is_async:
             raise InvalidOption("an async handler needs a running event loop: create the Worker inside it")
-        self._native = _emq.Worker(queue._native, handler, loop, concurrency, lease)
+        self._loop = loop
+        self._fd: Optional[int] = None
+        self._tasks: Dict[str, "asyncio.Task[None]"] = {}  # running jobs (batched), by id
+        if is_async:
+            self._handler = handler
+            self._native = _emq.Worker(queue._native, handler, loop, concurrency, lease, batched=True)
+            self._fd = self._native.wake_fd
+            loop.add_reader(self._fd, self._drain)  # type: ignore[union-attr]
+        else:
+
+            def entry(call: "_emq.Call") -> Any:
+                return handler(Job(call))
+
+            self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease)
+
+    def _drain(self) -> None:
+        """On the loop, when jobs are queued: cancel the tasks of jobs the core gave up on
+        (timeouts), then start a task for each new job."""
+        calls, abandoned = self._native.take()
+        tasks = self._tasks
+        for job_id in abandoned:
+            task = tasks.pop(job_id, None)
+            if task is not None:
+                task.cancel()
+        handler = self._handler
+        create_task = self._loop.create_task  # type: ignore[union-attr]
+        for call in calls:
+            job = Job(call)
+            job_id = job["id"]
+            tasks[job_id] = create_task(_run_async(handler, job, call, job_id, tasks))
 
     async def close(self) -> None:
         """Stops fetching, waits for running jobs (up to the shutdown deadline), then gives the
         rest back to the queue."""
-        await self._native.close()
+        try:
+            await self._native.close()
+        finally:
+            if self._fd is not None and self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(self._fd)
+            self._fd = None
 
     def stats(self) -> Dict[str, int]:
         """Counters: ``completed``, ``failed``, ``lease_lost``, ``recovered``."""

@@ -13,14 +13,16 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, JobSpec, Url, _bulk, _options, _urls
+from . import Backoff, JobSpec, Seconds, Url, _bulk, _options, _urls
 
 __all__ = ["Queue"]
 
 
 class Queue:
     """The blocking twin of :class:`emq.Queue` (``add``, ``add_bulk``, ``get``, ``counts``,
-    ``close``)."""
+    flows, schedulers, limits, recent events, maintenance, ``close``); see there for each method.
+    There is no worker here: workers need an event loop (or run plain ``def`` handlers from
+    :class:`emq.Worker` created outside one)."""
 
     def __init__(self, native: "_emq.Queue") -> None:
         self._native = native
@@ -63,6 +65,74 @@ class Queue:
     def counts(self) -> Dict[str, int]:
         """Number of jobs per state."""
         return self._native.counts_blocking()
+
+    def add_flow(self, flow: Dict[str, Any]) -> Dict[str, Any]:
+        """Adds a flow; the ids in its shape (see :meth:`emq.Queue.add_flow`)."""
+        return self._native.add_flow(flow, blocking=True)
+
+    def upsert_scheduler(
+        self,
+        scheduler_id: str,
+        name: str,
+        data: Any = None,
+        *,
+        every: Seconds,
+        first_after: Seconds = 0.0,
+        limit: Optional[int] = None,
+        **options: Any,
+    ) -> bool:
+        """Creates or replaces a scheduler (see :meth:`emq.Queue.upsert_scheduler`)."""
+        return self._native.upsert_scheduler(
+            scheduler_id, every, name, data, first_after, limit, options or None, blocking=True
+        )
+
+    def remove_scheduler(self, scheduler_id: str) -> bool:
+        return self._native.remove_scheduler(scheduler_id, blocking=True)
+
+    def schedulers(self) -> List[Dict[str, Any]]:
+        return self._native.schedulers(blocking=True)
+
+    def set_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
+        self._native.set_rate_limit(max, window, blocking=True)
+
+    def set_global_concurrency(self, max: Optional[int]) -> None:
+        self._native.set_global_concurrency(max, blocking=True)
+
+    def recent_events(self, limit: int = 100) -> List[Dict[str, Any]]:
+        return self._native.recent_events(limit, blocking=True)
+
+    def drain(self, delayed: bool = False) -> int:
+        return self._native.drain(delayed, blocking=True)
+
+    def clean(self, state: str, grace: Seconds = 0.0, limit: int = 1000) -> int:
+        return self._native.clean(state, grace, limit, blocking=True)
+
+    def obliterate(self, force: bool = False) -> int:
+        return self._native.obliterate(force, blocking=True)
+
+    def remove(self, job_id: str) -> bool:
+        return self._native.job_op("remove", job_id, blocking=True)
+
+    def retry(self, job_id: str) -> bool:
+        return self._native.job_op("retry", job_id, blocking=True)
+
+    def retry_failed(self) -> int:
+        return self._native.retry_failed(blocking=True)
+
+    def promote(self, job_id: str) -> bool:
+        return self._native.job_op("promote", job_id, blocking=True)
+
+    def logs(self, job_id: str) -> List[str]:
+        return self._native.job_op("logs", job_id, blocking=True)
+
+    def list(self, state: str, offset: int = 0, limit: int = 100) -> List[Dict[str, Any]]:
+        return self._native.list(state, offset, limit, blocking=True)
+
+    def is_paused(self) -> bool:
+        return self._native.is_paused(blocking=True)
+
+    def metrics(self) -> Dict[str, Any]:
+        return self._native.metrics(blocking=True)
 
     def close(self) -> None:
         """Releases the queue's id-minting lease."""
