@@ -1,5 +1,6 @@
 """The queue's extras from Python on real servers (standalone and a 3-master cluster), EMQ_GUARD=1:
-flows, job schedulers, rate limit and global concurrency, events, maintenance, the job's
+flows, job schedulers (every-N and cron), rate limits (per queue and per group), dedup with a TTL,
+global concurrency, events, maintenance, the job's
 progress/logs, timeouts, and the sync facade's twins."""
 
 from __future__ import annotations
@@ -378,3 +379,68 @@ asyncio.run(main())
     for _ in range(4):
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+async def test_group_rate_limit_holds_one_group_while_others_flow(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    q = await emq.Queue.connect(url, qname)
+    await q.set_group_rate_limit(1, 0.4)
+    busy = await q.add_bulk([("b", i, {"group": "busy"}) for i in range(4)])
+    others = await q.add_bulk([("o", i, {"group": f"g{i}"}) for i in range(4)])
+
+    async def handle(job):
+        return None
+
+    w = emq.Worker(q, handle, concurrency=4)
+    try:
+        busy_jobs = [await wait_for(q, i) for i in busy]
+        other_jobs = [await wait_for(q, i) for i in others]
+    finally:
+        await w.close()
+    starts = sorted(j["processed_ms"] for j in busy_jobs)
+    # One start of the busy group per 0.4 s window (server clock).
+    assert all(b - a >= 400 for a, b in zip(starts, starts[1:])), starts
+    # The other groups did not wait behind it.
+    assert max(j["processed_ms"] for j in other_jobs) < starts[-1], (other_jobs, starts)
+    await q.set_group_rate_limit(None)
+    with pytest.raises(emq.InvalidOption):
+        await q.set_group_rate_limit(0, 1.0)
+    with pytest.raises(emq.InvalidOption):
+        await q.add("x", 1, group="")
+    await q.close()
+
+
+async def test_cron_scheduler_and_dedup_ttl(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    assert await q.upsert_scheduler("nightly", "report", {"k": 1}, cron="0 3 * * *", tz="Europe/Berlin")
+    (listed,) = [s for s in await q.schedulers() if s["id"] == "nightly"]
+    assert listed["cron"] == "0 3 * * *" and listed["tz"] == "Europe/Berlin" and listed["every"] is None
+    assert 0 < listed["next_in"] <= 25 * 3600
+    with pytest.raises(emq.InvalidOption):
+        await q.upsert_scheduler("bad", "n", cron="* * * * *", tz="Mars/Base")
+    with pytest.raises(emq.InvalidOption):
+        await q.upsert_scheduler("bad", "n")  # neither every nor cron
+    with pytest.raises(emq.InvalidOption):
+        await q.upsert_scheduler("bad", "n", every=1.0, cron="* * * * *")
+    assert await q.remove_scheduler("nightly")
+
+    # A TTL hold outlives its job: after completion the key still returns the first job.
+    first = await q.add("mail", 1, dedup="welcome-7", dedup_ttl=60, remove_on_complete=True)
+
+    async def handle(job):
+        return None
+
+    w = emq.Worker(q, handle)
+    try:
+        await eventually(lambda: _gone(q, first), what="the job to complete and be removed")
+    finally:
+        await w.close()
+    assert await q.add("mail", 2, dedup="welcome-7", dedup_ttl=60) == first
+    with pytest.raises(emq.InvalidOption):
+        await q.add("x", 1, dedup_ttl=5)  # needs a dedup key
+    await q.close()
+
+
+async def _gone(q: emq.Queue, job_id: str) -> bool:
+    return await q.get(job_id) is None

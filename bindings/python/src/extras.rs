@@ -8,7 +8,9 @@ use crate::{
     code_err, core_err, int_u32, job_options, name_text, seconds_ms, spawn_py, CoreFuture, Out,
     Queue,
 };
-use emq::{ErrorCode, FlowIds, FlowJob, JobId, JobState, RateLimit, Schedule};
+use emq::{
+    ErrorCode, FlowIds, FlowJob, GroupRateLimit, JobId, JobState, RateLimit, Repeat, Schedule,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{json, Value};
@@ -142,16 +144,38 @@ impl Queue {
         first_after: &Bound<'_, PyAny>,
         limit: Option<u64>,
         options: Option<&Bound<'_, PyDict>>,
+        cron: Option<(String, String)>,
+        end_after: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let schedule = Schedule {
-            every: Duration::from_millis(seconds_ms(py, "every", every)?),
-            first_after: Duration::from_millis(seconds_ms(py, "first_after", first_after)?),
-            limit,
-            name: name_text(py, name)?,
-            data: payload(py, data, "the scheduled job's data")?,
-            options: job_options(py, options)?,
+        let repeat = match (every.is_none(), cron) {
+            (false, None) => Repeat::Every(Duration::from_millis(seconds_ms(py, "every", every)?)),
+            (true, Some((expr, tz))) => Repeat::Cron { expr, tz },
+            _ => {
+                return Err(code_err(
+                    py,
+                    ErrorCode::InvalidOption,
+                    "a scheduler needs exactly one of every= and cron=",
+                ))
+            }
         };
+        let mut schedule = Schedule::new(
+            repeat,
+            name_text(py, name)?,
+            payload(py, data, "the scheduled job's data")?,
+        );
+        schedule.first_after = Duration::from_millis(seconds_ms(py, "first_after", first_after)?);
+        schedule.limit = limit;
+        schedule.end_after = if end_after.is_none() {
+            None
+        } else {
+            Some(Duration::from_millis(seconds_ms(
+                py,
+                "end_after",
+                end_after,
+            )?))
+        };
+        schedule.options = job_options(py, options)?;
         Ok(Box::pin(async move {
             Ok(Out::Bool(q.upsert_scheduler(&id, schedule).await?))
         }))
@@ -178,7 +202,10 @@ impl Queue {
                     json!({
                         "id": s.id,
                         "name": s.name,
-                        "every": ms_to_s(s.every_ms),
+                        "every": (s.every_ms > 0).then(|| ms_to_s(s.every_ms)),
+                        "cron": s.cron,
+                        "tz": s.tz,
+                        "ends_in": s.ends_in_ms.map(ms_to_s),
                         "count": s.count,
                         "limit": if s.limit == 0 { None } else { Some(s.limit) },
                         "next_in": s.next_in_ms.map(ms_to_s),
@@ -206,6 +233,27 @@ impl Queue {
         };
         Ok(Box::pin(async move {
             q.set_rate_limit(limit).await?;
+            Ok(Out::None)
+        }))
+    }
+
+    pub(crate) fn set_group_rate_limit_future(
+        &self,
+        py: Python<'_>,
+        max: &Bound<'_, PyAny>,
+        window: &Bound<'_, PyAny>,
+    ) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        let limit = if max.is_none() {
+            None
+        } else {
+            Some(GroupRateLimit {
+                max: int_u32(py, "max", max)?,
+                window: Duration::from_millis(seconds_ms(py, "window", window)?),
+            })
+        };
+        Ok(Box::pin(async move {
+            q.set_group_rate_limit(limit).await?;
             Ok(Out::None)
         }))
     }

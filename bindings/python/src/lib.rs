@@ -319,6 +319,20 @@ pub(crate) fn job_options(
             }
             "remove_on_complete" => o.remove_on_complete = flag(py, "remove_on_complete", &v)?,
             "remove_on_fail" => o.remove_on_fail = flag(py, "remove_on_fail", &v)?,
+            "dedup_ttl" => o.dedup_ttl_ms = seconds_ms(py, "dedup_ttl", &v)?,
+            "group" => {
+                o.group = if v.is_none() {
+                    None
+                } else {
+                    Some(v.extract().map_err(|_| {
+                        code_err(
+                            py,
+                            ErrorCode::InvalidOption,
+                            "group must be a string or None",
+                        )
+                    })?)
+                }
+            }
             "dedup" => {
                 o.dedup = if v.is_none() {
                     None
@@ -616,7 +630,7 @@ impl Queue {
     }
 
     /// Creates or replaces a scheduler; true when created.
-    #[pyo3(signature = (id, every, name, data, first_after, limit=None, options=None, blocking=false))]
+    #[pyo3(signature = (id, every, name, data, first_after, limit=None, options=None, cron=None, tz=None, end_after=None, blocking=false))]
     #[allow(clippy::too_many_arguments)]
     fn upsert_scheduler(
         &self,
@@ -628,10 +642,25 @@ impl Queue {
         first_after: &Bound<'_, PyAny>,
         limit: Option<u64>,
         options: Option<&Bound<'_, PyDict>>,
+        cron: Option<String>,
+        tz: Option<String>,
+        end_after: Option<&Bound<'_, PyAny>>,
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
-        let f =
-            self.upsert_scheduler_future(py, id, every, name, data, first_after, limit, options)?;
+        let cron = cron.map(|expr| (expr, tz.unwrap_or_else(|| "UTC".into())));
+        let none = py.None().into_bound(py);
+        let f = self.upsert_scheduler_future(
+            py,
+            id,
+            every,
+            name,
+            data,
+            first_after,
+            limit,
+            options,
+            cron,
+            end_after.unwrap_or(&none),
+        )?;
         run(py, f, blocking)
     }
 
@@ -654,6 +683,21 @@ impl Queue {
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
         run(py, self.set_rate_limit_future(py, max, window)?, blocking)
+    }
+
+    #[pyo3(signature = (max, window, blocking=false))]
+    fn set_group_rate_limit(
+        &self,
+        py: Python<'_>,
+        max: &Bound<'_, PyAny>,
+        window: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(
+            py,
+            self.set_group_rate_limit_future(py, max, window)?,
+            blocking,
+        )
     }
 
     #[pyo3(signature = (max, blocking=false))]

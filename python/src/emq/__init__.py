@@ -183,7 +183,9 @@ class Queue:
         adding while a job with the same key is waiting or active returns that job's id. Further
         options: ``jitter``, ``timeout`` and ``lease`` (seconds), ``remove_on_fail``, ``id``,
         ``debounce`` (with ``dedup`` and ``delay``: a later add while the first is still delayed
-        replaces its data and pushes its start to ``delay`` from now), ``parent_policy`` (flows).
+        replaces its data and pushes its start to ``delay`` from now), ``dedup_ttl`` (with
+        ``dedup``: hold the key this many seconds after the add, whatever becomes of the job),
+        ``group`` (for :meth:`set_group_rate_limit`), ``parent_policy`` (flows).
         Every duration is seconds (a number or a ``timedelta``).
         """
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
@@ -239,19 +241,33 @@ class Queue:
         name: str,
         data: Any = None,
         *,
-        every: Seconds,
+        every: Optional[Seconds] = None,
+        cron: Optional[str] = None,
+        tz: str = "UTC",
         first_after: Seconds = 0.0,
         limit: Optional[int] = None,
+        end_after: Optional[Seconds] = None,
         **options: Any,
     ) -> bool:
         """Creates or replaces the scheduler ``scheduler_id``: it enqueues a job ``name`` with
-        ``data`` every ``every`` seconds (on the server's clock, once per due time whatever the
-        number of workers), the first run ``first_after`` seconds from now, at most ``limit``
-        runs (None: no limit). ``options`` are job options (``attempts``, ``backoff``,
-        ``remove_on_complete``, …). Running workers of the queue fire due schedulers. Returns True
-        when the scheduler was created (a replaced one keeps its next due time and count)."""
+        ``data`` every ``every`` seconds, or at each occurrence of the cron expression ``cron``
+        (5 fields, or 6 with seconds first) in the IANA time zone ``tz`` — on the server's clock,
+        once per due time whatever the number of workers. It starts ``first_after`` seconds from
+        now, stops after ``limit`` runs or ``end_after`` seconds (None: never). ``options`` are
+        job options (``attempts``, ``backoff``, ``remove_on_complete``, …). Running workers of
+        the queue fire due schedulers. Returns True when the scheduler was created (a replaced
+        one keeps its count)."""
         return await self._native.upsert_scheduler(
-            scheduler_id, every, name, data, first_after, limit, options or None
+            scheduler_id,
+            every,
+            name,
+            data,
+            first_after,
+            limit,
+            options or None,
+            cron=cron,
+            tz=tz,
+            end_after=end_after,
         )
 
     async def remove_scheduler(self, scheduler_id: str) -> bool:
@@ -269,6 +285,11 @@ class Queue:
         """At most ``max`` jobs of this queue start per ``window`` seconds across all workers
         (on the server's clock); ``None`` lifts the limit."""
         await self._native.set_rate_limit(max, window)
+
+    async def set_group_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
+        """Each job group (the ``group`` job option) starts at most ``max`` jobs per ``window``
+        seconds, every group on its own (on the server's clock); ``None`` lifts the limit."""
+        await self._native.set_group_rate_limit(max, window)
 
     async def set_global_concurrency(self, max: Optional[int]) -> None:
         """At most ``max`` jobs of this queue active at once across all workers; ``None`` lifts

@@ -76,14 +76,27 @@ class Queue:
         name: str,
         data: Any = None,
         *,
-        every: Seconds,
+        every: Optional[Seconds] = None,
+        cron: Optional[str] = None,
+        tz: str = "UTC",
         first_after: Seconds = 0.0,
         limit: Optional[int] = None,
+        end_after: Optional[Seconds] = None,
         **options: Any,
     ) -> bool:
         """Creates or replaces a scheduler (see :meth:`emq.Queue.upsert_scheduler`)."""
         return self._native.upsert_scheduler(
-            scheduler_id, every, name, data, first_after, limit, options or None, blocking=True
+            scheduler_id,
+            every,
+            name,
+            data,
+            first_after,
+            limit,
+            options or None,
+            cron=cron,
+            tz=tz,
+            end_after=end_after,
+            blocking=True,
         )
 
     def remove_scheduler(self, scheduler_id: str) -> bool:
@@ -94,6 +107,9 @@ class Queue:
 
     def set_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
         self._native.set_rate_limit(max, window, blocking=True)
+
+    def set_group_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
+        self._native.set_group_rate_limit(max, window, blocking=True)
 
     def set_global_concurrency(self, max: Optional[int]) -> None:
         self._native.set_global_concurrency(max, blocking=True)
