@@ -126,6 +126,10 @@ struct Ready {
 /// Most completions recorded in one call of `complete.lua`.
 const COMPLETE_BATCH: usize = 128;
 
+/// Longest a completion waits for others to share its call, and only while the worker's slots all
+/// have buffered jobs to go on with.
+const COMPLETE_LINGER: Duration = Duration::from_millis(2);
+
 struct Shared {
     completions: tokio::sync::mpsc::UnboundedSender<Completion>,
     queue: Queue,
@@ -896,6 +900,19 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
             match rx.try_recv() {
                 Ok(c) => batch.push(c),
                 Err(_) => break,
+            }
+        }
+        // While every slot has a buffered job to go on with, nobody waits for this call's refill:
+        // let a few more completions join it (at most COMPLETE_LINGER), so slow handlers (a
+        // foreign language's hop per job) still share one call among several jobs.
+        let linger_until = tokio::time::Instant::now() + COMPLETE_LINGER;
+        while batch.len() < COMPLETE_BATCH
+            && !s.stopping.load(Ordering::SeqCst)
+            && s.ready.lock().expect("ready").jobs.len() >= s.opts.concurrency
+        {
+            match tokio::time::timeout_at(linger_until, rx.recv()).await {
+                Ok(Some(c)) => batch.push(c),
+                _ => break,
             }
         }
         let want = reserve(&s, usize::MAX);
