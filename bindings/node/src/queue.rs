@@ -160,7 +160,7 @@ impl NativeQueue {
     pub async fn children_results(&self, id: String) -> napi::Result<String> {
         let id = parse_id(&id)?;
         let r = self.q.children_results(id).await.map_err(throw)?;
-        Ok(serde_json::to_string(&r).map_err(|e| throw(e.into()))?)
+        serde_json::to_string(&r).map_err(|e| throw(e.into()))
     }
 
     /// Reads a job: JSON text of the job, or null when there is no such job.
@@ -375,11 +375,7 @@ impl NativeQueue {
     #[napi]
     pub async fn recent_events(&self, limit: f64) -> napi::Result<String> {
         let limit = whole("limit", limit, 100_000).map_err(throw)?;
-        let events = self
-            .q
-            .recent_events(limit as usize)
-            .await
-            .map_err(throw)?;
+        let events = self.q.recent_events(limit as usize).await.map_err(throw)?;
         Ok(events_text(&events))
     }
 

@@ -332,11 +332,7 @@ impl NativeWorker {
     #[napi]
     pub async fn close(&self, timeout: Option<f64>) -> napi::Result<f64> {
         let deadline = ms("timeout", timeout).map_err(throw)?;
-        let handle = self
-            .handle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
         let result = match handle {
             None => Ok(0.0),
             Some(h) => {
