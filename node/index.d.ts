@@ -49,9 +49,23 @@ export interface JobOptions {
   removeOnFail?: boolean;
   /** While a job with this key is waiting or active, adding another returns the first one's id. */
   dedup?: string;
+  /**
+   * With `dedup` and `delay`: while the job holding the key is still delayed, replace its data and
+   * push its start to `delay` ms from now (debounce) instead of dropping the new job.
+   */
+  debounce?: boolean;
+  /** In a flow: what this job's final failure does to its parent (default 'fail'). */
+  parentPolicy?: ParentPolicy;
   /** Use this id (minted earlier by emq) instead of minting one: adding the same id twice adds one job. */
   id?: JobId;
 }
+
+/**
+ * What a flow child's final failure does to its parent: `fail` fails the parent; `ignore` counts the
+ * child as done and records its failure for the parent (`{ failed: Failure }` in childrenResults);
+ * `remove` drops the dependency.
+ */
+export type ParentPolicy = 'fail' | 'ignore' | 'remove';
 
 export interface BulkJob<T = unknown> {
   name: string;
@@ -84,6 +98,8 @@ export interface Job<T = any, R = any> {
   failure: Failure | null;
   /** The options it was added with, as stored by the core (snake_case keys). */
   options: Record<string, unknown>;
+  /** In a flow, its parent as `<queue>:<id>`. */
+  parent: string | null;
 }
 
 /** A leased job as a handler receives it. */
@@ -98,6 +114,98 @@ export interface ActiveJob<T = any> {
   updateProgress(progress: unknown): Promise<void>;
   /** Appends a line to the job's log; resolves to the number of lines kept. */
   log(line: string): Promise<number>;
+  /** In a flow: the results of this job's children by `<queue>:<id>`. */
+  childrenResults(): Promise<Record<string, Json>>;
+}
+
+/** A job of a flow and its children. */
+export interface FlowJob<T = unknown> {
+  /** The queue it goes to (default: the queue adding the flow); any queue of the same datastore. */
+  queue?: string;
+  name: string;
+  data: T;
+  opts?: JobOptions;
+  /** Jobs that must finish before this one runs. */
+  children?: FlowJob[];
+}
+
+/** The ids a flow was given, in the flow's shape. */
+export interface FlowIds {
+  queue: string;
+  id: JobId;
+  children: FlowIds[];
+}
+
+/** A job scheduler: enqueues `{ name, data, opts }` every `every` ms on the server's clock. */
+export interface SchedulerSpec<T = unknown> {
+  /** Interval in ms (at least 1). */
+  every: number;
+  /** The first run this many ms after the upsert (default 0: now). */
+  firstAfter?: number;
+  /** Stop after this many runs, then delete the scheduler (default: never). */
+  limit?: number;
+  name: string;
+  data?: T;
+  /** The runs' options (delay, priority and dedup are not used for scheduled runs). */
+  opts?: JobOptions;
+}
+
+export interface SchedulerInfo {
+  id: string;
+  /** Interval in ms. */
+  every: number;
+  /** Runs so far. */
+  count: number;
+  /** Most runs, or null for no limit. */
+  limit: number | null;
+  /** Ms until the next run, or null when none is due (limit reached). */
+  nextIn: number | null;
+  name: string;
+}
+
+/** At most `max` jobs start per `window` ms (a fixed window on the server's clock). */
+export interface RateLimit {
+  max: number;
+  window: number;
+}
+
+/** One event of a queue's events stream. */
+export interface QueueEvent {
+  /** The stream entry id (`<server ms>-<seq>`); pass it as `after` to resume. */
+  streamId: string;
+  /** added, active, completed, retrying, failed, stalled, released, removed, progress, paused, resumed, ... */
+  kind: string;
+  /** The job it happened to, when there is one. */
+  jobId: JobId | null;
+  /** Every field of the entry. */
+  fields: Record<string, string>;
+}
+
+/** A subscriber on a queue's events: `for await (const ev of stream)`, or `next()`; `close()` ends it. */
+export declare class EventStream implements AsyncIterable<QueueEvent> {
+  private constructor();
+  readonly closed: boolean;
+  /** The next events, waiting up to `wait` ms (default 1000) for the first; [] when none came or once closed. */
+  next(opts?: { wait?: number; count?: number }): Promise<QueueEvent[]>;
+  /** Ends the subscription; a read in progress resolves to [] at once. */
+  close(): void;
+  [Symbol.asyncIterator](): AsyncIterator<QueueEvent>;
+}
+
+export interface QueueMetrics {
+  queue: string;
+  counts: Counts;
+  /** [minute since the epoch, jobs completed in it], oldest first, over the last hour. */
+  completedPerMinute: [number, number][];
+  failedPerMinute: [number, number][];
+  /** Jobs ever added. */
+  added: number;
+  /** Job records ever deleted. */
+  deleted: number;
+  /** Completions refused because the lease was lost. */
+  leaseLost: number;
+  /** Stalled jobs recovered. */
+  stalled: number;
 }
 
 export interface Counts {
@@ -132,6 +240,42 @@ export declare class Queue {
   remove(id: JobId | string): Promise<boolean>;
   updateProgress(id: JobId | string, progress: unknown): Promise<void>;
   log(id: JobId | string, line: string): Promise<number>;
+  /** A job's log lines, oldest first. */
+  logs(id: JobId | string): Promise<string[]>;
+  /** Jobs in one state, a page at a time (waiting states oldest first; completed and failed newest first). */
+  list<T = any, R = any>(state: JobState, opts?: { offset?: number; limit?: number }): Promise<Job<T, R>[]>;
+  /** Sends a failed job back to wait with its attempts reset; false when it is not failed. */
+  retry(id: JobId | string): Promise<boolean>;
+  /** Retries every failed job; resolves to how many. */
+  retryFailed(): Promise<number>;
+  /** Runs a delayed job now; false when it is not delayed. */
+  promote(id: JobId | string): Promise<boolean>;
+  /** Removes every waiting, paused and prioritized job (and delayed ones with `delayed`); resolves to how many. */
+  drain(opts?: { delayed?: boolean }): Promise<number>;
+  /** Removes up to `limit` (default 1000) completed or failed jobs finished more than `grace` ms (default 0) ago. */
+  clean(state: 'completed' | 'failed', opts?: { grace?: number; limit?: number }): Promise<number>;
+  /** Deletes the whole queue (every job and key); rejects with InvalidState while jobs are active unless `force`. */
+  obliterate(opts?: { force?: boolean }): Promise<number>;
+  /** Adds a flow: the parent runs once its children finished. Resolves to the ids in the flow's shape. */
+  addFlow<T = unknown>(flow: FlowJob<T>): Promise<FlowIds>;
+  /** A parent's children's results by `<queue>:<id>` (a failed child under `ignore`: `{ failed: Failure }`). */
+  childrenResults(id: JobId | string): Promise<Record<string, Json>>;
+  /** At most `max` jobs of this queue active at once across all workers; null lifts it. */
+  setGlobalConcurrency(max: number | null): Promise<void>;
+  /** Limits how many jobs start per window; null lifts it. */
+  setRateLimit(limit: RateLimit | null): Promise<void>;
+  /** Creates or replaces a job scheduler (an existing one keeps its due time and count); true when created. */
+  upsertScheduler<T = unknown>(id: string, spec: SchedulerSpec<T>): Promise<boolean>;
+  /** Deletes a scheduler; true when it existed. */
+  removeScheduler(id: string): Promise<boolean>;
+  /** Every scheduler of the queue, by id. */
+  schedulers(): Promise<SchedulerInfo[]>;
+  /** Follows the queue's events from now on (or after the stream id `after`). */
+  events(opts?: { after?: string }): Promise<EventStream>;
+  /** The newest `limit` (default 100) events, oldest first, without waiting. */
+  recentEvents(limit?: number): Promise<QueueEvent[]>;
+  /** Counts, jobs finished per minute over the last hour, and lifetime counters. */
+  metrics(): Promise<QueueMetrics>;
   /** Releases the queue's node-id lease. */
   close(): Promise<void>;
 }

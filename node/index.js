@@ -1,7 +1,9 @@
 'use strict';
 // emq for Node.js: a thin wrapper over the native addon (bindings/node, napi-rs). The queue logic
 // lives in the Rust core; this file only loads the addon, adapts arguments (payloads through
-// JSON.stringify, backoff shorthands), turns native errors into EmqError, and adapts the handler.
+// JSON.stringify, backoff shorthands; batches such as addBulk, flows and schedulers cross as one JSON
+// string), turns native errors into EmqError, and runs the handler: the addon hands jobs over in
+// batches (one JSON array per wake-up) and this file settles each back through the native worker.
 
 const path = require('path');
 
@@ -150,7 +152,7 @@ function toJson(what, value) {
 
 const JOB_OPTIONS = new Set([
   'delay', 'priority', 'lifo', 'attempts', 'backoff', 'jitter', 'lease', 'timeout',
-  'removeOnComplete', 'removeOnFail', 'dedup', 'id',
+  'removeOnComplete', 'removeOnFail', 'dedup', 'debounce', 'parentPolicy', 'id',
 ]);
 const WORKER_OPTIONS = new Set([
   'concurrency', 'lease', 'stalledInterval', 'maxStalls', 'blockTimeout', 'shutdownTimeout',
@@ -169,14 +171,74 @@ function checkKeys(kind, opts, allowed) {
   return opts;
 }
 
+/** Numbers must be finite: JSON (how batches cross) would turn NaN and Infinity into null. */
+function checkFinite(what, v) {
+  if (typeof v === 'number' && !Number.isFinite(v)) {
+    throw emqError('invalid_option', `${what} must be a finite number, got ${v}`);
+  }
+}
+
 function jobOpts(opts) {
   opts = checkKeys('job', opts, JOB_OPTIONS);
   if (opts === undefined) return undefined;
   const out = {};
   for (const [k, v] of Object.entries(opts)) {
-    if (v !== undefined && v !== null) out[k] = v;
+    if (v !== undefined && v !== null) {
+      checkFinite(k, v);
+      out[k] = v;
+    }
   }
   if (typeof out.backoff === 'number') out.backoff = { type: 'fixed', delay: out.backoff };
+  if (out.backoff && typeof out.backoff === 'object') {
+    checkFinite('backoff.delay', out.backoff.delay);
+    checkFinite('backoff.max', out.backoff.max);
+  }
+  return out;
+}
+
+/** `data` for a JSON batch: undefined is null; what JSON.stringify would drop is an error. */
+function batchData(what, data) {
+  if (data === undefined) return null;
+  if (typeof data === 'function' || typeof data === 'symbol') {
+    throw emqError('invalid_payload', `the ${what} cannot be serialised as JSON (got a ${typeof data})`);
+  }
+  return data;
+}
+
+/** JSON text of a batch; on failure, names the payload that could not be serialised. */
+function batchJson(what, batch, payloads) {
+  try {
+    return JSON.stringify(batch);
+  } catch (e) {
+    for (const [name, data] of payloads()) toJson(name, data);
+    throw emqError('invalid_option', `the ${what} cannot be serialised as JSON: ${e.message}`, { cause: e });
+  }
+}
+
+const RATE_LIMIT_KEYS = new Set(['max', 'window']);
+const SCHEDULER_KEYS = new Set(['every', 'firstAfter', 'limit', 'name', 'data', 'opts']);
+const FLOW_KEYS = new Set(['queue', 'name', 'data', 'opts', 'children']);
+
+/** A flow checked and shaped for JSON. */
+function flowSpec(flow, what) {
+  if (!flow || typeof flow !== 'object' || Array.isArray(flow)) {
+    throw emqError('invalid_option', `${what} must be an object { name, data, opts, queue, children }`);
+  }
+  checkKeys('flow', flow, FLOW_KEYS);
+  const children = flow.children ?? [];
+  if (!Array.isArray(children)) throw emqError('invalid_option', `${what}: children must be an array`);
+  return {
+    queue: flow.queue ?? undefined,
+    name: flow.name,
+    data: batchData(`payload of ${what}`, flow.data),
+    opts: jobOpts(flow.opts),
+    children: children.map((c, i) => flowSpec(c, `${what}.children[${i}]`)),
+  };
+}
+
+function flowPayloads(flow, what, out = []) {
+  out.push([`payload of ${what}`, flow.data]);
+  (flow.children || []).forEach((c, i) => flowPayloads(c, `${what}.children[${i}]`, out));
   return out;
 }
 
@@ -222,17 +284,52 @@ class Queue {
   /** Adds many jobs `[{ name, data, opts }]` in pipelined round trips; resolves to their ids in order. */
   async addBulk(jobs) {
     if (!Array.isArray(jobs)) throw emqError('invalid_option', 'addBulk takes an array of { name, data, opts }');
-    const batch = jobs.map((j, i) => {
+    // The whole batch crosses as one JSON string; options shared by many jobs are checked once.
+    const batch = new Array(jobs.length);
+    let lastOpts;
+    let lastChecked;
+    for (let i = 0; i < jobs.length; i++) {
+      const j = jobs[i];
       if (!j || typeof j !== 'object') throw emqError('invalid_option', `addBulk: job ${i} is not an object`);
-      return { name: j.name, data: toJson(`payload of job ${i}`, j.data), opts: jobOpts(j.opts) };
-    });
-    return call(() => this[kNative].addBulk(batch));
+      let o = j.opts;
+      if (o === undefined || o === null) o = undefined;
+      else if (o === lastOpts) o = lastChecked;
+      else {
+        lastOpts = o;
+        o = lastChecked = jobOpts(o);
+      }
+      batch[i] = { name: j.name, data: batchData(`payload of job ${i}`, j.data), opts: o };
+    }
+    const text = batchJson('addBulk batch', batch, () => jobs.map((j, i) => [`payload of job ${i}`, j.data]));
+    const ids = await call(() => this[kNative].addBulkJson(text));
+    return ids === '' ? [] : ids.split(',');
+  }
+
+  /**
+   * Adds a flow: `{ name, data, opts, queue?, children: [flow, ...] }`, a parent that runs once its
+   * children finished (children may name other queues of the same datastore). Resolves to the ids
+   * in the flow's shape: `{ queue, id, children: [...] }`.
+   */
+  async addFlow(flow) {
+    const spec = flowSpec(flow, 'the flow');
+    const text = batchJson('flow', spec, () => flowPayloads(flow, 'the flow'));
+    return JSON.parse(await call(() => this[kNative].addFlow(text)));
+  }
+
+  /** A parent's children's results by `<queue>:<id>` (a failed child under `ignore`: `{ failed }`). */
+  async childrenResults(id) {
+    return JSON.parse(await call(() => this[kNative].childrenResults(String(id))));
   }
 
   /** Reads a job as a plain object, or null when there is no such job. */
   async get(id) {
     const text = await call(() => this[kNative].get(String(id)));
     return text == null ? null : JSON.parse(text);
+  }
+
+  /** Jobs in one state, a page at a time (oldest first; completed and failed newest first). */
+  async list(state, { offset = 0, limit = 100 } = {}) {
+    return JSON.parse(await call(() => this[kNative].list(String(state), offset, limit)));
   }
 
   /** Number of jobs per state. */
@@ -257,6 +354,36 @@ class Queue {
     return call(() => this[kNative].remove(String(id)));
   }
 
+  /** Sends a failed job back to wait with its attempts reset; false when it is not failed. */
+  async retry(id) {
+    return call(() => this[kNative].retry(String(id)));
+  }
+
+  /** Retries every failed job; resolves to how many. */
+  async retryFailed() {
+    return call(() => this[kNative].retryFailed());
+  }
+
+  /** Runs a delayed job now; false when it is not delayed. */
+  async promote(id) {
+    return call(() => this[kNative].promote(String(id)));
+  }
+
+  /** Removes every waiting, paused and prioritized job (and delayed ones with `delayed: true`). */
+  async drain({ delayed = false } = {}) {
+    return call(() => this[kNative].drain(Boolean(delayed)));
+  }
+
+  /** Removes up to `limit` jobs of `state` ('completed' | 'failed') finished more than `grace` ms ago. */
+  async clean(state, { grace = 0, limit = 1000 } = {}) {
+    return call(() => this[kNative].clean(String(state), grace, limit));
+  }
+
+  /** Deletes the whole queue (every job and key); refuses while jobs are active unless `force`. */
+  async obliterate({ force = false } = {}) {
+    return call(() => this[kNative].obliterate(Boolean(force)));
+  }
+
   async updateProgress(id, progress) {
     const text = toJson('progress', progress);
     return call(() => this[kNative].updateProgress(String(id), text));
@@ -264,6 +391,79 @@ class Queue {
 
   async log(id, line) {
     return call(() => this[kNative].log(String(id), String(line)));
+  }
+
+  /** A job's log lines, oldest first. */
+  async logs(id) {
+    return call(() => this[kNative].logs(String(id)));
+  }
+
+  /** At most `max` jobs of this queue active at once across all workers; null lifts it. */
+  async setGlobalConcurrency(max) {
+    if (max !== null && max !== undefined) checkFinite('globalConcurrency', max);
+    return call(() => this[kNative].setGlobalConcurrency(max ?? null));
+  }
+
+  /** At most `max` jobs start per `window` ms (a fixed window on the server's clock); null lifts it. */
+  async setRateLimit(limit) {
+    if (limit === null || limit === undefined) return call(() => this[kNative].setRateLimit(null, null));
+    checkKeys('rate limit', limit, RATE_LIMIT_KEYS);
+    if (limit.max === undefined || limit.window === undefined) {
+      throw emqError('invalid_option', 'setRateLimit takes { max, window } (or null to lift it)');
+    }
+    return call(() => this[kNative].setRateLimit(limit.max, limit.window));
+  }
+
+  /**
+   * Creates or replaces the job scheduler `id`: every `every` ms (the first run `firstAfter` ms from
+   * now, default now; at most `limit` runs) it enqueues `{ name, data, opts }`. An existing
+   * scheduler keeps its next due time and count. Resolves to true when it was created.
+   * Workers of the queue fire due schedulers.
+   */
+  async upsertScheduler(id, spec) {
+    if (typeof id !== 'string') throw emqError('invalid_option', 'the scheduler id must be a string');
+    checkKeys('scheduler', spec, SCHEDULER_KEYS);
+    if (!spec) throw emqError('invalid_option', 'upsertScheduler(id, { every, name, data, opts, firstAfter, limit })');
+    for (const k of ['every', 'firstAfter', 'limit']) checkFinite(k, spec[k]);
+    const body = {
+      every: spec.every,
+      firstAfter: spec.firstAfter ?? undefined,
+      limit: spec.limit ?? undefined,
+      name: spec.name,
+      data: batchData('payload of the scheduled job', spec.data),
+      opts: jobOpts(spec.opts),
+    };
+    const text = batchJson('scheduler', body, () => [['payload of the scheduled job', spec.data]]);
+    return call(() => this[kNative].upsertScheduler(id, text));
+  }
+
+  /** Deletes the scheduler `id`; resolves to true when it existed. */
+  async removeScheduler(id) {
+    return call(() => this[kNative].removeScheduler(String(id)));
+  }
+
+  /** Every scheduler: `[{ id, every, count, limit, nextIn, name }]` (ms; limit null when none). */
+  async schedulers() {
+    return JSON.parse(await call(() => this[kNative].schedulers()));
+  }
+
+  /**
+   * Follows the queue's events from now on (or after the stream id `after`): an EventStream to read
+   * with `for await (const ev of stream)` or `await stream.next()`; `stream.close()` ends it.
+   */
+  async events({ after } = {}) {
+    const ne = await call(() => this[kNative].events(after == null ? null : String(after)));
+    return new EventStream(kToken, ne);
+  }
+
+  /** The newest `limit` events, oldest first, without waiting. */
+  async recentEvents(limit = 100) {
+    return JSON.parse(await call(() => this[kNative].recentEvents(limit)));
+  }
+
+  /** Counts, finished jobs per minute over the last hour, and lifetime counters. */
+  async metrics() {
+    return JSON.parse(await call(() => this[kNative].metrics()));
   }
 
   /** Releases the queue's node-id lease. */
@@ -300,21 +500,95 @@ function failure(e) {
   return { error: out };
 }
 
-/** Adapts a user handler: job JSON in, outcome JSON out; it never throws or rejects. */
-function adapt(handler, queue) {
-  return async (jobText) => {
-    let outcome;
+/**
+ * The worker's dispatcher: the addon calls it with a JSON array of jobs (one call per wake-up, as
+ * many jobs as arrived since the last one). It runs `handler` on each and settles each job through
+ * the native worker: successes are gathered and sent in one `complete` call per microtask
+ * checkpoint, failures one `fail` call each. It never throws, and no outcome ever rejects: a
+ * synchronous throw, a rejection or an unserialisable result fails that job only. A promise that
+ * never settles is left to the job's timeout and lease, which the core enforces.
+ */
+function dispatcher(handler, queue, worker) {
+  let seqs = [];
+  let results = [];
+  let flushQueued = false;
+  const flush = () => {
+    flushQueued = false;
+    const s = seqs;
+    const r = results;
+    seqs = [];
+    results = [];
     try {
-      const job = JSON.parse(jobText);
-      job.updateProgress = (p) => queue.updateProgress(job.id, p);
-      job.log = (line) => queue.log(job.id, line);
-      const result = await handler(job);
-      const text = result === undefined ? 'null' : JSON.stringify(result);
-      outcome = `{"ok":${text === undefined ? 'null' : text}}`;
-    } catch (e) {
-      outcome = JSON.stringify(failure(e));
+      worker.native.complete(s, r);
+    } catch (_) {
+      /* the worker is gone: its jobs were released */
     }
-    return outcome;
+  };
+  const fail = (seq, e) => {
+    try {
+      const f = failure(e).error;
+      worker.native.fail(seq, f.message, f.code ?? null, f.stack ?? null, f.unrecoverable === true);
+    } catch (_) {
+      /* the worker is gone */
+    }
+  };
+  const ok = (seq, value) => {
+    let text = null;
+    if (value !== undefined && value !== null) {
+      try {
+        text = JSON.stringify(value);
+      } catch (e) {
+        fail(seq, e);
+        return;
+      }
+      if (text === undefined) text = null;
+    }
+    seqs.push(seq);
+    results.push(text);
+    if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(flush);
+    }
+  };
+  return (batchText) => {
+    let jobs;
+    try {
+      jobs = JSON.parse(batchText);
+    } catch (_) {
+      return; // never produced by the addon; its jobs would time out rather than crash the process
+    }
+    for (let i = 0; i < jobs.length; i++) {
+      const raw = jobs[i];
+      const seq = raw.s;
+      const id = raw.id;
+      const job = {
+        id,
+        name: raw.name,
+        data: raw.data,
+        attemptsMade: raw.attemptsMade,
+        attempts: raw.attempts,
+        updateProgress: (p) => queue.updateProgress(id, p),
+        log: (line) => queue.log(id, line),
+        childrenResults: () => queue.childrenResults(id),
+      };
+      let r;
+      try {
+        r = handler(job);
+      } catch (e) {
+        fail(seq, e);
+        continue;
+      }
+      if (r !== null && (typeof r === 'object' || typeof r === 'function')) {
+        // A promise (or any thenable, through Promise.resolve, which also catches a throwing `then`).
+        const p = r instanceof Promise ? r : Promise.resolve(r);
+        p.then(
+          (v) => ok(seq, v),
+          (e) => fail(seq, e),
+        );
+      } else {
+        ok(seq, r);
+      }
+    }
   };
 }
 
@@ -332,7 +606,10 @@ class Worker {
       throw emqError('invalid_option', 'new Worker(queue, handler): handler must be a function');
     }
     const o = checkKeys('worker', opts, WORKER_OPTIONS);
-    this[kNative] = callSync(() => queue[kNative].worker(adapt(handler, queue), o));
+    // The dispatcher settles jobs through the native worker; it first runs on a later event-loop
+    // turn, after this constructor has set `slot.native`.
+    const slot = { native: null };
+    this[kNative] = slot.native = callSync(() => queue[kNative].worker(dispatcher(handler, queue, slot), o));
     this.queue = queue;
     this._closing = null;
   }
@@ -357,9 +634,52 @@ class Worker {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/**
+ * A subscriber on a queue's events (from `queue.events()`). Each event is
+ * `{ streamId, kind, jobId, fields }`; `kind` is added, active, completed, retrying, failed,
+ * stalled, released, removed, progress, paused, resumed, ... Iterate with `for await`, or call
+ * `next()`. `close()` ends it (a read in progress resolves at once, and the iteration stops).
+ */
+class EventStream {
+  constructor(token, nativeEvents) {
+    if (token !== kToken) throw emqError('invalid_option', 'use `await queue.events()`');
+    this[kNative] = nativeEvents;
+    this.closed = false;
+  }
+
+  /** The next events (waiting up to `wait` ms, default 1000, for the first); [] when none came. */
+  async next({ wait = 1000, count = 100 } = {}) {
+    if (this.closed) return [];
+    return JSON.parse(await call(() => this[kNative].next(wait, count)));
+  }
+
+  /** Ends the subscription. */
+  close() {
+    this.closed = true;
+    this[kNative].close();
+  }
+
+  async *[Symbol.asyncIterator]() {
+    try {
+      while (!this.closed) {
+        for (const ev of await this.next()) {
+          yield ev;
+          if (this.closed) return;
+        }
+      }
+    } finally {
+      this.close();
+    }
+  }
+}
+
 module.exports = {
   Queue,
   Worker,
+  EventStream,
   EmqError,
   UnrecoverableError,
   errorCodes: Object.keys(CLASS_NAMES),

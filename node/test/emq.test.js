@@ -213,30 +213,43 @@ test('pause, resume, delay, dedup', async () => {
   assert.equal(await q.get(later), null);
 });
 
-test('the native handler itself turns a throw or a rejection into a failed job', async () => {
-  // Bypasses index.js's adapter: the Rust Handler around the threadsafe function must cope alone.
+test('the native worker copes alone with a dispatcher that throws, and settles batches', async () => {
+  // Bypasses index.js: the addon hands jobs over as a JSON array per wake-up; a dispatcher that
+  // throws fails the jobs of its batch it did not settle (never a crash), and `complete` / `fail`
+  // settle the others.
   const native = require(path.join(__dirname, '..', 'emq.linux-x64-gnu.node'));
   const nq = await native.connect([servers.standalone], unique('raw'));
-  const thrown = await nq.add('throws', '{}');
-  const rejected = await nq.add('rejects', '{}');
-  const w = nq.worker(
+  const ids = {};
+  for (const name of ['throws', 'ok', 'fails']) ids[name] = await nq.add(name, '{"n":1}');
+  let w;
+  w = nq.worker(
     (text) => {
-      if (JSON.parse(text).name === 'throws') throw new Error('raw sync throw');
-      return Promise.reject(new Error('raw rejection'));
+      const jobs = JSON.parse(text);
+      for (const j of jobs) {
+        assert.deepEqual(j.data, { n: 1 });
+        if (j.name === 'ok') w.complete([j.s], [JSON.stringify({ ok: j.id })]);
+        if (j.name === 'fails') w.fail(j.s, 'raw failure', 'my_code', null, true);
+      }
+      if (jobs.some((j) => j.name === 'throws')) throw new Error('raw dispatcher throw');
     },
-    { concurrency: 2, blockTimeout: 300 },
+    { concurrency: 3, blockTimeout: 300 },
   );
   try {
-    await waitFor('two failures', async () => (await nq.counts()).failed === 2);
+    await waitFor('three outcomes', async () => {
+      const c = await nq.counts();
+      return c.failed === 2 && c.completed === 1;
+    });
   } finally {
     await w.close();
   }
-  const j1 = JSON.parse(await nq.get(thrown));
-  const j2 = JSON.parse(await nq.get(rejected));
-  assert.equal(j1.state, 'failed');
-  assert.match(j1.failure.message, /raw sync throw/);
-  assert.equal(j2.state, 'failed');
-  assert.match(j2.failure.message, /raw rejection/);
+  const thrown = JSON.parse(await nq.get(ids.throws));
+  assert.equal(thrown.state, 'failed');
+  assert.match(thrown.failure.message, /raw dispatcher throw/);
+  const ok = JSON.parse(await nq.get(ids.ok));
+  assert.deepEqual(ok.result, { ok: ids.ok });
+  const failed = JSON.parse(await nq.get(ids.fails));
+  assert.equal(failed.failure.message, 'raw failure');
+  assert.equal(failed.failure.code, 'my_code');
   await nq.close();
 });
 

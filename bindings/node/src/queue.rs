@@ -1,0 +1,420 @@
+//! [`NativeQueue`]: one queue's operations (wrapped by `Queue` in `index.js`): adds (one, a bulk
+//! batch as one JSON string, a flow), reads, state changes, cleanup, limits, schedulers and events.
+//! Each method converts its arguments, calls the core, and converts the reply; values too rich for a
+//! napi object cross as JSON text, which `index.js` parses.
+
+use crate::events::{events_text, NativeEvents};
+use crate::options::{
+    invalid_option, job_options, ms, parse_spec, payload, whole, BulkEntry, FlowSpec, JobOpts,
+    SchedulerSpec, WorkerOpts,
+};
+use crate::throw;
+use crate::worker::NativeWorker;
+use emq::{FlowIds, FlowJob, Job, JobId, JobState, NewJob, Queue, RateLimit, Schedule};
+use napi::bindgen_prelude::Function;
+use napi_derive::napi;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Number of jobs per state.
+#[napi(object)]
+pub struct Counts {
+    pub waiting: f64,
+    pub paused: f64,
+    pub active: f64,
+    pub delayed: f64,
+    pub prioritized: f64,
+    pub completed: f64,
+    pub failed: f64,
+    pub stalled: f64,
+    pub waiting_children: f64,
+}
+
+/// A job as plain JSON with camelCase keys (what `queue.get` returns).
+fn job_json(j: &Job) -> Value {
+    json!({
+        "id": j.id.to_string(),
+        "name": j.name,
+        "data": j.data,
+        "state": j.state.map(|s| s.as_str()),
+        "attemptsMade": j.attempts_made,
+        "attempts": j.attempts,
+        "stalls": j.stalls,
+        "priority": j.priority,
+        "createdMs": j.created_ms,
+        "processedMs": j.processed_ms,
+        "finishedMs": j.finished_ms,
+        "progress": j.progress,
+        "result": j.result,
+        "failure": j.failure,
+        "options": j.options,
+        "parent": j.parent,
+    })
+}
+
+fn flow_ids_json(ids: &FlowIds) -> Value {
+    json!({
+        "queue": ids.queue,
+        "id": ids.id.to_string(),
+        "children": ids.children.iter().map(flow_ids_json).collect::<Vec<_>>(),
+    })
+}
+
+fn flow_job(spec: FlowSpec, default_queue: &str, path: &str) -> emq::Result<FlowJob> {
+    let children = spec
+        .children
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| flow_job(c, default_queue, &format!("{path}.children[{i}]")))
+        .collect::<emq::Result<Vec<_>>>()?;
+    Ok(FlowJob {
+        queue: spec.queue.unwrap_or_else(|| default_queue.to_string()),
+        name: spec.name,
+        data: payload(path, spec.data)?,
+        options: job_options(spec.opts)?,
+        children,
+    })
+}
+
+fn state(text: &str) -> emq::Result<JobState> {
+    JobState::parse(text).map_err(|_| {
+        invalid_option(format!(
+            "unknown job state {text:?}; one of {}",
+            JobState::ALL.map(|s| s.as_str()).join(", ")
+        ))
+    })
+}
+
+fn parse_id(id: &str) -> napi::Result<JobId> {
+    JobId::parse(id).map_err(throw)
+}
+
+/// A handle on one queue.
+#[napi]
+pub struct NativeQueue {
+    pub(crate) q: Queue,
+}
+
+#[napi]
+impl NativeQueue {
+    /// The queue's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.q.name().to_string()
+    }
+
+    /// Adds a job whose payload is JSON text; returns its id.
+    #[napi]
+    pub async fn add(
+        &self,
+        name: String,
+        data: String,
+        opts: Option<JobOpts>,
+    ) -> napi::Result<String> {
+        let options = job_options(opts).map_err(throw)?;
+        let id = self
+            .q
+            .add_json(&name, &data, options)
+            .await
+            .map_err(throw)?;
+        Ok(id.to_string())
+    }
+
+    /// Adds many jobs given as one JSON array of `{name, data, opts}`, in pipelined round trips;
+    /// returns their ids in order, comma-separated.
+    #[napi]
+    pub async fn add_bulk_json(&self, jobs: String) -> napi::Result<String> {
+        let entries: Vec<BulkEntry> = parse_spec("addBulk", &jobs).map_err(throw)?;
+        drop(jobs);
+        let mut batch = Vec::with_capacity(entries.len());
+        for (i, j) in entries.into_iter().enumerate() {
+            batch.push(NewJob {
+                name: j.name,
+                data: payload(&format!("job {i}"), j.data).map_err(throw)?,
+                options: job_options(j.opts).map_err(throw)?,
+            });
+        }
+        let ids = self.q.add_bulk(batch).await.map_err(throw)?;
+        let mut out = String::with_capacity(ids.len() * 17);
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&id.to_string());
+        }
+        Ok(out)
+    }
+
+    /// Adds a flow (JSON of `{queue?, name, data, opts, children}`); returns its ids as JSON in
+    /// the flow's shape.
+    #[napi]
+    pub async fn add_flow(&self, flow: String) -> napi::Result<String> {
+        let spec: FlowSpec = parse_spec("addFlow", &flow).map_err(throw)?;
+        let job = flow_job(spec, self.q.name().as_str(), "the flow").map_err(throw)?;
+        let ids = self.q.add_flow(job).await.map_err(throw)?;
+        Ok(flow_ids_json(&ids).to_string())
+    }
+
+    /// The results of a parent's children by `<queue>:<id>` (JSON object).
+    #[napi]
+    pub async fn children_results(&self, id: String) -> napi::Result<String> {
+        let id = parse_id(&id)?;
+        let r = self.q.children_results(id).await.map_err(throw)?;
+        serde_json::to_string(&r).map_err(|e| throw(e.into()))
+    }
+
+    /// Reads a job: JSON text of the job, or null when there is no such job.
+    #[napi]
+    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
+        let job = self.q.get_str(&id).await.map_err(throw)?;
+        Ok(job.map(|j| job_json(&j).to_string()))
+    }
+
+    /// Jobs in one state, a page at a time (JSON array).
+    #[napi]
+    pub async fn list(&self, state_name: String, offset: f64, limit: f64) -> napi::Result<String> {
+        let st = state(&state_name).map_err(throw)?;
+        let offset = whole("offset", offset, u32::MAX as u64).map_err(throw)?;
+        let limit = whole("limit", limit, 100_000).map_err(throw)?;
+        let jobs = self.q.list(st, offset, limit).await.map_err(throw)?;
+        Ok(Value::Array(jobs.iter().map(job_json).collect()).to_string())
+    }
+
+    /// Counts jobs per state.
+    #[napi]
+    pub async fn counts(&self) -> napi::Result<Counts> {
+        let c = self.q.counts().await.map_err(throw)?;
+        Ok(Counts {
+            waiting: c.waiting as f64,
+            paused: c.paused as f64,
+            active: c.active as f64,
+            delayed: c.delayed as f64,
+            prioritized: c.prioritized as f64,
+            completed: c.completed as f64,
+            failed: c.failed as f64,
+            stalled: c.stalled as f64,
+            waiting_children: c.waiting_children as f64,
+        })
+    }
+
+    #[napi]
+    pub async fn pause(&self) -> napi::Result<()> {
+        self.q.pause().await.map_err(throw)
+    }
+
+    #[napi]
+    pub async fn resume(&self) -> napi::Result<()> {
+        self.q.resume().await.map_err(throw)
+    }
+
+    #[napi]
+    pub async fn is_paused(&self) -> napi::Result<bool> {
+        self.q.is_paused().await.map_err(throw)
+    }
+
+    /// Removes a job that is not active; true when it existed.
+    #[napi]
+    pub async fn remove(&self, id: String) -> napi::Result<bool> {
+        let id = parse_id(&id)?;
+        self.q.remove(id).await.map_err(throw)
+    }
+
+    /// Sends a failed job back to wait; false when it is not failed.
+    #[napi]
+    pub async fn retry(&self, id: String) -> napi::Result<bool> {
+        let id = parse_id(&id)?;
+        self.q.retry(id).await.map_err(throw)
+    }
+
+    /// Retries every failed job; returns how many.
+    #[napi]
+    pub async fn retry_failed(&self) -> napi::Result<f64> {
+        Ok(self.q.retry_failed().await.map_err(throw)? as f64)
+    }
+
+    /// Runs a delayed job now; false when it is not delayed.
+    #[napi]
+    pub async fn promote(&self, id: String) -> napi::Result<bool> {
+        let id = parse_id(&id)?;
+        self.q.promote(id).await.map_err(throw)
+    }
+
+    /// Removes every waiting, paused and prioritized job (and delayed ones with `delayed`).
+    #[napi]
+    pub async fn drain(&self, delayed: bool) -> napi::Result<f64> {
+        Ok(self.q.drain(delayed).await.map_err(throw)? as f64)
+    }
+
+    /// Removes up to `limit` completed or failed jobs finished more than `grace` ms ago.
+    #[napi]
+    pub async fn clean(&self, state_name: String, grace: f64, limit: f64) -> napi::Result<f64> {
+        let st = state(&state_name).map_err(throw)?;
+        let grace = emq::options::millis("grace", grace).map_err(throw)?;
+        let limit = whole("limit", limit, u32::MAX as u64).map_err(throw)?;
+        let n = self
+            .q
+            .clean(st, Duration::from_millis(grace), limit)
+            .await
+            .map_err(throw)?;
+        Ok(n as f64)
+    }
+
+    /// Deletes the whole queue; refuses while jobs are active unless `force`.
+    #[napi]
+    pub async fn obliterate(&self, force: bool) -> napi::Result<f64> {
+        Ok(self.q.obliterate(force).await.map_err(throw)? as f64)
+    }
+
+    /// Records a job's progress (JSON text).
+    #[napi]
+    pub async fn update_progress(&self, id: String, progress: String) -> napi::Result<()> {
+        let id = parse_id(&id)?;
+        let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
+        self.q.update_progress(id, &v).await.map_err(throw)
+    }
+
+    /// Appends a line to a job's log; returns the number of lines kept.
+    #[napi]
+    pub async fn log(&self, id: String, line: String) -> napi::Result<f64> {
+        let id = parse_id(&id)?;
+        Ok(self.q.log(id, &line).await.map_err(throw)? as f64)
+    }
+
+    /// A job's log lines, oldest first.
+    #[napi]
+    pub async fn logs(&self, id: String) -> napi::Result<Vec<String>> {
+        let id = parse_id(&id)?;
+        self.q.logs(id).await.map_err(throw)
+    }
+
+    /// Sets (a positive whole number) or lifts (null) the most jobs active at once across workers.
+    #[napi]
+    pub async fn set_global_concurrency(&self, max: Option<f64>) -> napi::Result<()> {
+        let max = max
+            .map(|m| whole("globalConcurrency", m, u32::MAX as u64).map(|m| m as u32))
+            .transpose()
+            .map_err(throw)?;
+        self.q.set_global_concurrency(max).await.map_err(throw)
+    }
+
+    /// Sets (`max` jobs per `window` ms) or lifts (both null) the queue's rate limit.
+    #[napi]
+    pub async fn set_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> napi::Result<()> {
+        let limit = match (max, window) {
+            (None, None) => None,
+            (Some(m), Some(w)) => Some(RateLimit {
+                max: whole("rateLimit.max", m, u32::MAX as u64).map_err(throw)? as u32,
+                window: Duration::from_millis(
+                    emq::options::millis("rateLimit.window", w).map_err(throw)?,
+                ),
+            }),
+            _ => {
+                return Err(throw(invalid_option(
+                    "a rate limit needs both max and window (or neither, to lift it)",
+                )))
+            }
+        };
+        self.q.set_rate_limit(limit).await.map_err(throw)
+    }
+
+    /// Creates or replaces the scheduler `id` (spec as JSON); true when it was created.
+    #[napi]
+    pub async fn upsert_scheduler(&self, id: String, spec: String) -> napi::Result<bool> {
+        let s: SchedulerSpec = parse_spec("upsertScheduler", &spec).map_err(throw)?;
+        let schedule = (|| {
+            Ok::<_, emq::Error>(Schedule {
+                every: Duration::from_millis(emq::options::millis("every", s.every)?),
+                first_after: Duration::from_millis(ms("firstAfter", s.first_after)?.unwrap_or(0)),
+                limit: s
+                    .limit
+                    .map(|l| whole("limit", l, u64::MAX >> 11))
+                    .transpose()?,
+                name: s.name,
+                data: payload("the scheduled job", s.data)?,
+                options: job_options(s.opts)?,
+            })
+        })()
+        .map_err(throw)?;
+        self.q.upsert_scheduler(&id, schedule).await.map_err(throw)
+    }
+
+    /// Deletes the scheduler `id`; true when it existed.
+    #[napi]
+    pub async fn remove_scheduler(&self, id: String) -> napi::Result<bool> {
+        self.q.remove_scheduler(&id).await.map_err(throw)
+    }
+
+    /// Every scheduler of the queue (JSON array).
+    #[napi]
+    pub async fn schedulers(&self) -> napi::Result<String> {
+        let all = self.q.schedulers().await.map_err(throw)?;
+        let out: Vec<Value> = all
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "every": s.every_ms,
+                    "count": s.count,
+                    "limit": if s.limit == 0 { None } else { Some(s.limit) },
+                    "nextIn": s.next_in_ms,
+                    "name": s.name,
+                })
+            })
+            .collect();
+        Ok(Value::Array(out).to_string())
+    }
+
+    /// Follows the queue's events from now on (or after a stream id).
+    #[napi]
+    pub async fn events(&self, after: Option<String>) -> napi::Result<NativeEvents> {
+        let stream = self.q.events(after).await.map_err(throw)?;
+        Ok(NativeEvents::new(stream))
+    }
+
+    /// The newest `limit` events, oldest first (JSON array).
+    #[napi]
+    pub async fn recent_events(&self, limit: f64) -> napi::Result<String> {
+        let limit = whole("limit", limit, 100_000).map_err(throw)?;
+        let events = self.q.recent_events(limit as usize).await.map_err(throw)?;
+        Ok(events_text(&events))
+    }
+
+    /// The queue's metrics (JSON).
+    #[napi]
+    pub async fn metrics(&self) -> napi::Result<String> {
+        let m = self.q.metrics().await.map_err(throw)?;
+        let c = &m.counts;
+        Ok(json!({
+            "queue": m.queue,
+            "counts": {
+                "waiting": c.waiting, "paused": c.paused, "active": c.active,
+                "delayed": c.delayed, "prioritized": c.prioritized, "completed": c.completed,
+                "failed": c.failed, "stalled": c.stalled, "waitingChildren": c.waiting_children,
+            },
+            "completedPerMinute": m.completed_per_minute,
+            "failedPerMinute": m.failed_per_minute,
+            "added": m.added,
+            "deleted": m.deleted,
+            "leaseLost": m.lease_lost,
+            "stalled": m.stalled,
+        })
+        .to_string())
+    }
+
+    /// Releases the queue's node-id lease.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        self.q.close().await.map_err(throw)
+    }
+
+    /// Starts a worker on this queue around `dispatcher` (`index.js`'s, which takes a JSON array
+    /// of jobs and settles each through the worker's `complete` / `fail`).
+    #[napi(async_runtime)]
+    pub fn worker(
+        &self,
+        dispatcher: Function<'_, String, ()>,
+        opts: Option<WorkerOpts>,
+    ) -> napi::Result<NativeWorker> {
+        crate::worker::start(&self.q, dispatcher, opts)
+    }
+}

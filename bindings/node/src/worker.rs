@@ -1,0 +1,349 @@
+//! The worker's hand-off between the core and JS, batched so that a busy worker pays one JS hop per
+//! batch of jobs rather than one per job.
+//!
+//! The core calls [`Handler::handle`] once per job and awaits its future; that stays as it is. Here
+//! `handle` appends the job (as JSON, written on the core's thread) to a shared batch together with
+//! a sequence number, parks a oneshot sender under that number, and asks the JS thread to run only
+//! when the batch was empty (one threadsafe-function call is then pending for everything appended
+//! until JS picks the batch up). On the JS thread the batch goes to `index.js`'s dispatcher as one
+//! JSON array; it runs the user's handler per job and reports outcomes back with `complete` (many
+//! successes in one call) and `fail` (one failure), which only look up the parked senders and send.
+//! A job whose future the core drops (timeout, close) unparks itself; a late outcome for it is
+//! ignored. No queue logic lives here.
+
+use crate::options::{ms, worker_options, WorkerOpts};
+use crate::throw;
+use emq::{Handler, HandlerError, HandlerResult, JobContext, WorkerHandle};
+use futures::channel::oneshot;
+use futures::future::BoxFuture;
+use napi::bindgen_prelude::Function;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use napi_derive::napi;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+/// The JS dispatcher: called with one argument, a JSON array of jobs. Strong (it keeps the event
+/// loop alive while the worker runs); released by `close`.
+type DispatchFn = ThreadsafeFunction<(), (), String, Status, false, false, 0>;
+
+/// Sequence numbers stay below 2^30, so they are small integers in V8.
+const SEQ_MASK: u32 = (1 << 30) - 1;
+
+#[derive(Default)]
+struct State {
+    next_seq: u32,
+    /// Senders of the jobs handed to JS (or about to be), by sequence number.
+    parked: HashMap<u32, oneshot::Sender<HandlerResult>>,
+    /// The pending batch: `[` and comma-separated job objects, without the closing `]`; empty when
+    /// no call of the dispatcher is pending.
+    batch: Vec<u8>,
+    /// Sequence numbers of the pending batch.
+    batch_seqs: Vec<u32>,
+    /// Sequence numbers of the batch the dispatcher is running (to fail them if it throws).
+    in_call: Vec<u32>,
+    /// None once the worker is closed.
+    tsfn: Option<Arc<DispatchFn>>,
+}
+
+/// Shared by the core's handler and the native worker.
+pub(crate) struct Dispatch {
+    state: Mutex<State>,
+}
+
+fn closed() -> HandlerError {
+    HandlerError::new("the worker is closed").with_code("closed")
+}
+
+impl Dispatch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// On the JS thread: takes the pending batch as a JSON array.
+    fn take_batch(&self) -> String {
+        let mut st = self.lock();
+        let mut batch = std::mem::take(&mut st.batch);
+        st.in_call = std::mem::take(&mut st.batch_seqs);
+        drop(st);
+        if batch.is_empty() {
+            return "[]".to_string();
+        }
+        batch.push(b']');
+        // Only `serde_json` and ASCII were written into it.
+        String::from_utf8(batch).unwrap_or_else(|_| "[]".to_string())
+    }
+
+    /// On the JS thread, after the dispatcher returned: a throw fails the jobs of its batch that it
+    /// did not settle first.
+    fn after_call(&self, result: napi::Result<()>) {
+        let in_call = std::mem::take(&mut self.lock().in_call);
+        if let Err(e) = result {
+            let message = format!("the worker's dispatcher threw: {}", e.reason);
+            for seq in in_call {
+                self.settle(seq, Err(HandlerError::new(message.clone())));
+            }
+        }
+    }
+
+    fn settle(&self, seq: u32, outcome: HandlerResult) {
+        let tx = self.lock().parked.remove(&seq);
+        if let Some(tx) = tx {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    fn unpark(&self, seq: u32) {
+        self.lock().parked.remove(&seq);
+    }
+
+    /// Stops handing out jobs: releases the JS function (once every clone is dropped) and ends every
+    /// job still parked with a `closed` failure.
+    fn close(&self) {
+        let (tsfn, parked) = {
+            let mut st = self.lock();
+            st.batch.clear();
+            st.batch_seqs.clear();
+            (st.tsfn.take(), std::mem::take(&mut st.parked))
+        };
+        for (_, tx) in parked {
+            let _ = tx.send(Err(closed()));
+        }
+        drop(tsfn);
+    }
+}
+
+/// One job as the dispatcher receives it: `{"s":seq,"id":…,"name":…,"data":…,"attemptsMade":n,
+/// "attempts":n}`.
+fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
+    let j = ctx.job();
+    let _ = write!(out, "{{\"s\":{seq},\"id\":\"{}\",\"name\":", j.id);
+    let _ = serde_json::to_writer(&mut *out, &j.name);
+    out.extend_from_slice(b",\"data\":");
+    let _ = serde_json::to_writer(&mut *out, &j.data);
+    let _ = write!(
+        out,
+        ",\"attemptsMade\":{},\"attempts\":{}}}",
+        j.attempts_made, j.attempts
+    );
+}
+
+/// Unparks a job whose future was dropped before JS settled it.
+struct Parked {
+    dispatch: Arc<Dispatch>,
+    seq: u32,
+    armed: bool,
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        if self.armed {
+            self.dispatch.unpark(self.seq);
+        }
+    }
+}
+
+/// The core's handler around the JS dispatcher.
+struct JsHandler {
+    dispatch: Arc<Dispatch>,
+}
+
+impl Handler for JsHandler {
+    fn handle(&self, job: JobContext) -> BoxFuture<'static, HandlerResult> {
+        let (tx, rx) = oneshot::channel();
+        let mut entry = Vec::with_capacity(128);
+        let (seq, call) = {
+            let mut st = self.dispatch.lock();
+            let Some(tsfn) = st.tsfn.clone() else {
+                return Box::pin(async { Err(closed()) });
+            };
+            let seq = st.next_seq;
+            st.next_seq = (seq + 1) & SEQ_MASK;
+            write_job(&mut entry, seq, &job);
+            st.parked.insert(seq, tx);
+            let first = st.batch.is_empty();
+            st.batch.push(if first { b'[' } else { b',' });
+            st.batch.extend_from_slice(&entry);
+            st.batch_seqs.push(seq);
+            (seq, first.then_some(tsfn))
+        };
+        if let Some(tsfn) = call {
+            let weak = Arc::downgrade(&self.dispatch);
+            let status = tsfn.call_with_return_value(
+                (),
+                ThreadsafeFunctionCallMode::NonBlocking,
+                move |r: napi::Result<()>, _env| {
+                    if let Some(d) = weak.upgrade() {
+                        d.after_call(r);
+                    }
+                    Ok(())
+                },
+            );
+            if status != Status::Ok {
+                // The function is being released (the worker is closing): nothing will run it.
+                self.dispatch.settle(seq, Err(closed()));
+            }
+        }
+        let guard = Parked {
+            dispatch: self.dispatch.clone(),
+            seq,
+            armed: true,
+        };
+        Box::pin(async move {
+            let mut guard = guard;
+            let outcome = rx.await;
+            guard.armed = false;
+            outcome.unwrap_or_else(|_| Err(closed()))
+        })
+    }
+}
+
+/// Counters of a worker.
+#[napi(object)]
+pub struct WorkerStats {
+    pub completed: f64,
+    pub failed: f64,
+    pub lease_lost: f64,
+    pub recovered: f64,
+    pub running: f64,
+}
+
+/// A running worker (wrapped by `Worker` in `index.js`).
+#[napi]
+pub struct NativeWorker {
+    handle: Mutex<Option<WorkerHandle>>,
+    dispatch: Arc<Dispatch>,
+}
+
+/// Starts a worker on `queue` around the JS dispatcher.
+pub(crate) fn start(
+    queue: &emq::Queue,
+    dispatcher: Function<'_, String, ()>,
+    opts: Option<WorkerOpts>,
+) -> napi::Result<NativeWorker> {
+    let options = worker_options(opts).map_err(throw)?;
+    let dispatch = Arc::new(Dispatch {
+        state: Mutex::new(State::default()),
+    });
+    let weak: Weak<Dispatch> = Arc::downgrade(&dispatch);
+    let tsfn: DispatchFn = dispatcher
+        .build_threadsafe_function::<()>()
+        .callee_handled::<false>()
+        .weak::<false>()
+        .build_callback(move |_ctx| {
+            Ok(weak
+                .upgrade()
+                .map(|d| d.take_batch())
+                .unwrap_or_else(|| "[]".to_string()))
+        })?;
+    dispatch.lock().tsfn = Some(Arc::new(tsfn));
+    let started = emq::Worker::builder(queue.clone())
+        .options(options)
+        .handler(JsHandler {
+            dispatch: dispatch.clone(),
+        })
+        .run();
+    let handle = match started {
+        Ok(h) => h,
+        Err(e) => {
+            dispatch.close();
+            return Err(throw(e));
+        }
+    };
+    Ok(NativeWorker {
+        handle: Mutex::new(Some(handle)),
+        dispatch,
+    })
+}
+
+fn result_value(text: Option<String>) -> HandlerResult {
+    match text {
+        None => Ok(Value::Null),
+        Some(t) => serde_json::from_str(&t)
+            .map_err(|e| HandlerError::new(format!("the handler's result is not JSON: {e}"))),
+    }
+}
+
+#[napi]
+impl NativeWorker {
+    /// Settles jobs that succeeded: `seqs[i]` with the JSON text `results[i]` (null: a null result).
+    #[napi]
+    pub fn complete(&self, seqs: Vec<u32>, results: Vec<Option<String>>) {
+        let mut results = results.into_iter();
+        let senders: Vec<_> = {
+            let mut st = self.dispatch.lock();
+            seqs.iter().map(|s| st.parked.remove(s)).collect()
+        };
+        for tx in senders {
+            let text = results.next().flatten();
+            if let Some(tx) = tx {
+                let _ = tx.send(result_value(text));
+            }
+        }
+    }
+
+    /// Settles a job that failed.
+    #[napi]
+    pub fn fail(
+        &self,
+        seq: u32,
+        message: String,
+        code: Option<String>,
+        stack: Option<String>,
+        unrecoverable: Option<bool>,
+    ) {
+        let mut he = if unrecoverable == Some(true) {
+            HandlerError::unrecoverable(message)
+        } else {
+            HandlerError::new(message)
+        };
+        if let Some(code) = code {
+            he = he.with_code(code);
+        }
+        if let Some(stack) = stack {
+            he = he.with_stack(stack);
+        }
+        self.dispatch.settle(seq, Err(he));
+    }
+
+    /// Its counters (zeros once closed).
+    #[napi]
+    pub fn stats(&self) -> WorkerStats {
+        let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+        let (s, running) = guard
+            .as_ref()
+            .map(|h| (h.stats(), h.running()))
+            .unwrap_or_default();
+        WorkerStats {
+            completed: s.completed as f64,
+            failed: s.failed as f64,
+            lease_lost: s.lease_lost as f64,
+            recovered: s.recovered as f64,
+            running: running as f64,
+        }
+    }
+
+    /// Stops fetching, waits up to `timeout` ms (default: the worker's shutdownTimeout) for
+    /// in-flight jobs, gives the rest back to wait, then releases the JS function so that the
+    /// worker no longer keeps the process alive. Returns how many jobs were given back.
+    #[napi]
+    pub async fn close(&self, timeout: Option<f64>) -> napi::Result<f64> {
+        let deadline = ms("timeout", timeout).map_err(throw)?;
+        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let result = match handle {
+            None => Ok(0.0),
+            Some(h) => {
+                let r = match deadline {
+                    Some(d) => h.close_within(Duration::from_millis(d)).await,
+                    None => h.close().await,
+                };
+                r.map(|rep| rep.released as f64).map_err(throw)
+            }
+        };
+        self.dispatch.close();
+        result
+    }
+}
