@@ -49,6 +49,10 @@ export interface JobOptions {
   removeOnFail?: boolean;
   /** While a job with this key is waiting or active, adding another returns the first one's id. */
   dedup?: string;
+  /** With `dedup`: hold the key this many ms after the add, whatever becomes of the job. */
+  dedupTtl?: number;
+  /** The job's group, for `setGroupRateLimit` (each group limited on its own). */
+  group?: string;
   /**
    * With `dedup` and `delay`: while the job holding the key is still delayed, replace its data and
    * push its start to `delay` ms from now (debounce) instead of dropping the new job.
@@ -136,14 +140,23 @@ export interface FlowIds {
   children: FlowIds[];
 }
 
-/** A job scheduler: enqueues `{ name, data, opts }` every `every` ms on the server's clock. */
+/**
+ * A job scheduler: enqueues `{ name, data, opts }` every `every` ms, or at each occurrence of
+ * `cron` in the zone `tz`, on the server's clock. Give exactly one of `every` and `cron`.
+ */
 export interface SchedulerSpec<T = unknown> {
   /** Interval in ms (at least 1). */
-  every: number;
+  every?: number;
+  /** A cron expression: 5 fields, or 6 with seconds first (e.g. `0 9 * * MON-FRI`). */
+  cron?: string;
+  /** The cron expression's IANA time zone (default 'UTC'), e.g. 'Europe/Berlin'. */
+  tz?: string;
   /** The first run this many ms after the upsert (default 0: now). */
   firstAfter?: number;
   /** Stop after this many runs, then delete the scheduler (default: never). */
   limit?: number;
+  /** Stop this many ms after the upsert: no run due later is enqueued (default: never). */
+  endAfter?: number;
   name: string;
   data?: T;
   /** The runs' options (delay, priority and dedup are not used for scheduled runs). */
@@ -152,8 +165,14 @@ export interface SchedulerSpec<T = unknown> {
 
 export interface SchedulerInfo {
   id: string;
-  /** Interval in ms. */
-  every: number;
+  /** Interval in ms, or null for a cron scheduler. */
+  every: number | null;
+  /** The cron expression, or null. */
+  cron: string | null;
+  /** The cron expression's zone, or null. */
+  tz: string | null;
+  /** Ms until the scheduler's end, or null when it has none. */
+  endsIn: number | null;
   /** Runs so far. */
   count: number;
   /** Most runs, or null for no limit. */
@@ -264,6 +283,8 @@ export declare class Queue {
   setGlobalConcurrency(max: number | null): Promise<void>;
   /** Limits how many jobs start per window; null lifts it. */
   setRateLimit(limit: RateLimit | null): Promise<void>;
+  /** Each job group (the `group` option) starts at most `max` jobs per `window` ms; null lifts it. */
+  setGroupRateLimit(limit: RateLimit | null): Promise<void>;
   /** Creates or replaces a job scheduler (an existing one keeps its due time and count); true when created. */
   upsertScheduler<T = unknown>(id: string, spec: SchedulerSpec<T>): Promise<boolean>;
   /** Deletes a scheduler; true when it existed. */

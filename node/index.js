@@ -152,7 +152,7 @@ function toJson(what, value) {
 
 const JOB_OPTIONS = new Set([
   'delay', 'priority', 'lifo', 'attempts', 'backoff', 'jitter', 'lease', 'timeout',
-  'removeOnComplete', 'removeOnFail', 'dedup', 'debounce', 'parentPolicy', 'id',
+  'removeOnComplete', 'removeOnFail', 'dedup', 'dedupTtl', 'debounce', 'group', 'parentPolicy', 'id',
 ]);
 const WORKER_OPTIONS = new Set([
   'concurrency', 'lease', 'stalledInterval', 'maxStalls', 'blockTimeout', 'shutdownTimeout',
@@ -216,7 +216,9 @@ function batchJson(what, batch, payloads) {
 }
 
 const RATE_LIMIT_KEYS = new Set(['max', 'window']);
-const SCHEDULER_KEYS = new Set(['every', 'firstAfter', 'limit', 'name', 'data', 'opts']);
+const SCHEDULER_KEYS = new Set([
+  'every', 'cron', 'tz', 'firstAfter', 'limit', 'endAfter', 'name', 'data', 'opts',
+]);
 const FLOW_KEYS = new Set(['queue', 'name', 'data', 'opts', 'children']);
 
 /** A flow checked and shaped for JSON. */
@@ -414,21 +416,36 @@ class Queue {
     return call(() => this[kNative].setRateLimit(limit.max, limit.window));
   }
 
+  /** Each job group (the `group` job option) starts at most `max` jobs per `window` ms, every group
+   * on its own (on the server's clock); null lifts it. */
+  async setGroupRateLimit(limit) {
+    if (limit === null || limit === undefined) return call(() => this[kNative].setGroupRateLimit(null, null));
+    checkKeys('group rate limit', limit, RATE_LIMIT_KEYS);
+    if (limit.max === undefined || limit.window === undefined) {
+      throw emqError('invalid_option', 'setGroupRateLimit takes { max, window } (or null to lift it)');
+    }
+    return call(() => this[kNative].setGroupRateLimit(limit.max, limit.window));
+  }
+
   /**
-   * Creates or replaces the job scheduler `id`: every `every` ms (the first run `firstAfter` ms from
-   * now, default now; at most `limit` runs) it enqueues `{ name, data, opts }`. An existing
-   * scheduler keeps its next due time and count. Resolves to true when it was created.
+   * Creates or replaces the job scheduler `id`: every `every` ms, or at each occurrence of the cron
+   * expression `cron` (5 fields, or 6 with seconds first) in the IANA zone `tz` (default UTC), it
+   * enqueues `{ name, data, opts }` — starting `firstAfter` ms from now, stopping after `limit` runs
+   * or `endAfter` ms. An existing scheduler keeps its count. Resolves to true when it was created.
    * Workers of the queue fire due schedulers.
    */
   async upsertScheduler(id, spec) {
     if (typeof id !== 'string') throw emqError('invalid_option', 'the scheduler id must be a string');
     checkKeys('scheduler', spec, SCHEDULER_KEYS);
-    if (!spec) throw emqError('invalid_option', 'upsertScheduler(id, { every, name, data, opts, firstAfter, limit })');
-    for (const k of ['every', 'firstAfter', 'limit']) checkFinite(k, spec[k]);
+    if (!spec) throw emqError('invalid_option', 'upsertScheduler(id, { every | cron, tz, name, data, opts, firstAfter, limit, endAfter })');
+    for (const k of ['every', 'firstAfter', 'limit', 'endAfter']) checkFinite(k, spec[k]);
     const body = {
-      every: spec.every,
+      every: spec.every ?? undefined,
+      cron: spec.cron ?? undefined,
+      tz: spec.tz ?? undefined,
       firstAfter: spec.firstAfter ?? undefined,
       limit: spec.limit ?? undefined,
+      endAfter: spec.endAfter ?? undefined,
       name: spec.name,
       data: batchData('payload of the scheduled job', spec.data),
       opts: jobOpts(spec.opts),
@@ -442,7 +459,7 @@ class Queue {
     return call(() => this[kNative].removeScheduler(String(id)));
   }
 
-  /** Every scheduler: `[{ id, every, count, limit, nextIn, name }]` (ms; limit null when none). */
+  /** Every scheduler: `[{ id, every, cron, tz, count, limit, nextIn, endsIn, name }]` (ms; null when not set). */
   async schedulers() {
     return JSON.parse(await call(() => this[kNative].schedulers()));
   }

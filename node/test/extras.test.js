@@ -1,7 +1,8 @@
 'use strict';
 // The queue's extras through the Node binding, against real servers (standalone and a 3-master
 // cluster from emq-harness), every script run under the core's undeclared-key guard: flows, job
-// schedulers, rate limits and global concurrency, the events subscriber, drain/clean/obliterate,
+// schedulers (every-N and cron), rate limits (per queue and per group) and global concurrency, the
+// events subscriber, drain/clean/obliterate, dedup with a TTL,
 // dedup/debounce, and the batched worker hand-off under mixed outcomes.
 process.env.EMQ_GUARD = '1';
 
@@ -353,4 +354,53 @@ test('a promise that never settles is failed by the job timeout, and close still
   }
   const job = await q.get(id);
   assert.equal(job.failure.code, 'timeout');
+});
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`a group rate limit holds one busy group while other groups flow (${topology})`, async () => {
+    const q = await connect(topology, 'groups');
+    await q.setGroupRateLimit({ max: 1, window: 400 });
+    const busy = await q.addBulk(Array.from({ length: 4 }, (_, i) => ({ name: 'b', data: i, opts: { group: 'busy' } })));
+    const others = await q.addBulk(Array.from({ length: 4 }, (_, i) => ({ name: 'o', data: i, opts: { group: `g${i}` } })));
+    const w = new Worker(q, async () => null, { concurrency: 4, ...FAST });
+    try {
+      await waitFor('eight completions', async () => (await q.counts()).completed === 8);
+    } finally {
+      await w.close();
+    }
+    const started = async (ids) => Promise.all(ids.map(async (id) => (await q.get(id)).processedMs));
+    const b = (await started(busy)).sort((x, y) => x - y);
+    const o = await started(others);
+    for (let i = 1; i < b.length; i++) {
+      assert.ok(b[i] - b[i - 1] >= 400, `one start of the busy group per 400 ms window (server clock): ${b}`);
+    }
+    assert.ok(Math.max(...o) < b[b.length - 1], `the other groups did not wait behind it: ${o} vs ${b}`);
+    await q.setGroupRateLimit(null);
+    await assert.rejects(q.setGroupRateLimit({ max: 0, window: 100 }), (e) => e.code === 'invalid_option');
+    await assert.rejects(q.add('x', 1, { group: '' }), (e) => e.code === 'invalid_option');
+  });
+}
+
+test('a cron scheduler in a time zone is stored and listed; a dedup TTL hold outlives its job', async () => {
+  const q = await connect('standalone', 'cron');
+  assert.equal(await q.upsertScheduler('nightly', { cron: '0 3 * * *', tz: 'Europe/Berlin', name: 'report', data: { k: 1 } }), true);
+  const listed = (await q.schedulers()).find((s) => s.id === 'nightly');
+  assert.equal(listed.cron, '0 3 * * *');
+  assert.equal(listed.tz, 'Europe/Berlin');
+  assert.equal(listed.every, null);
+  assert.ok(listed.nextIn > 0 && listed.nextIn <= 25 * 3600_000, `next run within a day: ${listed.nextIn}`);
+  await assert.rejects(q.upsertScheduler('bad', { cron: '* * * * *', tz: 'Mars/Base', name: 'n' }), (e) => e.code === 'invalid_option');
+  await assert.rejects(q.upsertScheduler('bad', { name: 'n' }), (e) => e.code === 'invalid_option');
+  await assert.rejects(q.upsertScheduler('bad', { every: 10, cron: '* * * * *', name: 'n' }), (e) => e.code === 'invalid_option');
+  assert.equal(await q.removeScheduler('nightly'), true);
+
+  const first = await q.add('mail', 1, { dedup: 'welcome-7', dedupTtl: 60_000, removeOnComplete: true });
+  const w = new Worker(q, async () => null, FAST);
+  try {
+    await waitFor('the job to complete and be removed', async () => (await q.get(first)) === null);
+  } finally {
+    await w.close();
+  }
+  assert.equal(await q.add('mail', 2, { dedup: 'welcome-7', dedupTtl: 60_000 }), first, 'held for its TTL');
+  await assert.rejects(q.add('x', 1, { dedupTtl: 5 }), (e) => e.code === 'invalid_option');
 });

@@ -55,7 +55,9 @@ pub struct JobOpts {
     pub remove_on_complete: Option<bool>,
     pub remove_on_fail: Option<bool>,
     pub dedup: Option<String>,
+    pub dedup_ttl: Option<f64>,
     pub debounce: Option<bool>,
+    pub group: Option<String>,
     pub parent_policy: Option<String>,
     pub id: Option<String>,
 }
@@ -102,7 +104,11 @@ pub(crate) fn job_options(o: Option<JobOpts>) -> emq::Result<JobOptions> {
     out.remove_on_complete = o.remove_on_complete.unwrap_or(false);
     out.remove_on_fail = o.remove_on_fail.unwrap_or(false);
     out.dedup = o.dedup;
+    if let Some(t) = ms("dedupTtl", o.dedup_ttl)? {
+        out.dedup_ttl_ms = t;
+    }
     out.debounce = o.debounce.unwrap_or(false);
+    out.group = o.group;
     if let Some(p) = o.parent_policy {
         out.parent_policy = match p.as_str() {
             "fail" => ParentPolicy::Fail,
@@ -156,7 +162,14 @@ pub(crate) struct FlowSpec {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SchedulerSpec {
-    pub every: f64,
+    #[serde(default)]
+    pub every: Option<f64>,
+    #[serde(default)]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub tz: Option<String>,
+    #[serde(default)]
+    pub end_after: Option<f64>,
     #[serde(default)]
     pub first_after: Option<f64>,
     #[serde(default)]

@@ -10,7 +10,10 @@ use crate::options::{
 };
 use crate::throw;
 use crate::worker::NativeWorker;
-use emq::{FlowIds, FlowJob, Job, JobId, JobState, NewJob, Queue, RateLimit, Schedule};
+use emq::{
+    FlowIds, FlowJob, GroupRateLimit, Job, JobId, JobState, NewJob, Queue, RateLimit, Repeat,
+    Schedule,
+};
 use napi::bindgen_prelude::Function;
 use napi_derive::napi;
 use serde_json::{json, Value};
@@ -317,22 +320,59 @@ impl NativeQueue {
         self.q.set_rate_limit(limit).await.map_err(throw)
     }
 
+    /// Sets (`max` jobs per `window` ms for each group) or lifts (both null) the per-group limit.
+    #[napi]
+    pub async fn set_group_rate_limit(
+        &self,
+        max: Option<f64>,
+        window: Option<f64>,
+    ) -> napi::Result<()> {
+        let limit = match (max, window) {
+            (None, None) => None,
+            (Some(m), Some(w)) => Some(GroupRateLimit {
+                max: whole("groupRateLimit.max", m, u32::MAX as u64).map_err(throw)? as u32,
+                window: Duration::from_millis(
+                    emq::options::millis("groupRateLimit.window", w).map_err(throw)?,
+                ),
+            }),
+            _ => {
+                return Err(throw(invalid_option(
+                    "a group rate limit needs both max and window (or neither, to lift it)",
+                )))
+            }
+        };
+        self.q.set_group_rate_limit(limit).await.map_err(throw)
+    }
+
     /// Creates or replaces the scheduler `id` (spec as JSON); true when it was created.
     #[napi]
     pub async fn upsert_scheduler(&self, id: String, spec: String) -> napi::Result<bool> {
         let s: SchedulerSpec = parse_spec("upsertScheduler", &spec).map_err(throw)?;
         let schedule = (|| {
-            Ok::<_, emq::Error>(Schedule {
-                every: Duration::from_millis(emq::options::millis("every", s.every)?),
-                first_after: Duration::from_millis(ms("firstAfter", s.first_after)?.unwrap_or(0)),
-                limit: s
-                    .limit
-                    .map(|l| whole("limit", l, u64::MAX >> 11))
-                    .transpose()?,
-                name: s.name,
-                data: payload("the scheduled job", s.data)?,
-                options: job_options(s.opts)?,
-            })
+            let repeat = match (s.every, s.cron) {
+                (Some(every), None) => {
+                    Repeat::Every(Duration::from_millis(emq::options::millis("every", every)?))
+                }
+                (None, Some(expr)) => Repeat::Cron {
+                    expr,
+                    tz: s.tz.unwrap_or_else(|| "UTC".into()),
+                },
+                _ => {
+                    return Err(invalid_option(
+                        "a scheduler needs exactly one of every and cron",
+                    ))
+                }
+            };
+            let mut schedule = Schedule::new(repeat, s.name, payload("the scheduled job", s.data)?);
+            schedule.first_after =
+                Duration::from_millis(ms("firstAfter", s.first_after)?.unwrap_or(0));
+            schedule.limit = s
+                .limit
+                .map(|l| whole("limit", l, u64::MAX >> 11))
+                .transpose()?;
+            schedule.end_after = ms("endAfter", s.end_after)?.map(Duration::from_millis);
+            schedule.options = job_options(s.opts)?;
+            Ok::<_, emq::Error>(schedule)
         })()
         .map_err(throw)?;
         self.q.upsert_scheduler(&id, schedule).await.map_err(throw)
@@ -353,7 +393,10 @@ impl NativeQueue {
             .map(|s| {
                 json!({
                     "id": s.id,
-                    "every": s.every_ms,
+                    "every": (s.every_ms > 0).then_some(s.every_ms),
+                    "cron": s.cron,
+                    "tz": s.tz,
+                    "endsIn": s.ends_in_ms,
                     "count": s.count,
                     "limit": if s.limit == 0 { None } else { Some(s.limit) },
                     "nextIn": s.next_in_ms,
