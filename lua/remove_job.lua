@@ -24,6 +24,7 @@
 local id, allowed = ARGV[1], ARGV[2]
 local state = nil
 local score = nil
+local list = nil
 if call('ZSCORE', KEYS[5], id) then state = 'active'
 elseif call('ZSCORE', KEYS[7], id) then state = 'waiting'
 elseif call('ZSCORE', KEYS[8], id) then state = 'waiting'
@@ -31,7 +32,10 @@ elseif call('ZSCORE', KEYS[9], id) then state = 'completed'; score = call('ZSCOR
 elseif call('ZSCORE', KEYS[10], id) then state = 'failed'; score = call('ZSCORE', KEYS[10], id)
 elseif call('SISMEMBER', KEYS[11], id) == 1 then state = 'stalled'
 elseif call('ZSCORE', KEYS[12], id) then state = 'waiting-children'
-elseif call('LPOS', KEYS[3], id) or call('LPOS', KEYS[4], id) then state = 'waiting'
+-- Lists are searched from the right, where the oldest jobs sit (drain and obliterate take those
+-- first, so each removal finds its job at once rather than scanning the whole list).
+elseif call('LPOS', KEYS[3], id, 'RANK', -1) then state = 'waiting'; list = KEYS[3]
+elseif call('LPOS', KEYS[4], id, 'RANK', -1) then state = 'waiting'; list = KEYS[4]
 end
 local existed = call('EXISTS', KEYS[1]) == 1
 if state == nil and not existed then return 0 end
@@ -41,8 +45,7 @@ end
 if allowed ~= 'any' and allowed ~= 'force' and state ~= allowed then return 0 end
 local older = tonumber(ARGV[4])
 if score and older > 0 and tonumber(score) > now_ms() - older then return 0 end
-call('LREM', KEYS[3], 0, id)
-call('LREM', KEYS[4], 0, id)
+if list then call('LREM', list, -1, id) end
 call('ZREM', KEYS[5], id)
 call('HDEL', KEYS[6], id)
 call('ZREM', KEYS[7], id)
