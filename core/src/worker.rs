@@ -423,7 +423,21 @@ async fn read_records(q: &Queue, ids: &[JobId]) -> Result<Vec<Option<Job>>> {
 async fn fetch_loop(s: Arc<Shared>) {
     let mut blocking: Option<redis::aio::MultiplexedConnection> = None;
     let mut backoff = Duration::from_millis(100);
+    // When the next delayed job is due, as the last claim said.
+    let mut next_due: Option<Instant> = None;
+    // After a marker-named claim there is nothing else to claim (`claim_id.lua` pushes a new
+    // marker when wait still holds jobs), so the loop goes straight back to waiting.
+    let mut just_named = false;
     while !s.stopping.load(Ordering::SeqCst) {
+        let room = capacity(&s) > s.held.load(Ordering::SeqCst);
+        if std::mem::take(&mut just_named) && room && next_due.is_none_or(|t| t > Instant::now()) {
+            let wait = next_due
+                .map(|t| t.saturating_duration_since(Instant::now()))
+                .unwrap_or(s.opts.block_timeout)
+                .min(s.opts.block_timeout);
+            just_named = block_for_marker(&s, &mut blocking, wait, backoff).await;
+            continue;
+        }
         // While completions are on their way, the completer refills: claiming here too would only
         // add round trips.
         let free = if s.unrecorded.load(Ordering::SeqCst) == 0 {
@@ -459,6 +473,7 @@ async fn fetch_loop(s: Arc<Shared>) {
                 continue;
             }
         };
+        next_due = due.map(|d| Instant::now() + Duration::from_millis(d.max(1)));
         if !jobs.is_empty() {
             start(&s, jobs).await;
             continue;
@@ -467,60 +482,75 @@ async fn fetch_loop(s: Arc<Shared>) {
             .map(|d| Duration::from_millis(d.max(1)))
             .unwrap_or(s.opts.block_timeout)
             .min(s.opts.block_timeout);
-        if blocking.is_none() {
-            match s
-                .queue
-                .store()
-                .blocking_connection(&s.queue.keys().marker)
-                .await
-            {
-                Ok(c) => blocking = Some(c),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot open the blocking connection");
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = s.wake.notified() => {}
-                    }
-                    continue;
+        just_named = block_for_marker(&s, &mut blocking, wait, backoff).await;
+    }
+}
+
+/// Waits up to `wait` for the queue's marker on the dedicated connection; a marker that names a
+/// job is claimed and read in one call. Returns true when it started such a job.
+async fn block_for_marker(
+    s: &Arc<Shared>,
+    blocking: &mut Option<redis::aio::MultiplexedConnection>,
+    wait: Duration,
+    backoff: Duration,
+) -> bool {
+    if blocking.is_none() {
+        match s
+            .queue
+            .store()
+            .blocking_connection(&s.queue.keys().marker)
+            .await
+        {
+            Ok(c) => *blocking = Some(c),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot open the blocking connection");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = s.wake.notified() => {}
                 }
+                return false;
             }
         }
-        let conn = blocking.as_mut().expect("connected");
-        let mut cmd = redis::cmd("BRPOP");
-        cmd.arg(&s.queue.keys().marker)
-            .arg(wait.as_secs_f64().max(0.001));
-        tokio::select! {
-            r = cmd.query_async::<Option<(String, String)>>(conn) => {
-                match r {
-                    Ok(Some((_, marker))) => {
-                        // A marker that names a job: claim it and read it in one call.
-                        // At capacity, the job stays in wait for the next claim.
-                        if let Ok(id) = JobId::parse(&marker) {
-                            if reserve(&s, 1) == 1 {
-                                match claim_named(&s, id).await {
-                                    Ok(Some(job)) => dispatch(&s, vec![job]),
-                                    Ok(None) => unreserve(&s, 1),
-                                    Err(e) => {
-                                        unreserve(&s, 1);
-                                        tracing::debug!(error = %e, "claim of a named job failed");
-                                    }
+    }
+    let conn = blocking.as_mut().expect("connected");
+    let mut cmd = redis::cmd("BRPOP");
+    cmd.arg(&s.queue.keys().marker)
+        .arg(wait.as_secs_f64().max(0.001));
+    tokio::select! {
+        r = cmd.query_async::<Option<(String, String)>>(conn) => {
+            match r {
+                Ok(Some((_, marker))) => {
+                    // A marker that names a job: claim it and read it in one call.
+                    // At capacity, the job stays in wait for the next claim.
+                    if let Ok(id) = JobId::parse(&marker) {
+                        if reserve(s, 1) == 1 {
+                            match claim_named(s, id).await {
+                                Ok(Some(job)) => {
+                                    dispatch(s, vec![job]);
+                                    return true;
+                                }
+                                Ok(None) => unreserve(s, 1),
+                                Err(e) => {
+                                    unreserve(s, 1);
+                                    tracing::debug!(error = %e, "claim of a named job failed");
                                 }
                             }
                         }
                     }
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::debug!(error = %e, "blocking wait failed; reconnecting");
-                        blocking = None;
-                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "blocking wait failed; reconnecting");
+                    *blocking = None;
                 }
             }
-            _ = s.stop.notified() => {
-                // close was called; the pending BRPOP dies with its connection.
-                blocking = None;
-            }
+        }
+        _ = s.stop.notified() => {
+            // close was called; the pending BRPOP dies with its connection.
+            *blocking = None;
         }
     }
+    false
 }
 
 /// Leases the job a wake-up marker named and reads its record in the same call (`claim_id.lua`);
