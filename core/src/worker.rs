@@ -430,7 +430,8 @@ async fn fetch_loop(s: Arc<Shared>) {
     let mut just_named = false;
     while !s.stopping.load(Ordering::SeqCst) {
         let room = capacity(&s) > s.held.load(Ordering::SeqCst);
-        if std::mem::take(&mut just_named) && room && next_due.is_none_or(|t| t > Instant::now()) {
+        if std::mem::take(&mut just_named) && room && next_due.map_or(true, |t| t > Instant::now())
+        {
             let wait = next_due
                 .map(|t| t.saturating_duration_since(Instant::now()))
                 .unwrap_or(s.opts.block_timeout)
