@@ -115,6 +115,21 @@ fn ms_to_s(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }
 
+/// `max` jobs per `window` seconds, or None when `max` is None (the limit is lifted).
+fn rate_limit(
+    py: Python<'_>,
+    max: &Bound<'_, PyAny>,
+    window: &Bound<'_, PyAny>,
+) -> PyResult<Option<RateLimit>> {
+    if max.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(RateLimit {
+        max: int_u32(py, "max", max)?,
+        window: Duration::from_millis(seconds_ms(py, "window", window)?),
+    }))
+}
+
 fn events_json(events: Vec<emq::events::Event>) -> emq::Result<Out> {
     Ok(Out::Json(serde_json::to_string(&events)?))
 }
@@ -223,14 +238,7 @@ impl Queue {
         window: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let limit = if max.is_none() {
-            None
-        } else {
-            Some(RateLimit {
-                max: int_u32(py, "max", max)?,
-                window: Duration::from_millis(seconds_ms(py, "window", window)?),
-            })
-        };
+        let limit = rate_limit(py, max, window)?;
         Ok(Box::pin(async move {
             q.set_rate_limit(limit).await?;
             Ok(Out::None)
@@ -244,14 +252,10 @@ impl Queue {
         window: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let limit = if max.is_none() {
-            None
-        } else {
-            Some(GroupRateLimit {
-                max: int_u32(py, "max", max)?,
-                window: Duration::from_millis(seconds_ms(py, "window", window)?),
-            })
-        };
+        let limit = rate_limit(py, max, window)?.map(|l| GroupRateLimit {
+            max: l.max,
+            window: l.window,
+        });
         Ok(Box::pin(async move {
             q.set_group_rate_limit(limit).await?;
             Ok(Out::None)

@@ -270,6 +270,20 @@ fn backoff(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Backoff> {
 }
 
 /// Job options from the keyword arguments of `add` (seconds become milliseconds).
+/// A string option, or None.
+fn text_or_none(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    v.extract().map(Some).map_err(|_| {
+        code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{what} must be a string or None"),
+        )
+    })
+}
+
 pub(crate) fn job_options(
     py: Python<'_>,
     opts: Option<&Bound<'_, PyDict>>,
@@ -320,32 +334,8 @@ pub(crate) fn job_options(
             "remove_on_complete" => o.remove_on_complete = flag(py, "remove_on_complete", &v)?,
             "remove_on_fail" => o.remove_on_fail = flag(py, "remove_on_fail", &v)?,
             "dedup_ttl" => o.dedup_ttl_ms = seconds_ms(py, "dedup_ttl", &v)?,
-            "group" => {
-                o.group = if v.is_none() {
-                    None
-                } else {
-                    Some(v.extract().map_err(|_| {
-                        code_err(
-                            py,
-                            ErrorCode::InvalidOption,
-                            "group must be a string or None",
-                        )
-                    })?)
-                }
-            }
-            "dedup" => {
-                o.dedup = if v.is_none() {
-                    None
-                } else {
-                    Some(v.extract().map_err(|_| {
-                        code_err(
-                            py,
-                            ErrorCode::InvalidOption,
-                            "dedup must be a string or None",
-                        )
-                    })?)
-                }
-            }
+            "group" => o.group = text_or_none(py, "group", &v)?,
+            "dedup" => o.dedup = text_or_none(py, "dedup", &v)?,
             "id" => {
                 if !v.is_none() {
                     let text: String = v.extract().map_err(|_| {
