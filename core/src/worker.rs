@@ -528,6 +528,9 @@ async fn block_for_marker(
                             match claim_named(s, id).await {
                                 Ok(Some(job)) => {
                                     dispatch(s, vec![job]);
+                                    // Let the new slot start its handler before this loop sends
+                                    // anything more (its next wait would otherwise go first).
+                                    tokio::task::yield_now().await;
                                     return true;
                                 }
                                 Ok(None) => unreserve(s, 1),
