@@ -10,26 +10,46 @@
 -- KEYS[8] marker       LIST ("1", or the id an idle worker should claim)
 -- KEYS[9] groups       HASH job id -> group key (user data), while the queue has a group limit
 -- KEYS[10] dedup_expiry ZSET dedup key -> when its TTL hold ends (keys held for a TTL only)
--- KEYS[11..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
+-- KEYS[11] waiters     ZSET "<worker>|<lease_ms>" -> end of its blocking wait (wait_register.lua)
+-- KEYS[12] handoff     LIST entries handed to blocked workers
+-- KEYS[13] active      ZSET id -> lease expiry
+-- KEYS[14] leases      HASH id -> "<token>|<start ms>"
+-- KEYS[15..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
 -- ARGV[2..] job        groups of 10: id, name, data (JSON), opts (JSON, non-default options only),
 --                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo), dedup TTL
 --                      (ms, 0: held while the job lives) and dedup ("" none) joined as
 --                      "<flags>|<ttl>|<dedup>", parent ("" or "<queue>:<id>" in a
 --                      flow), group ("" none)
+-- Hand-off: a plain job (no delay, priority or group) added while the queue is empty, unpaused and
+-- unlimited, with a worker registered in waiters, is leased here (lease from the server's clock, as
+-- the registration asked) and its entry pushed on `handoff`, which that worker's BRPOP pops: the job
+-- starts with no claim round trip. The entry is netstrings ("<len>:<bytes>") of the id, the lease
+-- token, then the record's field/value pairs. One registration is consumed per job handed over.
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
-local now = now_ms()
-local m = call('HMGET', KEYS[5], 'paused', 'grl_max')
+local now_us_ = now_us()
+local now = math.floor(now_us_ / 1000)
+local m = call('HMGET', KEYS[5], 'paused', 'grl_max', 'concurrency', 'rl_max')
 local paused = m[1] == '1'
 local grouped = m[2] ~= false
 local out = {}
-local fifo, lifo, added = {}, {}, {}
+local fifo, lifo, added, handed = {}, {}, {}, {}
 local prio_seq = nil
 local woke = false
+-- nil: not looked yet; false: no hand-off in this call.
+local can_hand = nil
+local function netstrings(t)
+  local parts = {}
+  for i = 1, #t do
+    local v = tostring(t[i])
+    parts[#parts + 1] = #v .. ':' .. v
+  end
+  return table.concat(parts)
+end
 for j = 0, (#ARGV - 1) / 10 - 1 do
   local a = 2 + j * 10
-  local record = KEYS[11 + j]
+  local record = KEYS[15 + j]
   local id = ARGV[a]
   local flags, ttl, dedup = string.match(ARGV[a + 7], '^([^|]*)|(%d+)|(.*)$')
   local holder = nil
@@ -68,8 +88,37 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
       if grouped then call('HSET', KEYS[9], id, ARGV[a + 9]) end
     end
     call('HSET', record, unpack(fields))
-    if delay > 0 then
+    if can_hand ~= false and delay <= 0 and priority <= 0 and ARGV[a + 9] == '' and #fifo == 0
+      and #lifo == 0 then
+      if can_hand == nil then
+        can_hand = not (paused or m[2] or m[3] or m[4]) and call('LLEN', KEYS[1]) == 0
+          and call('ZCARD', KEYS[4]) == 0
+        if can_hand then
+          call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
+          local due = call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+          -- A delayed job already due goes first: the worker's claim promotes it.
+          if due[2] and tonumber(due[2]) <= now then can_hand = false end
+        end
+      end
+      local waiter = can_hand and call('ZPOPMAX', KEYS[11]) or {}
+      if waiter[1] then
+        local token = now_us_ .. '.h' .. j
+        call('ZADD', KEYS[13], now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
+        call('HSET', KEYS[14], id, token .. '|' .. now)
+        local entry = {id, token}
+        for i = 1, #fields do entry[#entry + 1] = fields[i] end
+        call('LPUSH', KEYS[12], netstrings(entry))
+        handed[#handed + 1] = id
+      else
+        can_hand = false
+      end
+    end
+    if handed[#handed] == id then
+      -- handed over above
+    elseif delay > 0 then
       call('ZADD', KEYS[3], now + delay, id)
+      -- A new earliest due time: wake a blocked worker so its next wait ends when this job is due.
+      if not paused and call('ZRANGE', KEYS[3], 0, 0)[1] == id then woke = true end
     elseif priority > 0 then
       prio_seq = prio_seq or call('HINCRBY', KEYS[5], 'prio_seq', 1)
       prio_seq = prio_seq + 1
@@ -101,5 +150,8 @@ if #added > 0 then
     call('LPUSH', KEYS[8], '1')
   end
   call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', table.concat(added, ' '))
+  if #handed > 0 then
+    call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'active', 'ids', table.concat(handed, ' '))
+  end
 end
 return out

@@ -178,6 +178,10 @@ pub struct QueueKeys {
     pub group_windows: Key,
     /// `emq:{q}:dedup-expiry`
     pub dedup_expiry: Key,
+    /// `emq:{q}:waiters`
+    pub waiters: Key,
+    /// `emq:{q}:handoff`
+    pub handoff: Key,
 }
 
 impl QueueName {
@@ -207,6 +211,8 @@ impl QueueName {
             group_counts: self.key(Family::GroupCounts),
             group_windows: self.key(Family::GroupWindows),
             dedup_expiry: self.key(Family::DedupExpiry),
+            waiters: self.key(Family::Waiters),
+            handoff: self.key(Family::Handoff),
         }
     }
 }
@@ -298,11 +304,19 @@ pub enum Family {
     /// ZSET of dedup keys (user data) held for a TTL, by when they expire (server ms); expired ones
     /// leave the dedup hash when the worker trims.
     DedupExpiry,
+    /// ZSET of workers about to block on the marker (`<worker>|<lease ms>`), scored by when their
+    /// wait ends (server ms). An add that finds one (and an empty, unlimited queue) leases its job
+    /// at once and hands it over in `handoff`, consuming the entry.
+    Waiters,
+    /// LIST of jobs handed to a blocked worker by the add itself: each entry carries the job's id,
+    /// lease token and record, so the worker starts it without another round trip. The job is
+    /// already in `active` with its lease; an entry nobody took is undone when that lease expires.
+    Handoff,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 23] = [
+    pub const ALL: [Family; 25] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -326,6 +340,8 @@ impl Family {
         Family::GroupCounts,
         Family::GroupWindows,
         Family::DedupExpiry,
+        Family::Waiters,
+        Family::Handoff,
     ];
 
     /// The `<type>` part of the key.
@@ -354,17 +370,20 @@ impl Family {
             Family::GroupCounts => "group-counts",
             Family::GroupWindows => "group-windows",
             Family::DedupExpiry => "dedup-expiry",
+            Family::Waiters => "waiters",
+            Family::Handoff => "handoff",
         }
     }
 
     /// The datastore type behind the key.
     pub const fn redis_type(self) -> &'static str {
         match self {
-            Family::Wait | Family::Paused | Family::Marker => "list",
+            Family::Wait | Family::Paused | Family::Marker | Family::Handoff => "list",
             Family::Active
             | Family::ScheduleDue
             | Family::GroupWindows
             | Family::DedupExpiry
+            | Family::Waiters
             | Family::Delayed
             | Family::Prioritized
             | Family::Completed

@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod flow;
 pub mod handler;
+mod handoff;
 pub mod job;
 pub mod job_id;
 pub mod keyspace;

@@ -132,7 +132,11 @@ impl Queue {
             .key(&k.dedup)
             .key(&k.marker)
             .key(&k.groups)
-            .key(&k.dedup_expiry);
+            .key(&k.dedup_expiry)
+            .key(&k.waiters)
+            .key(&k.handoff)
+            .key(&k.active)
+            .key(&k.leases);
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
@@ -682,6 +686,8 @@ impl Queue {
             &k.group_counts,
             &k.group_windows,
             &k.dedup_expiry,
+            &k.waiters,
+            &k.handoff,
         ] {
             let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
         }

@@ -377,6 +377,8 @@ scripts! {
     CLAIM => "claim",
     /// Leases the job a wake-up marker named and returns its record.
     CLAIM_ID => "claim_id",
+    /// Registers a worker that is about to block, so an add may hand it a job.
+    WAIT_REGISTER => "wait_register",
     /// Completes a batch of jobs and leases the next ones.
     COMPLETE => "complete",
     /// Fails a job: retry or move to failed.

@@ -23,6 +23,7 @@
 
 use crate::error::{ErrorCode, Result};
 use crate::handler::{Handler, HandlerError, HandlerResult, JobContext};
+use crate::handoff;
 use crate::job::{Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::JobPart;
@@ -153,6 +154,15 @@ struct Shared {
     failed: AtomicU64,
     lease_lost: AtomicU64,
     recovered: AtomicU64,
+    /// This worker's entry in the queue's `waiters` set: "<random id>|<lease ms>".
+    waiter: String,
+}
+
+/// The dedicated connection a worker blocks on, and its server-side client id (for CLIENT UNBLOCK
+/// at close, so a popped entry is never dropped with the connection).
+struct Blocking {
+    conn: redis::aio::MultiplexedConnection,
+    client_id: Option<i64>,
 }
 
 /// A leased job: id, token, and its record once read.
@@ -216,6 +226,11 @@ impl WorkerBuilder {
             ));
         }
         let (completions, completed_rx) = tokio::sync::mpsc::unbounded_channel();
+        let waiter = format!(
+            "{:016x}|{}",
+            rand::random::<u64>(),
+            self.opts.lease.as_millis()
+        );
         let shared = Arc::new(Shared {
             completions,
             queue: self.queue,
@@ -235,6 +250,7 @@ impl WorkerBuilder {
             failed: AtomicU64::new(0),
             lease_lost: AtomicU64::new(0),
             recovered: AtomicU64::new(0),
+            waiter,
         });
         let tasks = vec![
             TaskHandle::spawn(fetch_loop(shared.clone())),
@@ -288,6 +304,13 @@ impl WorkerHandle {
     /// As [`WorkerHandle::close`] with its own deadline.
     pub async fn close_within(mut self, deadline: Duration) -> Result<CloseReport> {
         let s = self.shared.clone();
+        // No add hands this worker a job from now on (best effort: an entry already pushed is
+        // popped by a blocked worker, or undone when its lease expires).
+        let _: std::result::Result<i64, _> = redis::cmd("ZREM")
+            .arg(&s.queue.keys().waiters)
+            .arg(&s.waiter)
+            .query_async(&mut s.queue.store().conn())
+            .await;
         s.stopping.store(true, Ordering::SeqCst);
         s.wake.notify_waiters();
         s.wake.notify_one();
@@ -421,7 +444,7 @@ async fn read_records(q: &Queue, ids: &[JobId]) -> Result<Vec<Option<Job>>> {
 }
 
 async fn fetch_loop(s: Arc<Shared>) {
-    let mut blocking: Option<redis::aio::MultiplexedConnection> = None;
+    let mut blocking: Option<Blocking> = None;
     let mut backoff = Duration::from_millis(100);
     // When the next delayed job is due, as the last claim said.
     let mut next_due: Option<Instant> = None;
@@ -487,22 +510,20 @@ async fn fetch_loop(s: Arc<Shared>) {
     }
 }
 
-/// Waits up to `wait` for the queue's marker on the dedicated connection; a marker that names a
-/// job is claimed and read in one call. Returns true when it started such a job.
+/// Waits up to `wait` on the dedicated connection for a job an add hands over (`handoff`) or the
+/// queue's marker, registered in `waiters` meanwhile (one pipeline: `wait_register.lua`, BRPOP).
+/// A handed job starts at once; a marker that names a job is claimed and read in one call.
+/// Returns true when it started a job that way (the queue had nothing else ready).
 async fn block_for_marker(
     s: &Arc<Shared>,
-    blocking: &mut Option<redis::aio::MultiplexedConnection>,
+    blocking: &mut Option<Blocking>,
     wait: Duration,
     backoff: Duration,
 ) -> bool {
+    let k = s.queue.keys();
     if blocking.is_none() {
-        match s
-            .queue
-            .store()
-            .blocking_connection(&s.queue.keys().marker)
-            .await
-        {
-            Ok(c) => *blocking = Some(c),
+        match connect_blocking(s).await {
+            Ok(b) => *blocking = Some(b),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot open the blocking connection");
                 tokio::select! {
@@ -513,48 +534,150 @@ async fn block_for_marker(
             }
         }
     }
-    let conn = blocking.as_mut().expect("connected");
-    let mut cmd = redis::cmd("BRPOP");
-    cmd.arg(&s.queue.keys().marker)
+    let b = blocking.as_mut().expect("connected");
+    let client_id = b.client_id;
+    let register = script::WAIT_REGISTER
+        .prepare()
+        .key(&k.waiters)
+        .arg(&s.waiter)
+        .arg(wait.as_millis().max(1) as u64);
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.add_command(register.evalsha(s.queue.store().guarded()));
+    pipe.cmd("BRPOP")
+        .arg(&k.handoff)
+        .arg(&k.marker)
         .arg(wait.as_secs_f64().max(0.001));
-    tokio::select! {
-        r = cmd.query_async::<Option<(String, String)>>(conn) => {
-            match r {
-                Ok(Some((_, marker))) => {
-                    // A marker that names a job: claim it and read it in one call.
-                    // At capacity, the job stays in wait for the next claim.
-                    if let Ok(id) = JobId::parse(&marker) {
-                        if reserve(s, 1) == 1 {
-                            match claim_named(s, id).await {
-                                Ok(Some(job)) => {
-                                    dispatch(s, vec![job]);
-                                    // Let the new slot start its handler before this loop sends
-                                    // anything more (its next wait would otherwise go first).
-                                    tokio::task::yield_now().await;
-                                    return true;
-                                }
-                                Ok(None) => unreserve(s, 1),
-                                Err(e) => {
-                                    unreserve(s, 1);
-                                    tracing::debug!(error = %e, "claim of a named job failed");
-                                }
-                            }
-                        }
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::debug!(error = %e, "blocking wait failed; reconnecting");
-                    *blocking = None;
+    let reply = {
+        let waiting = pipe.query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut b.conn);
+        tokio::pin!(waiting);
+        tokio::select! {
+            r = &mut waiting => Some(r),
+            _ = s.stop.notified() => {
+                // close was called: end the wait on the server, so an entry it popped is not lost
+                // with the connection (it goes to the buffer, which close releases).
+                if unblock(s, client_id).await {
+                    tokio::time::timeout(Duration::from_secs(1), &mut waiting).await.ok()
+                } else {
+                    None
                 }
             }
         }
-        _ = s.stop.notified() => {
-            // close was called; the pending BRPOP dies with its connection.
+    };
+    let replies = match reply {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            tracing::debug!(error = %e, "blocking wait failed; reconnecting");
             *blocking = None;
+            return false;
+        }
+        None => {
+            *blocking = None;
+            return false;
+        }
+    };
+    let mut replies = replies.into_iter();
+    if let Some(Err(e)) = replies.next() {
+        // Not registered this time (NOSCRIPT after a flush, say): load it for the next wait.
+        tracing::debug!(error = %e, "wait registration failed");
+        let _ = s.queue.store().load_script(&script::WAIT_REGISTER).await;
+    }
+    let popped = match replies.next() {
+        Some(Ok(v)) => redis::from_redis_value::<Option<(String, Vec<u8>)>>(v)
+            .ok()
+            .flatten(),
+        Some(Err(e)) => {
+            tracing::debug!(error = %e, "blocking wait failed; reconnecting");
+            *blocking = None;
+            return false;
+        }
+        None => None,
+    };
+    let Some((from, entry)) = popped else {
+        return false;
+    };
+    if from == k.handoff.as_str() {
+        match handoff::parse(&entry) {
+            Ok(h) => {
+                // Leased to this worker already: take it even at capacity (it waits in the buffer).
+                if reserve(s, 1) == 0 {
+                    s.held.fetch_add(1, Ordering::SeqCst);
+                }
+                dispatch(s, vec![(h.job, h.token)]);
+                tokio::task::yield_now().await;
+                return true;
+            }
+            Err(e) => {
+                // Its lease expires and the sweep gives it back to wait.
+                tracing::warn!(error = %e, "cannot read a handed-over job");
+                return false;
+            }
+        }
+    }
+    // A marker that names a job: claim it and read it in one call. At capacity, the job stays
+    // in wait for the next claim.
+    let Ok(id) = std::str::from_utf8(&entry)
+        .map_err(|_| ())
+        .and_then(|t| JobId::parse(t).map_err(|_| ()))
+    else {
+        return false;
+    };
+    if reserve(s, 1) == 1 {
+        match claim_named(s, id).await {
+            Ok(Some(job)) => {
+                dispatch(s, vec![job]);
+                // Let the new slot start its handler before this loop sends anything more (its
+                // next wait would otherwise go first).
+                tokio::task::yield_now().await;
+                return true;
+            }
+            Ok(None) => unreserve(s, 1),
+            Err(e) => {
+                unreserve(s, 1);
+                tracing::debug!(error = %e, "claim of a named job failed");
+            }
         }
     }
     false
+}
+
+/// Opens the dedicated blocking connection, learns its client id and loads the registration
+/// script on its node.
+async fn connect_blocking(s: &Arc<Shared>) -> Result<Blocking> {
+    let store = s.queue.store();
+    let mut conn = store.blocking_connection(&s.queue.keys().marker).await?;
+    let client_id = redis::cmd("CLIENT")
+        .arg("ID")
+        .query_async::<i64>(&mut conn)
+        .await
+        .ok();
+    let _: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script::WAIT_REGISTER.source(store.guarded()))
+        .query_async(&mut conn)
+        .await?;
+    Ok(Blocking { conn, client_id })
+}
+
+/// Ends a worker's blocking wait from another connection to the same node; false when it could not.
+async fn unblock(s: &Arc<Shared>, client_id: Option<i64>) -> bool {
+    let Some(id) = client_id else {
+        return false;
+    };
+    let Ok(mut conn) = s
+        .queue
+        .store()
+        .blocking_connection(&s.queue.keys().marker)
+        .await
+    else {
+        return false;
+    };
+    redis::cmd("CLIENT")
+        .arg("UNBLOCK")
+        .arg(id)
+        .query_async::<i64>(&mut conn)
+        .await
+        .is_ok()
 }
 
 /// Leases the job a wake-up marker named and reads its record in the same call (`claim_id.lua`);
@@ -1133,6 +1256,7 @@ async fn sweep_once(s: &Shared) -> Result<()> {
             .key(&k.events)
             .key(&k.marker)
             .key(&k.groups)
+            .key(&k.handoff)
             .arg(id)
             .arg(s.opts.max_stalls)
             .arg(

@@ -636,8 +636,22 @@ async fn tls_and_acl_from_the_url() {
     );
 }
 
+/// Reads one command's call count from `INFO commandstats` text.
+fn calls(stats: &str, cmd: &str) -> u64 {
+    stats
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        .and_then(|l| l.split("calls=").nth(1))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// An idle worker is handed a new job by the add itself (no claim call); without a registration
+/// the marker names the job and the worker claims and reads it in one call (`claim_id.lua`); a
+/// close ends the blocking wait at once and withdraws the registration.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_worker_claims_and_reads_a_new_job_in_one_call() {
+async fn an_idle_worker_is_handed_a_new_job_or_claims_it_in_one_call() {
     let server = emq_harness::RedisServer::start().unwrap();
     let q = Queue::connect(emq::ConnectOptions::new(server.url()).guarded(true), "wake")
         .await
@@ -645,54 +659,171 @@ async fn an_idle_worker_claims_and_reads_a_new_job_in_one_call() {
     let w = Worker::builder(q.clone())
         .options(WorkerOptions {
             concurrency: 1,
+            block_timeout: Duration::from_secs(5),
             ..fast()
         })
         .handler(|job: JobContext| async move { Ok(job.data().clone()) })
         .run()
         .unwrap();
-    // Let the worker go idle (blocked on the marker), then count commands from here on.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let mut conn = q.store().conn();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let id = q
-        .add("one", json!({"x": 1}), JobOptions::default())
-        .await
-        .unwrap();
-    wait_until("the job", Duration::from_secs(10), || async {
-        q.counts().await.unwrap().completed == 1
-    })
-    .await;
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let calls = |cmd: &str| {
-        stats
-            .lines()
-            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
-            .and_then(|l| l.split("calls=").nth(1))
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // LREM runs only in claim_id.lua (and remove_job.lua, not used here): the marker named the job
-    // and the worker took the one-call path, which returns the record with the lease.
-    assert_eq!(
-        calls("lrem"),
-        1,
-        "the named job was claimed by claim_id.lua:\n{stats}"
-    );
+    for (round, handed) in [(0, true), (1, false)] {
+        // Let the worker go idle (blocked, registered), then count commands from here on.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let registered: u64 = redis::cmd("ZCARD")
+            .arg(&q.keys().waiters)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(
+            registered, 1,
+            "round {round}: the blocked worker is registered"
+        );
+        if !handed {
+            let _: u64 = redis::cmd("DEL")
+                .arg(&q.keys().waiters)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let id = q
+            .add("one", json!({"x": round}), JobOptions::default())
+            .await
+            .unwrap();
+        wait_until("the job", Duration::from_secs(10), || async {
+            q.get(id).await.unwrap().unwrap().result.is_some()
+        })
+        .await;
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        // ZPOPMAX runs only in add.lua (taking a registration); LREM only in claim_id.lua here.
+        let (zpopmax, lrem) = (calls(&stats, "zpopmax"), calls(&stats, "lrem"));
+        if handed {
+            assert_eq!((zpopmax, lrem), (1, 0), "handed over by the add:\n{stats}");
+        } else {
+            assert_eq!(lrem, 1, "claimed by claim_id.lua:\n{stats}");
+        }
+        let job = q.get(id).await.unwrap().unwrap();
+        assert_eq!(job.result, Some(json!({"x": round})));
+        assert_eq!((job.attempts_made, job.stalls), (1, 0));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let began = Instant::now();
     w.close().await.unwrap();
-    assert_eq!(
-        q.get(id).await.unwrap().unwrap().result,
-        Some(json!({"x": 1}))
+    assert!(
+        began.elapsed() < Duration::from_millis(1500),
+        "close ended the 5 s blocking wait at once ({:?})",
+        began.elapsed()
     );
+    let registered: u64 = redis::cmd("ZCARD")
+        .arg(&q.keys().waiters)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(registered, 0, "close withdrew the registration");
     audit_ok(&q).await;
+}
+
+/// A job an add handed to a registration whose worker never took it (it was busy, or gone) is
+/// given back to wait when its lease expires, counted as neither a stall nor an attempt, and runs
+/// once; on both topologies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_job_nobody_takes_goes_back_to_wait_uncounted() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "untaken").await;
+        let runs = Arc::new(Mutex::new(Vec::new()));
+        let runs2 = runs.clone();
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 1,
+                stalled_interval: Duration::from_millis(200),
+                ..fast()
+            })
+            .handler(move |job: JobContext| {
+                let runs = runs2.clone();
+                async move {
+                    runs.lock().unwrap().push(job.id());
+                    if job.data()["long"] == json!(true) {
+                        tokio::time::sleep(Duration::from_millis(1500)).await;
+                    }
+                    Ok(Value::Null)
+                }
+            })
+            .run()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let long = q
+            .add("long", json!({"long": true}), JobOptions::default())
+            .await
+            .unwrap();
+        wait_until("the long job to start", Duration::from_secs(5), || async {
+            runs.lock().unwrap().contains(&long)
+        })
+        .await;
+        // A registration no blocked worker stands behind (a 300 ms lease), on the server's clock.
+        let mut conn = q.store().conn();
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+        let _: u64 = redis::cmd("ZADD")
+            .arg(&q.keys().waiters)
+            .arg(secs * 1000 + micros / 1000 + 60_000)
+            .arg("00000000deadbeef|300")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let short = q
+            .add("short", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        let entries: u64 = redis::cmd("LLEN")
+            .arg(&q.keys().handoff)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(
+            entries, 1,
+            "{topology}: handed over to the stale registration"
+        );
+        assert_eq!(
+            q.get(short).await.unwrap().unwrap().state,
+            Some(JobState::Active),
+            "{topology}"
+        );
+        audit_ok(&q).await;
+        wait_until("the short job", Duration::from_secs(10), || async {
+            q.get(short).await.unwrap().unwrap().finished_ms.is_some()
+        })
+        .await;
+        let job = q.get(short).await.unwrap().unwrap();
+        assert_eq!(
+            (job.stalls, job.attempts_made),
+            (0, 1),
+            "{topology}: the untaken hand-off was not counted"
+        );
+        let entries: u64 = redis::cmd("LLEN")
+            .arg(&q.keys().handoff)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(entries, 0, "{topology}: the entry was withdrawn");
+        assert_eq!(
+            runs.lock()
+                .unwrap()
+                .iter()
+                .filter(|id| **id == short)
+                .count(),
+            1,
+            "{topology}: ran once"
+        );
+        w.close().await.unwrap();
+        audit_ok(&q).await;
+    }
 }
 
 /// Prefetched jobs wait in the worker's buffer with their leases held; a graceful close gives
