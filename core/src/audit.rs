@@ -4,7 +4,8 @@
 //! Invariants: every job id is in exactly one state container; every id in a container has a
 //! record; every active job has a lease token and every token belongs to an active job (an active job
 //! whose lease expired is "stalled-pending", which is allowed); jobs added minus jobs deleted equals
-//! jobs held; every dedup entry points at a job that is waiting or active.
+//! jobs held; every dedup entry points at a job that is waiting or active; every hand-off entry names
+//! an active job under the lease it carries.
 
 use crate::error::Result;
 use crate::job_id::JobId;
@@ -126,6 +127,27 @@ impl Queue {
                 report
                     .problems
                     .push(format!("lease token for {id}, which is not active"));
+            }
+        }
+        // Every hand-off entry names an active job under the lease it carries.
+        let entries: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(&k.handoff)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await?;
+        for entry in entries {
+            match crate::handoff::parse(&entry) {
+                Ok(h) => {
+                    let id = h.job.id.to_string();
+                    let token = leases.get(&id).and_then(|l| l.split('|').next());
+                    if token != Some(h.token.as_str()) {
+                        report.problems.push(format!(
+                            "hand-off entry for {id} does not hold its lease ({token:?})"
+                        ));
+                    }
+                }
+                Err(e) => report.problems.push(format!("hand-off entry: {e}")),
             }
         }
         let meta: HashMap<String, String> = redis::cmd("HGETALL")

@@ -8,8 +8,11 @@
 //!   at once while the completion travels, and one `complete.lua` call records and refills a batch.
 //!   The buffer is used only once the worker's jobs have shown to be short (see
 //!   [`PREFETCH_MAX_JOB`]), so long jobs are never held back from other workers.
-//! - **Waiting** for work blocks (BRPOP on the queue's marker list) on a dedicated connection, never
-//!   on the shared one, for at most the time until the next delayed job is due.
+//! - **Waiting** for work blocks (BRPOP on the queue's `handoff` and marker lists) on a dedicated
+//!   connection, never on the shared one, for at most the time until the next delayed job is due.
+//!   The worker registers in `waiters` in the same pipeline, so an add that finds the queue empty
+//!   leases its job to it and hands it over whole (see [`crate::handoff`]): the job starts after one
+//!   round trip, the add's own. A marker that names a job is claimed and read in one call.
 //! - **Leases** are renewed in the background (`renew.lua`, all in-flight jobs in one call); a job
 //!   whose lease is lost is flagged to its handler and its completion is refused.
 //! - **Failures** (an error, a panic, a timeout) fail the job, never the worker: retry with backoff
@@ -651,11 +654,12 @@ async fn connect_blocking(s: &Arc<Shared>) -> Result<Blocking> {
         .query_async::<i64>(&mut conn)
         .await
         .ok();
-    let _: String = redis::cmd("SCRIPT")
+    // A failure here only means no registration (each wait then retries the load).
+    let _: std::result::Result<String, _> = redis::cmd("SCRIPT")
         .arg("LOAD")
         .arg(script::WAIT_REGISTER.source(store.guarded()))
         .query_async(&mut conn)
-        .await?;
+        .await;
     Ok(Blocking { conn, client_id })
 }
 

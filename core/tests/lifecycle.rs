@@ -914,3 +914,44 @@ async fn long_jobs_are_not_prefetched() {
     b.close().await.unwrap();
     audit_ok(&q).await;
 }
+
+/// A delayed job that becomes the queue's earliest wakes a blocked worker, whose next wait then ends
+/// when the job is due: it starts on time, not when the worker's 5 s blocking wait runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_earliest_delayed_job_wakes_a_blocked_worker() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "delay-wake").await;
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                block_timeout: Duration::from_secs(5),
+                ..fast()
+            })
+            .handler(|_job: JobContext| async move { Ok(Value::Null) })
+            .run()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let id = q
+            .add(
+                "later",
+                json!({}),
+                JobOptions {
+                    delay_ms: 300,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        wait_until("the delayed job", Duration::from_secs(10), || async {
+            q.get(id).await.unwrap().unwrap().finished_ms.is_some()
+        })
+        .await;
+        let job = q.get(id).await.unwrap().unwrap();
+        let after = job.processed_ms.unwrap() - job.created_ms;
+        assert!(
+            (300..2_500).contains(&after),
+            "{topology}: started {after} ms after the add (due at 300 ms; the wait was 5 s)"
+        );
+        w.close().await.unwrap();
+        audit_ok(&q).await;
+    }
+}
