@@ -7,17 +7,21 @@
 -- KEYS[5] meta         HASH
 -- KEYS[6] events       STREAM
 -- KEYS[7] marker       LIST
+-- KEYS[8] groups       HASH job id -> group key, while the queue has a per-group rate limit
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        id, token pairs
+-- ARGV[2..] job        id, token, group ("" none) triples
+-- A released job of a group waits under its group's limit again (its run had not counted).
 -- Returns the number of jobs released.
 local paused = call('HGET', KEYS[5], 'paused') == '1'
+local grouped = call('HEXISTS', KEYS[5], 'grl_max') == 1
 local n = 0
-for i = 2, #ARGV, 2 do
+for i = 2, #ARGV, 3 do
   local id = ARGV[i]
   local lease = call('HGET', KEYS[2], id)
   if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] then
     call('ZREM', KEYS[1], id)
     call('HDEL', KEYS[2], id)
+    if grouped and ARGV[i + 2] ~= '' then call('HSET', KEYS[8], id, ARGV[i + 2]) end
     call('RPUSH', paused and KEYS[4] or KEYS[3], id)
     call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id)
     n = n + 1

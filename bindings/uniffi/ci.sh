@@ -17,12 +17,8 @@ cargo test -q -p emq-uniffi --lib
 lib="target/debug/libemq_uniffi.so"
 [[ -f "$lib" ]] || { echo "missing $lib"; exit 1; }
 
-for lang in kotlin swift; do
-    echo "== generate $lang"
-    rm -rf "bindings/uniffi/$lang/generated"
-    cargo run -q -p emq-uniffi --bin uniffi-bindgen -- generate --library "$lib" \
-        --language "$lang" --out-dir "bindings/uniffi/$lang/generated" --no-format
-done
+echo "== generate kotlin and swift"
+bash bindings/uniffi/generate.sh "$lib"
 
 echo "== check swift"
 bash bindings/uniffi/swift/check.sh bindings/uniffi/swift/generated

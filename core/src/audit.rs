@@ -5,7 +5,8 @@
 //! record; every active job has a lease token and every token belongs to an active job (an active job
 //! whose lease expired is "stalled-pending", which is allowed); jobs added minus jobs deleted equals
 //! jobs held; every dedup entry points at a job that is waiting or active; every hand-off entry names
-//! an active job under the lease it carries.
+//! an active job under the lease it carries; the groups hash names only waiting jobs and, while the
+//! queue has a per-group rate limit, every waiting job of a group.
 
 use crate::error::Result;
 use crate::job_id::JobId;
@@ -154,6 +155,45 @@ impl Queue {
             .arg(&k.meta)
             .query_async(&mut conn)
             .await?;
+        // The groups hash names waiting jobs only; with a per-group rate limit, every waiting job of
+        // a group is in it (else the claim would start it outside its group's limit).
+        let groups: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&k.groups)
+            .query_async(&mut conn)
+            .await?;
+        let waiting = |id: &str| {
+            matches!(
+                seen.get(id),
+                Some(&("wait" | "paused" | "delayed" | "prioritized"))
+            )
+        };
+        for id in groups.keys().filter(|id| !waiting(id)) {
+            report.problems.push(format!(
+                "group entry for job {id}, which is {:?}, not waiting",
+                seen.get(id.as_str())
+            ));
+        }
+        if meta.contains_key("grl_max") {
+            let waiting_ids: Vec<&JobId> =
+                ids.iter().filter(|id| waiting(&id.to_string())).collect();
+            for chunk in waiting_ids.chunks(1_000) {
+                let mut pipe = redis::pipe();
+                for id in chunk {
+                    pipe.cmd("HGET")
+                        .arg(self.name().job_key(**id, JobPart::Record))
+                        .arg("group");
+                }
+                let own: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+                for (id, group) in chunk.iter().zip(own) {
+                    let Some(group) = group else { continue };
+                    if groups.get(&id.to_string()) != Some(&group) {
+                        report.problems.push(format!(
+                            "waiting job {id} of group {group:?} is not under its group's limit"
+                        ));
+                    }
+                }
+            }
+        }
         let get = |f: &str| meta.get(f).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
         let (added, gone) = (get("added"), get("gone"));
         if added - gone != report.jobs as i64 {

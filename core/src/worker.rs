@@ -105,6 +105,8 @@ pub struct WorkerStats {
 
 struct Flight {
     token: String,
+    /// The job's group ("" none), for a release to put it back under its group's limit.
+    group: String,
     lease_ms: u64,
     lost: Arc<AtomicBool>,
     abort: Option<tokio::task::AbortHandle>,
@@ -263,7 +265,12 @@ impl WorkerBuilder {
             TaskHandle::spawn(trim_loop(shared.clone())),
             TaskHandle::spawn(scheduler_loop(shared.clone())),
         ];
-        Ok(WorkerHandle { shared, tasks })
+        Ok(WorkerHandle {
+            shared,
+            tasks,
+            runtime: tokio::runtime::Handle::current(),
+            pid: std::process::id(),
+        })
     }
 }
 
@@ -272,6 +279,45 @@ impl WorkerBuilder {
 pub struct WorkerHandle {
     shared: Arc<Shared>,
     tasks: Vec<TaskHandle>,
+    /// The runtime the worker runs on, to withdraw its registration when dropped.
+    runtime: tokio::runtime::Handle,
+    /// The process that started it.
+    pid: u32,
+}
+
+/// Removes a worker's entry from the queue's `waiters` set, so no add hands it a job any more.
+async fn withdraw(s: &Shared) {
+    let _: std::result::Result<i64, _> = redis::cmd("ZREM")
+        .arg(&s.queue.keys().waiters)
+        .arg(&s.waiter)
+        .query_async(&mut s.queue.store().conn())
+        .await;
+}
+
+impl Drop for WorkerHandle {
+    /// Aborts the worker (its tasks end with their handles) and withdraws its registration: on a
+    /// thread outside the runtime (a binding's finaliser) before returning, bounded to 500 ms;
+    /// inside it, in a spawned task. Once `close` ran, there is nothing to withdraw.
+    fn drop(&mut self) {
+        if self.shared.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // A forked child holds a copy of its parent's worker whose runtime threads do not exist.
+        if std::process::id() != self.pid {
+            return;
+        }
+        let s = self.shared.clone();
+        let gone = async move {
+            let _ = tokio::time::timeout(Duration::from_millis(500), withdraw(&s)).await;
+        };
+        let outside = tokio::runtime::Handle::try_current().is_err();
+        if outside && self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            let rt = &self.runtime;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(gone)));
+        } else {
+            self.runtime.spawn(gone);
+        }
+    }
 }
 
 /// What a graceful close did.
@@ -309,11 +355,7 @@ impl WorkerHandle {
         let s = self.shared.clone();
         // No add hands this worker a job from now on (best effort: an entry already pushed is
         // popped by a blocked worker, or undone when its lease expires).
-        let _: std::result::Result<i64, _> = redis::cmd("ZREM")
-            .arg(&s.queue.keys().waiters)
-            .arg(&s.waiter)
-            .query_async(&mut s.queue.store().conn())
-            .await;
+        withdraw(&s).await;
         s.stopping.store(true, Ordering::SeqCst);
         s.wake.notify_waiters();
         s.wake.notify_one();
@@ -339,7 +381,7 @@ impl WorkerHandle {
                 tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
         }
         let mut report = CloseReport::default();
-        let pairs: Vec<(JobId, String)> = {
+        let held: Vec<(JobId, String, String)> = {
             let mut flights = s.flights.lock().expect("flights");
             flights
                 .iter_mut()
@@ -347,11 +389,11 @@ impl WorkerHandle {
                     if let Some(a) = f.abort.take() {
                         a.abort();
                     }
-                    (*id, f.token.clone())
+                    (*id, f.token.clone(), f.group.clone())
                 })
                 .collect()
         };
-        if !pairs.is_empty() {
+        if !held.is_empty() {
             let k = s.queue.keys();
             let mut inv = script::RELEASE
                 .prepare()
@@ -362,9 +404,10 @@ impl WorkerHandle {
                 .key(&k.meta)
                 .key(&k.events)
                 .key(&k.marker)
+                .key(&k.groups)
                 .arg(s.queue.max_events);
-            for (id, token) in &pairs {
-                inv = inv.arg(*id).arg(token);
+            for (id, token, group) in &held {
+                inv = inv.arg(*id).arg(token).arg(group);
             }
             let n: u64 = inv.invoke(s.queue.store()).await?;
             report.released = n;
@@ -814,6 +857,12 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                 job.id,
                 Flight {
                     token: token.clone(),
+                    group: job
+                        .options
+                        .get("group")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
                     lease_ms: job_lease_ms(s, job),
                     lost: Arc::new(AtomicBool::new(false)),
                     abort: None,

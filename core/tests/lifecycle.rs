@@ -830,9 +830,28 @@ async fn a_handed_job_nobody_takes_goes_back_to_wait_uncounted() {
 /// every one of them back to wait, uncounted as an attempt, on both topologies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_releases_prefetched_jobs() {
-    for (topology, store) in common::both().await {
+    let runs = common::both()
+        .await
+        .into_iter()
+        .flat_map(|(t, store)| [(t, store.clone(), false), (t, store, true)]);
+    for (topology, store, grouped) in runs {
         let q = queue_on(&store, "prefetch").await;
-        let ids = q.add_bulk(common::jobs("n", 12)).await.unwrap();
+        let mut jobs = common::jobs("n", 12);
+        if grouped {
+            // Under a per-group limit that allows them all: a released job must wait under its
+            // group's limit again (the audit checks that each is in the groups hash).
+            q.set_group_rate_limit(Some(emq::GroupRateLimit {
+                max: 1_000,
+                window: Duration::from_secs(60),
+            }))
+            .await
+            .unwrap();
+            for j in &mut jobs {
+                j.options.group = Some("tenant-1".into());
+            }
+        }
+        let topology = format!("{topology}{}", if grouped { ", grouped" } else { "" });
+        let ids = q.add_bulk(jobs).await.unwrap();
         // The fourth job blocks, so the worker is caught holding its buffer.
         let blocker = ids[3];
         let w = Worker::builder(q.clone())

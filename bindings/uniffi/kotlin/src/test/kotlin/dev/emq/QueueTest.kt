@@ -64,11 +64,12 @@ class QueueTest {
     }
 
     @Test
-    fun `a throwing handler fails the job, never the worker`() = withQueue("kt-throw") { q ->
+    fun `a throwing handler fails the job, never the worker, even with an Error`() = withQueue("kt-throw") { q ->
         val handler = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = when (job.name) {
                 "declared" -> throw HandlerFailure.Failed("bad input", true)
                 "undeclared" -> throw IllegalStateException("kaboom")
+                "error" -> throw NotImplementedError("not written yet")
                 "not-json" -> "{not json"
                 else -> "\"fine\""
             }
@@ -78,6 +79,7 @@ class QueueTest {
             val declared = q.add("declared", "{}", JobOptions(attempts = 3))
             val undeclared = q.add("undeclared", "{}")
             val notJson = q.add("not-json", "{}")
+            val error = q.add("error", "{}")
             val f1 = q.waitFor(declared, JobState.FAILED)
             assertEquals("bad input", f1.failure!!.message)
             assertEquals("handler_failed", f1.failure!!.code)
@@ -86,7 +88,10 @@ class QueueTest {
             assertTrue(f2.failure!!.message.contains("kaboom"), f2.failure!!.message)
             val f3 = q.waitFor(notJson, JobState.FAILED)
             assertEquals("invalid_payload", f3.failure!!.code)
-            // The worker keeps working after all three.
+            // A java.lang.Error (Kotlin's TODO() throws one) fails its job too, not hangs it.
+            val f4 = q.waitFor(error, JobState.FAILED)
+            assertTrue(f4.failure!!.message.contains("not written yet"), f4.failure!!.message)
+            // The worker keeps working after all four.
             val ok = q.add("ok", "{}")
             val done = q.waitFor(ok, JobState.COMPLETED)
             assertEquals("\"fine\"", done.resultJson)
