@@ -19,6 +19,17 @@ echo "== node --test node/test/"
 # Bounded: every wait in the tests is bounded, and the whole run is too.
 timeout 900 node --test --test-timeout=180000 node/test/
 
+echo "== tsc --strict: node/index.d.ts against node/test/types/usage.ts"
+# TypeScript (pinned) from the npm registry, into a folder of its own; never a dependency of emq.
+tsc_dir="${EMQ_TSC_DIR:-/tmp/emq-tsc}"
+if [ ! -x "$tsc_dir/node_modules/.bin/tsc" ]; then
+  mkdir -p "$tsc_dir"
+  timeout 300 npm install --silent --no-audit --no-fund --prefix "$tsc_dir" typescript@5.6.3
+fi
+"$tsc_dir/node_modules/.bin/tsc" --noEmit --strict --target es2020 --lib es2020 --module commonjs \
+  node/test/types/usage.ts
+echo "tsc: index.d.ts type-checks (strict), every @ts-expect-error holds"
+
 echo "== npm pack + install into a fresh folder"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

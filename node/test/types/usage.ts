@@ -1,0 +1,91 @@
+// Type-checked (never run) against node/index.d.ts by node/ci.sh: `tsc --noEmit --strict`.
+// Each call mirrors the README and the tests; each `@ts-expect-error` line must stay an error.
+import {
+  Queue, Worker, JobId, JobOptions, ActiveJob, Counts, EmqError, InvalidJobId, UnrecoverableError,
+  ErrorCode, errorCodes, QueueEvent, SchedulerInfo, FlowIds, Job,
+} from '../../index';
+
+interface Email { to: string; n: number }
+
+export async function usage(): Promise<void> {
+  const q: Queue = await Queue.connect('redis://127.0.0.1:6379', 'orders');
+  const qc: Queue = await Queue.connect(['redis://127.0.0.1:7000', 'redis://127.0.0.1:7001'], '{orders}');
+  const opts: JobOptions = {
+    delay: 100, priority: 1, lifo: false, attempts: 3, backoff: { type: 'exponential', delay: 50, max: 1000 },
+    jitter: 0.2, lease: 30_000, timeout: 5_000, removeOnComplete: true, dedup: 'k', dedupTtl: 60_000,
+    group: 'tenant-7', parentPolicy: 'ignore',
+  };
+  const id: JobId = await q.add<Email>('email', { to: 'a@example.com', n: 1 }, opts);
+  const fixed: JobId = await q.add('retry', null, { backoff: 200, id });
+  const ids: JobId[] = await q.addBulk([{ name: 'a', data: 1 }, { name: 'b', data: 2, opts: { delay: 5 } }]);
+  const job: Job<Email, string> | null = await q.get<Email, string>(id);
+  if (job) {
+    const to: string = job.data.to;
+    const result: string | null = job.result;
+    const created: number = job.createdMs;
+    void [to, result, created, job.failure?.code];
+  }
+  const c: Counts = await q.counts();
+  const waiting: number = c.waiting + c.active + c.delayed;
+  await q.pause();
+  const paused: boolean = await q.isPaused();
+  await q.resume();
+  const page: Job[] = await q.list('completed', { offset: 0, limit: 10 });
+  const removed: boolean = await q.remove(ids[0]);
+  await q.drain({ delayed: true });
+  await q.clean('failed', { grace: 1_000, limit: 100 });
+  await q.setRateLimit({ max: 10, window: 1_000 });
+  await q.setGroupRateLimit(null);
+  await q.setGlobalConcurrency(5);
+  const created: boolean = await q.upsertScheduler('nightly', { cron: '0 3 * * *', tz: 'Europe/Berlin', name: 'report' });
+  const schedulers: SchedulerInfo[] = await q.schedulers();
+  const flow: FlowIds = await q.addFlow({ name: 'report', data: {}, children: [{ name: 'part', data: 1 }] });
+  const stream = await q.events();
+  for await (const ev of stream) {
+    const e: QueueEvent = ev;
+    if (e.kind === 'completed') break;
+  }
+  stream.close();
+
+  const worker: Worker<Email, { sent: boolean }> = new Worker<Email, { sent: boolean }>(
+    q,
+    async (j: ActiveJob<Email>) => {
+      await j.updateProgress({ step: 1 });
+      await j.log(`sending ${j.data.n}`);
+      if (j.data.n < 0) throw new UnrecoverableError('bad input');
+      return { sent: j.data.to.length > 0 };
+    },
+    { concurrency: 10, lease: 30_000, blockTimeout: 5_000, shutdownTimeout: 10_000 },
+  );
+  const started = await Worker.start(q, () => null);
+  const given: number = await worker.close({ timeout: 1_000 });
+  await started.close();
+  const done: number = worker.stats().completed;
+
+  try {
+    await q.get('forged');
+  } catch (e) {
+    if (e instanceof InvalidJobId) {
+      const code: 'invalid_job_id' = e.code;
+      void code;
+    } else if (e instanceof EmqError) {
+      const code: ErrorCode = e.code;
+      void code;
+    }
+  }
+  const codes: ErrorCode[] = errorCodes;
+
+  // @ts-expect-error a job id is branded: a plain string is not one
+  const forged: JobId = 'j070qsbhew0807dc';
+  // @ts-expect-error delay is milliseconds, a number
+  await q.add('x', {}, { delay: 'soon' });
+  // @ts-expect-error backoff type is fixed or exponential
+  await q.add('x', {}, { backoff: { type: 'linear' } });
+  // @ts-expect-error clean takes a finished state only
+  await q.clean('active');
+  // @ts-expect-error the handler receives an ActiveJob of the worker's data type
+  new Worker<Email>(q, (j) => j.data.missing.length);
+
+  void [qc, fixed, waiting, paused, page, removed, created, schedulers, flow, given, done, codes, forged];
+  await q.close();
+}
