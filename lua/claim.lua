@@ -14,11 +14,13 @@
 -- KEYS[11] groups      HASH job id -> group key, for the per-group rate limit
 -- KEYS[12] group_counts HASH group key -> jobs started in its window
 -- KEYS[13] group_windows ZSET group key -> end of its window (server ms)
+-- KEYS[14] handoff     LIST entries an add handed to blocked workers, not taken yet
 -- ARGV[1] count        jobs wanted
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap
 -- Returns {next due in ms or -1, id, token, id, token, …}.
 local k = {wait = KEYS[1], paused = KEYS[2], delayed = KEYS[3], prioritized = KEYS[4],
   active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9],
-  limiter = KEYS[10], groups = KEYS[11], group_counts = KEYS[12], group_windows = KEYS[13]}
+  limiter = KEYS[10], groups = KEYS[11], group_counts = KEYS[12], group_windows = KEYS[13],
+  handoff = KEYS[14]}
 return emq_claim(k, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0)

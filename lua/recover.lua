@@ -10,28 +10,14 @@
 -- KEYS[9] events       STREAM
 -- KEYS[10] marker      LIST
 -- KEYS[11] groups      HASH job id -> group key, while the queue has a per-group rate limit
--- KEYS[12] handoff     LIST entries an add handed to blocked workers (add.lua)
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it
 -- ARGV[4] max_events   stream cap
--- A job an add handed over whose entry no worker took (still in handoff) never ran: it goes back to
--- wait without counting a stall or an attempt.
 -- Returns 'wait', 'failed', or '' when the job was not stalled any more.
 local id = ARGV[1]
 if call('SREM', KEYS[3], id) == 0 then return '' end
 if call('EXISTS', KEYS[1]) == 0 then return '' end
-local prefix = #id .. ':' .. id
-for _, entry in ipairs(call('LRANGE', KEYS[12], 0, 999)) do
-  if string.sub(entry, 1, #prefix) == prefix then
-    call('LREM', KEYS[12], 1, entry)
-    local paused = call('HGET', KEYS[8], 'paused') == '1'
-    call('RPUSH', paused and KEYS[5] or KEYS[4], id)
-    if not paused then call('LPUSH', KEYS[10], '1') end
-    call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[4], '*', 'ev', 'released', 'id', id)
-    return 'wait'
-  end
-end
 local stalls = call('HINCRBY', KEYS[1], 'stalls', 1)
 call('HINCRBY', KEYS[8], 'stalled_total', 1)
 -- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a

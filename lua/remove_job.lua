@@ -15,6 +15,7 @@
 -- KEYS[14] meta        HASH
 -- KEYS[15] events      STREAM
 -- KEYS[16] groups      HASH job id -> group key (a waiting grouped job's entry)
+-- KEYS[17] handoff     LIST entries an add handed to blocked workers, not taken yet
 -- ARGV[1] id
 -- ARGV[2] allowed      which states may be removed: any | waiting | completed | failed | force
 -- ARGV[3] max_events   stream cap
@@ -55,6 +56,13 @@ call('ZREM', KEYS[10], id)
 call('SREM', KEYS[11], id)
 call('ZREM', KEYS[12], id)
 call('HDEL', KEYS[16], id)
+if state == 'active' and call('LLEN', KEYS[17]) > 0 then
+  -- A handed-over job nobody took yet: its entry must not reach a worker after the job is gone.
+  local prefix = #id .. ':' .. id
+  for _, entry in ipairs(call('LRANGE', KEYS[17], 0, -1)) do
+    if string.sub(entry, 1, #prefix) == prefix then call('LREM', KEYS[17], 1, entry) end
+  end
+end
 if existed then
   local dedup = call('HGET', KEYS[1], 'dedup')
   if dedup and dedup ~= '' and call('HGET', KEYS[13], dedup) == id then call('HDEL', KEYS[13], dedup) end

@@ -1,19 +1,46 @@
 -- sweep: select stalled jobs (lease expired) for recovery; one worker at a time, by the sweep lock.
 -- Moves expired ids from active to stalled (containers only); recover.lua then acts on each id.
+-- A job an add handed over whose entry is still on `handoff` never reached a worker: in the same
+-- call its entry is dropped and it goes back to wait (or paused) without counting a stall.
 -- KEYS[1] active       ZSET id -> lease expiry
 -- KEYS[2] leases       HASH
 -- KEYS[3] stalled      SET
 -- KEYS[4] sweep        STRING lock
+-- KEYS[5] handoff      LIST entries an add handed to blocked workers, not taken yet
+-- KEYS[6] wait         LIST
+-- KEYS[7] paused       LIST
+-- KEYS[8] meta         HASH
+-- KEYS[9] events       STREAM
+-- KEYS[10] marker      LIST
 -- ARGV[1] interval_ms  how long this worker holds the sweep
 -- ARGV[2] limit        most ids per sweep
+-- ARGV[3] max_events   stream cap
 -- Returns the ids pending recovery (newly expired and any left by an earlier sweeper), or {} when
 -- another worker holds the sweep.
 if not call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[1]) then return {} end
 local limit = tonumber(ARGV[2])
 local expired = call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, limit)
+local untaken = {}
+if #expired > 0 and call('LLEN', KEYS[5]) > 0 then
+  for _, entry in ipairs(call('LRANGE', KEYS[5], 0, -1)) do
+    local len, rest = string.match(entry, '^(%d+):(.*)$')
+    untaken[string.sub(rest, 1, tonumber(len))] = entry
+  end
+end
+local paused = nil
+local back = 0
 for _, id in ipairs(expired) do
   call('ZREM', KEYS[1], id)
   call('HDEL', KEYS[2], id)
-  call('SADD', KEYS[3], id)
+  if untaken[id] then
+    call('LREM', KEYS[5], 1, untaken[id])
+    if paused == nil then paused = call('HGET', KEYS[8], 'paused') == '1' end
+    call('RPUSH', paused and KEYS[7] or KEYS[6], id)
+    call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'released', 'id', id)
+    back = back + 1
+  else
+    call('SADD', KEYS[3], id)
+  end
 end
+if back > 0 and not paused then call('LPUSH', KEYS[10], '1') end
 return call('SRANDMEMBER', KEYS[3], limit)

@@ -5,8 +5,8 @@
 //! unlimited leases the job itself (lease on the server's clock) and pushes one entry on `handoff`,
 //! which the worker's BRPOP pops: the job starts with no claim round trip. The entry is a run of
 //! netstrings (`<len>:<bytes>`): the job id, the lease token, then the record's field/value pairs,
-//! as `add.lua` wrote them. This module parses it; `add.lua` builds it and `recover.lua` undoes an
-//! entry no worker took.
+//! as `add.lua` wrote them. This module parses it; `add.lua` builds it. An entry no worker took is
+//! taken first by the next claim (`lib/claim.lua`), or undone by `sweep.lua` when its lease expires.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobState};

@@ -310,7 +310,8 @@ pub enum Family {
     Waiters,
     /// LIST of jobs handed to a blocked worker by the add itself: each entry carries the job's id,
     /// lease token and record, so the worker starts it without another round trip. The job is
-    /// already in `active` with its lease; an entry nobody took is undone when that lease expires.
+    /// already in `active` with its lease; an entry nobody took goes first in the next claim, or back
+    /// to wait (uncounted) when that lease expires.
     Handoff,
 }
 

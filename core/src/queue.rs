@@ -503,6 +503,7 @@ impl Queue {
             .key(&k.meta)
             .key(&k.events)
             .key(&k.groups)
+            .key(&k.handoff)
             .arg(id)
             .arg(allowed)
             .arg(self.max_events)

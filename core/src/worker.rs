@@ -434,6 +434,7 @@ fn claim_keys(inv: Invocation, q: &Queue) -> Invocation {
         .key(&k.groups)
         .key(&k.group_counts)
         .key(&k.group_windows)
+        .key(&k.handoff)
 }
 
 fn parse_err(e: impl std::fmt::Display) -> crate::Error {
@@ -1145,7 +1146,8 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
             .key(&k.metrics)
             .key(&k.groups)
             .key(&k.group_counts)
-            .key(&k.group_windows);
+            .key(&k.group_windows)
+            .key(&k.handoff);
         for c in &batch {
             inv = inv
                 .key(&q.name().job_key(c.id, JobPart::Record))
@@ -1291,8 +1293,15 @@ async fn sweep_once(s: &Shared) -> Result<()> {
         .key(&k.leases)
         .key(&k.stalled)
         .key(&k.sweep)
+        .key(&k.handoff)
+        .key(&k.wait)
+        .key(&k.paused)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
         .arg(s.opts.stalled_interval.as_millis() as u64)
         .arg(1_000)
+        .arg(q.max_events)
         .invoke(q.store())
         .await?;
     for id in ids.iter().filter_map(|t| JobId::parse(t).ok()) {
@@ -1309,7 +1318,6 @@ async fn sweep_once(s: &Shared) -> Result<()> {
             .key(&k.events)
             .key(&k.marker)
             .key(&k.groups)
-            .key(&k.handoff)
             .arg(id)
             .arg(s.opts.max_stalls)
             .arg(

@@ -974,3 +974,61 @@ async fn a_new_earliest_delayed_job_wakes_a_blocked_worker() {
         audit_ok(&q).await;
     }
 }
+
+/// A job handed to a registration whose worker never took it is the oldest ready job: the next claim
+/// by any worker takes it first (popping its entry), rather than leaving it until its lease expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_takes_untaken_handed_jobs_first() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "handed-first").await;
+        let mut conn = q.store().conn();
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+        // A registration no worker stands behind, with a 60 s lease.
+        let _: u64 = redis::cmd("ZADD")
+            .arg(&q.keys().waiters)
+            .arg(secs * 1000 + micros / 1000 + 60_000)
+            .arg("00000000deadbeef|60000")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let handed = q
+            .add("handed", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        let later = q.add_bulk(common::jobs("later", 5)).await.unwrap();
+        let entries: u64 = redis::cmd("LLEN")
+            .arg(&q.keys().handoff)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(entries, 1, "{topology}: the first job was handed over");
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let order2 = order.clone();
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 1,
+                ..fast()
+            })
+            .handler(move |job: JobContext| {
+                order2.lock().unwrap().push(job.id());
+                async { Ok(Value::Null) }
+            })
+            .run()
+            .unwrap();
+        wait_until("all six jobs", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 6
+        })
+        .await;
+        let order = order.lock().unwrap().clone();
+        assert_eq!(order[0], handed, "{topology}: the handed job ran first");
+        assert_eq!(
+            order.len(),
+            1 + later.len(),
+            "{topology}: each job ran once"
+        );
+        let job = q.get(handed).await.unwrap().unwrap();
+        assert_eq!((job.attempts_made, job.stalls), (1, 0), "{topology}");
+        w.close().await.unwrap();
+        audit_ok(&q).await;
+    }
+}

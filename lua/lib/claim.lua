@@ -11,8 +11,9 @@
 -- down the queue, up to a bounded number of jobs, so other groups
 -- flow). A caller that passes no group containers (k.groups nil) leases nothing while a group limit
 -- is set, and wakes a worker whose claim.lua does.
--- Promotes due delayed jobs into wait (or paused), then, unless the queue is paused, pops from
--- prioritized (lowest score first) and from the right of wait, scores each id in active with its
+-- Promotes due delayed jobs into wait (or paused), then, unless the queue is paused, takes jobs
+-- handed over but not taken (k.handoff, when given), pops from prioritized (lowest score first)
+-- and from the right of wait, scores each id in active with its
 -- lease expiry, and stores "<token>|<start ms>" in leases (the token is the server's microsecond
 -- clock and the job's place in the batch, so no two leases of a job share one). With `wake`, pushes
 -- a marker to wake another worker when the batch came back full, and clears the markers when it did
@@ -51,6 +52,17 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   end
   if count <= 0 then return out end
   local ids = {}
+  -- Jobs an add handed to a registered worker that has not taken them (it got busy, or is gone)
+  -- are the oldest ready jobs: they go first. Popping the entry makes the job this caller's (the
+  -- worker's BRPOP pops the same list), and the lease below replaces the one the add wrote.
+  if k.handoff and call('LLEN', k.handoff) > 0 then
+    for _, entry in ipairs(call('RPOP', k.handoff, count) or {}) do
+      local len, rest = string.match(entry, '^(%d+):(.*)$')
+      local id = string.sub(rest, 1, tonumber(len))
+      -- Still active under the add's lease (the sweep returns an expired one to wait itself).
+      if call('ZSCORE', k.active, id) then ids[#ids + 1] = id end
+    end
+  end
   -- Without a group limit, look at `count` jobs; with one, at up to `budget` (held ones included).
   local budget = grl and math.max(count * 4, 100) or count
   local seen, held, held_until = 0, 0, nil
