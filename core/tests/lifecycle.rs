@@ -731,6 +731,29 @@ async fn an_idle_worker_is_handed_a_new_job_or_claims_it_in_one_call() {
     audit_ok(&q).await;
 }
 
+/// Registers a waiter no worker stands behind (as a worker that died while blocked would leave),
+/// for 60 s of the server's clock, handing jobs over under a `lease_ms` lease.
+async fn register_ghost_waiter(q: &Queue, lease_ms: u64) {
+    let mut conn = q.store().conn();
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let _: u64 = redis::cmd("ZADD")
+        .arg(&q.keys().waiters)
+        .arg(secs * 1000 + micros / 1000 + 60_000)
+        .arg(format!("00000000deadbeef|{lease_ms}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// Entries on the queue's hand-off list.
+async fn handoff_entries(q: &Queue) -> u64 {
+    redis::cmd("LLEN")
+        .arg(&q.keys().handoff)
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap()
+}
+
 /// A job an add handed to a registration whose worker never took it (it was busy, or gone) is
 /// given back to wait when its lease expires, counted as neither a stall nor an attempt, and runs
 /// once; on both topologies.
@@ -767,25 +790,12 @@ async fn a_handed_job_nobody_takes_goes_back_to_wait_uncounted() {
             runs.lock().unwrap().contains(&long)
         })
         .await;
-        // A registration no blocked worker stands behind (a 300 ms lease), on the server's clock.
-        let mut conn = q.store().conn();
-        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
-        let _: u64 = redis::cmd("ZADD")
-            .arg(&q.keys().waiters)
-            .arg(secs * 1000 + micros / 1000 + 60_000)
-            .arg("00000000deadbeef|300")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        register_ghost_waiter(&q, 300).await;
         let short = q
             .add("short", json!({}), JobOptions::default())
             .await
             .unwrap();
-        let entries: u64 = redis::cmd("LLEN")
-            .arg(&q.keys().handoff)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let entries = handoff_entries(&q).await;
         assert_eq!(
             entries, 1,
             "{topology}: handed over to the stale registration"
@@ -806,11 +816,7 @@ async fn a_handed_job_nobody_takes_goes_back_to_wait_uncounted() {
             (0, 1),
             "{topology}: the untaken hand-off was not counted"
         );
-        let entries: u64 = redis::cmd("LLEN")
-            .arg(&q.keys().handoff)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let entries = handoff_entries(&q).await;
         assert_eq!(entries, 0, "{topology}: the entry was withdrawn");
         assert_eq!(
             runs.lock()
@@ -981,26 +987,13 @@ async fn a_new_earliest_delayed_job_wakes_a_blocked_worker() {
 async fn a_claim_takes_untaken_handed_jobs_first() {
     for (topology, store) in common::both().await {
         let q = queue_on(&store, "handed-first").await;
-        let mut conn = q.store().conn();
-        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
-        // A registration no worker stands behind, with a 60 s lease.
-        let _: u64 = redis::cmd("ZADD")
-            .arg(&q.keys().waiters)
-            .arg(secs * 1000 + micros / 1000 + 60_000)
-            .arg("00000000deadbeef|60000")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        register_ghost_waiter(&q, 60_000).await;
         let handed = q
             .add("handed", json!({}), JobOptions::default())
             .await
             .unwrap();
         let later = q.add_bulk(common::jobs("later", 5)).await.unwrap();
-        let entries: u64 = redis::cmd("LLEN")
-            .arg(&q.keys().handoff)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let entries = handoff_entries(&q).await;
         assert_eq!(entries, 1, "{topology}: the first job was handed over");
         let order = Arc::new(Mutex::new(Vec::new()));
         let order2 = order.clone();
