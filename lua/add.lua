@@ -1,5 +1,6 @@
 -- add: add a batch of jobs (one or many); idempotent per job (a retried add of an id that exists
 -- changes nothing for it).
+-- uses lib/handoff.lua
 -- KEYS[1] wait         LIST
 -- KEYS[2] paused       LIST
 -- KEYS[3] delayed      ZSET
@@ -24,8 +25,7 @@
 -- Hand-off: a plain job (no delay, priority or group) added while the queue is empty, unpaused and
 -- unlimited, with a worker registered in waiters, is leased here (lease from the server's clock, as
 -- the registration asked) and its entry pushed on `handoff`, which that worker's BRPOP pops: the job
--- starts with no claim round trip. The entry is netstrings ("<len>:<bytes>") of the id, the lease
--- token, then the record's field/value pairs. One registration is consumed per job handed over.
+-- starts with no claim round trip (the entry: lib/handoff.lua). One registration is consumed per job handed over.
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
 local now_us_ = now_us()
@@ -39,14 +39,6 @@ local prio_seq = nil
 local woke = false
 -- nil: not looked yet; false: no hand-off in this call.
 local can_hand = nil
-local function netstrings(t)
-  local parts = {}
-  for i = 1, #t do
-    local v = tostring(t[i])
-    parts[#parts + 1] = #v .. ':' .. v
-  end
-  return table.concat(parts)
-end
 for j = 0, (#ARGV - 1) / 10 - 1 do
   local a = 2 + j * 10
   local record = KEYS[15 + j]
@@ -105,9 +97,7 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
         local token = now_us_ .. '.h' .. j
         call('ZADD', KEYS[13], now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
         call('HSET', KEYS[14], id, token .. '|' .. now)
-        local entry = {id, token}
-        for i = 1, #fields do entry[#entry + 1] = fields[i] end
-        call('LPUSH', KEYS[12], netstrings(entry))
+        call('LPUSH', KEYS[12], emq_handoff_entry(id, token, fields))
         handed[#handed + 1] = id
       else
         can_hand = false

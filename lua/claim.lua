@@ -1,5 +1,6 @@
 -- claim: lease up to `count` ready jobs to a worker (the select half of select-then-claim; the
 -- worker then reads each job's record with a plain HMGET of that job's key).
+-- uses lib/handoff.lua
 -- uses lib/claim.lua
 -- KEYS[1] wait         LIST
 -- KEYS[2] paused       LIST

@@ -1,5 +1,6 @@
 -- complete: finish a batch of leased jobs with their results, then lease the worker's next jobs in
 -- the same call.
+-- uses lib/handoff.lua
 -- uses lib/claim.lua
 -- KEYS[1] active       ZSET
 -- KEYS[2] leases       HASH

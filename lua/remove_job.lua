@@ -1,4 +1,5 @@
 -- remove_job: delete one job from whichever container holds it, if its state is allowed.
+-- uses lib/handoff.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] wait         LIST
@@ -58,9 +59,8 @@ call('ZREM', KEYS[12], id)
 call('HDEL', KEYS[16], id)
 if state == 'active' and call('LLEN', KEYS[17]) > 0 then
   -- A handed-over job nobody took yet: its entry must not reach a worker after the job is gone.
-  local prefix = #id .. ':' .. id
   for _, entry in ipairs(call('LRANGE', KEYS[17], 0, -1)) do
-    if string.sub(entry, 1, #prefix) == prefix then call('LREM', KEYS[17], 1, entry) end
+    if emq_handoff_id(entry) == id then call('LREM', KEYS[17], 1, entry) end
   end
 end
 if existed then

@@ -1,4 +1,5 @@
 -- sweep: select stalled jobs (lease expired) for recovery; one worker at a time, by the sweep lock.
+-- uses lib/handoff.lua
 -- Moves expired ids from active to stalled (containers only); recover.lua then acts on each id.
 -- A job an add handed over whose entry is still on `handoff` never reached a worker: in the same
 -- call its entry is dropped and it goes back to wait (or paused) without counting a stall.
@@ -23,8 +24,7 @@ local expired = call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, lim
 local untaken = {}
 if #expired > 0 and call('LLEN', KEYS[5]) > 0 then
   for _, entry in ipairs(call('LRANGE', KEYS[5], 0, -1)) do
-    local len, rest = string.match(entry, '^(%d+):(.*)$')
-    untaken[string.sub(rest, 1, tonumber(len))] = entry
+    untaken[emq_handoff_id(entry)] = entry
   end
 end
 local paused = nil

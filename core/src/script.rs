@@ -19,7 +19,10 @@ use std::sync::OnceLock;
 const GUARD: &str = include_str!("../lua/lib/guard.lua");
 const KEYSPEC: &str = include_str!("../lua/lib/keyspec.lua");
 /// Library files a script may pull in with a `-- uses lib/<name>.lua` header line.
-const LIBS: &[(&str, &str)] = &[("lib/claim.lua", include_str!("../lua/lib/claim.lua"))];
+const LIBS: &[(&str, &str)] = &[
+    ("lib/handoff.lua", include_str!("../lua/lib/handoff.lua")),
+    ("lib/claim.lua", include_str!("../lua/lib/claim.lua")),
+];
 
 /// A script's declared interface, read from its header.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -663,9 +663,9 @@ async fn block_for_marker(
     }
     // A marker that names a job: claim it and read it in one call. At capacity, the job stays
     // in wait for the next claim.
-    let Ok(id) = std::str::from_utf8(&entry)
-        .map_err(|_| ())
-        .and_then(|t| JobId::parse(t).map_err(|_| ()))
+    let Some(id) = std::str::from_utf8(&entry)
+        .ok()
+        .and_then(|t| JobId::parse(t).ok())
     else {
         return false;
     };

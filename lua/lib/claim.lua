@@ -1,5 +1,6 @@
 -- claim (library): lease up to `count` ready jobs; used by claim.lua and complete.lua.
 -- Touches only the queue's containers, passed in by the including script; never a job's own key.
+-- Needs lib/handoff.lua before it.
 -- KEYS: none of its own. ARGV: none of its own.
 --
 -- Honours the queue's settings in meta: `paused`, `concurrency` (most jobs active across all
@@ -57,8 +58,7 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   -- worker's BRPOP pops the same list), and the lease below replaces the one the add wrote.
   if k.handoff and call('LLEN', k.handoff) > 0 then
     for _, entry in ipairs(call('RPOP', k.handoff, count) or {}) do
-      local len, rest = string.match(entry, '^(%d+):(.*)$')
-      local id = string.sub(rest, 1, tonumber(len))
+      local id = emq_handoff_id(entry)
       -- Still active under the add's lease (the sweep returns an expired one to wait itself).
       if call('ZSCORE', k.active, id) then ids[#ids + 1] = id end
     end
