@@ -1,6 +1,7 @@
 -- add: add a batch of jobs (one or many); idempotent per job (a retried add of an id that exists
 -- changes nothing for it).
 -- uses lib/handoff.lua
+-- uses lib/ready.lua
 -- KEYS[1] wait         LIST
 -- KEYS[2] paused       LIST
 -- KEYS[3] delayed      ZSET
@@ -15,7 +16,8 @@
 -- KEYS[12] handoff     LIST entries handed to blocked workers
 -- KEYS[13] active      ZSET id -> lease expiry
 -- KEYS[14] leases      HASH id -> "<token>|<start ms>"
--- KEYS[15..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
+-- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
+-- KEYS[16..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
 -- ARGV[2..] job        groups of 10: id, name, data (JSON), opts (JSON, non-default options only),
 --                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo), dedup TTL
@@ -41,7 +43,7 @@ local woke = false
 local can_hand = nil
 for j = 0, (#ARGV - 1) / 10 - 1 do
   local a = 2 + j * 10
-  local record = KEYS[15 + j]
+  local record = KEYS[16 + j]
   local id = ARGV[a]
   local flags, ttl, dedup = string.match(ARGV[a + 7], '^([^|]*)|(%d+)|(.*)$')
   local holder = nil
@@ -107,12 +109,14 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
       -- handed over above
     elseif delay > 0 then
       call('ZADD', KEYS[3], now + delay, id)
+      -- Its priority counts from when it is due (lib/claim.lua promotes it into prioritized).
+      if priority > 0 then call('HSET', KEYS[15], id, priority) end
       -- A new earliest due time: wake a blocked worker so its next wait ends when this job is due.
       if not paused and call('ZRANGE', KEYS[3], 0, 0)[1] == id then woke = true end
     elseif priority > 0 then
       prio_seq = prio_seq or call('HINCRBY', KEYS[5], 'prio_seq', 1)
       prio_seq = prio_seq + 1
-      call('ZADD', KEYS[4], priority * 4294967296 + (prio_seq % 4294967296), id)
+      call('ZADD', KEYS[4], priority * EMQ_PRIORITY_SPAN + (prio_seq % EMQ_PRIORITY_SPAN), id)
       woke = true
     elseif flags == 'l' then
       lifo[#lifo + 1] = id

@@ -11,16 +11,18 @@
 -- ARGV[4] opts         JSON, non-default options only
 -- ARGV[5] attempts     most attempts
 -- ARGV[6] parent       "" or "<queue>:<id>" of this job's own parent (nested flows)
--- ARGV[7] max_events   stream cap
--- ARGV[8..] child      "<queue>:<id>" of each child
+-- ARGV[7] priority     0 none, lower first (it counts once the children are done)
+-- ARGV[8] max_events   stream cap
+-- ARGV[9..] child      "<queue>:<id>" of each child
 -- Returns 1 when added, 0 when it existed.
 if call('EXISTS', KEYS[1]) == 1 then return 0 end
 local now = now_ms()
-local fields = {'name', ARGV[2], 'data', ARGV[3], 'created_ms', now, 'pending', #ARGV - 7}
+local fields = {'name', ARGV[2], 'data', ARGV[3], 'created_ms', now, 'pending', #ARGV - 8}
 if ARGV[4] ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = ARGV[4] end
 if ARGV[5] ~= '1' then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = ARGV[5] end
 if ARGV[6] ~= '' then fields[#fields + 1] = 'parent'; fields[#fields + 1] = ARGV[6] end
-for i = 8, #ARGV do
+if tonumber(ARGV[7]) > 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = ARGV[7] end
+for i = 9, #ARGV do
   local child = ARGV[i]
   fields[#fields + 1] = 'dep:' .. child
   fields[#fields + 1] = '1'
@@ -28,5 +30,5 @@ end
 call('HSET', KEYS[1], unpack(fields))
 call('ZADD', KEYS[2], now, ARGV[1])
 call('HINCRBY', KEYS[3], 'added', 1)
-call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'waiting-children', 'id', ARGV[1])
+call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'ev', 'waiting-children', 'id', ARGV[1])
 return 1

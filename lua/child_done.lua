@@ -1,7 +1,8 @@
 -- child_done: the second, idempotent step of a child's completion or final failure: record it in
 -- its parent (in the parent's queue, which may sit in another slot), and when no child is pending
--- move the parent to wait. Safe to repeat (a child already counted is a no-op) and safe if the
+-- move the parent to wait (prioritized, if it has a priority). Safe to repeat (a child already counted is a no-op) and safe if the
 -- process died between the child's own step and this one (the child is then re-run and repeats it).
+-- uses lib/ready.lua
 -- KEYS[1] record       the parent's emq:{q}:<id>, HASH
 -- KEYS[2] waiting_children ZSET
 -- KEYS[3] wait         LIST
@@ -10,6 +11,7 @@
 -- KEYS[6] meta         HASH
 -- KEYS[7] events       STREAM
 -- KEYS[8] marker       LIST
+-- KEYS[9] prioritized  ZSET
 -- ARGV[1] id           the parent's id
 -- ARGV[2] child        "<queue>:<id>" of the child
 -- ARGV[3] outcome      "ok" or "failed"
@@ -40,7 +42,8 @@ elseif policy == 'fail' then
 end
 if pending <= 0 and call('ZREM', KEYS[2], id) == 1 then
   local paused = call('HGET', KEYS[6], 'paused') == '1'
-  call('LPUSH', paused and KEYS[4] or KEYS[3], id)
+  local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[9], meta = KEYS[6]}
+  emq_ready(k, {id}, {call('HGET', KEYS[1], 'priority')}, false, paused)
   if not paused then call('LPUSH', KEYS[8], '1') end
   call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'ev', 'added', 'id', id)
   return 'moved'

@@ -1,6 +1,7 @@
 -- claim: lease up to `count` ready jobs to a worker (the select half of select-then-claim; the
 -- worker then reads each job's record with a plain HMGET of that job's key).
 -- uses lib/handoff.lua
+-- uses lib/ready.lua
 -- uses lib/claim.lua
 -- KEYS[1] wait         LIST
 -- KEYS[2] paused       LIST
@@ -16,6 +17,7 @@
 -- KEYS[12] group_counts HASH group key -> jobs started in its window
 -- KEYS[13] group_windows ZSET group key -> end of its window (server ms)
 -- KEYS[14] handoff     LIST entries an add handed to blocked workers, not taken yet
+-- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
 -- ARGV[1] count        jobs wanted
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap
@@ -23,5 +25,5 @@
 local k = {wait = KEYS[1], paused = KEYS[2], delayed = KEYS[3], prioritized = KEYS[4],
   active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9],
   limiter = KEYS[10], groups = KEYS[11], group_counts = KEYS[12], group_windows = KEYS[13],
-  handoff = KEYS[14]}
+  handoff = KEYS[14], delayed_priority = KEYS[15]}
 return emq_claim(k, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0)

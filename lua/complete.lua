@@ -1,6 +1,7 @@
 -- complete: finish a batch of leased jobs with their results, then lease the worker's next jobs in
 -- the same call.
 -- uses lib/handoff.lua
+-- uses lib/ready.lua
 -- uses lib/claim.lua
 -- KEYS[1] active       ZSET
 -- KEYS[2] leases       HASH
@@ -19,7 +20,8 @@
 -- KEYS[15] group_counts HASH group key -> starts in its current window
 -- KEYS[16] group_windows ZSET group key -> end of its current window
 -- KEYS[17] handoff     LIST entries an add handed to blocked workers, not taken yet
--- KEYS[18..] job       record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
+-- KEYS[18] delayed_priority HASH id -> priority, for delayed jobs that have one
+-- KEYS[19..] job       record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
 -- ARGV[1] count        next jobs wanted
 -- ARGV[2] lease_ms     lease length of the next jobs
 -- ARGV[3] max_events   stream cap
@@ -40,7 +42,7 @@ for j = 0, n - 1 do
   if lease and string.match(lease, '^([^|]*)|') == ARGV[a + 1] then
     status[#status + 1] = 1
     done[#done + 1] = id
-    local record, logs = KEYS[18 + j * 2], KEYS[19 + j * 2]
+    local record, logs = KEYS[19 + j * 2], KEYS[20 + j * 2]
     local dedup = ARGV[a + 4]
     if dedup ~= '' and call('HGET', KEYS[4], dedup) == id then call('HDEL', KEYS[4], dedup) end
     if ARGV[a + 3] == '1' then
@@ -72,5 +74,5 @@ if #done < n then call('HINCRBY', KEYS[9], 'lease_lost', n - #done) end
 local k = {wait = KEYS[5], paused = KEYS[6], delayed = KEYS[7], prioritized = KEYS[8],
   active = KEYS[1], leases = KEYS[2], meta = KEYS[9], events = KEYS[10], marker = KEYS[11],
   limiter = KEYS[12], groups = KEYS[14], group_counts = KEYS[15], group_windows = KEYS[16],
-  handoff = KEYS[17]}
+  handoff = KEYS[17], delayed_priority = KEYS[18]}
 return {status, emq_claim(k, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done)}

@@ -1,4 +1,5 @@
 -- fail: a leased job's handler failed; retry it (after a backoff) or move it to failed.
+-- uses lib/ready.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] active       ZSET
@@ -13,6 +14,8 @@
 -- KEYS[12] marker      LIST
 -- KEYS[13] metrics     HASH finished counts per minute
 -- KEYS[14] groups      HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[15] prioritized ZSET
+-- KEYS[16] delayed_priority HASH id -> priority, for delayed jobs that have one
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] failure      JSON text {code, message, stack}
@@ -36,12 +39,16 @@ if ARGV[5] == '1' and atts < most then
   -- A retry starts again under its group's limit.
   local group = call('HGET', KEYS[1], 'group')
   if group and call('HEXISTS', KEYS[10], 'grl_max') == 1 then call('HSET', KEYS[14], id, group) end
+  -- The retry keeps the job's priority: at the front of it, or from when its backoff ends.
+  local priority = call('HGET', KEYS[1], 'priority')
   local backoff = tonumber(ARGV[4])
   if backoff > 0 then
     call('ZADD', KEYS[7], now + backoff, id)
+    if priority then call('HSET', KEYS[16], id, priority) end
   else
     local paused = call('HGET', KEYS[10], 'paused') == '1'
-    call('RPUSH', paused and KEYS[6] or KEYS[5], id)
+    local k = {wait = KEYS[5], paused = KEYS[6], prioritized = KEYS[15], meta = KEYS[10]}
+    emq_ready(k, {id}, {priority}, true, paused)
     if not paused then call('LPUSH', KEYS[12], '1') end
   end
   if call('HEXISTS', KEYS[10], 'concurrency') == 1 then call('LPUSH', KEYS[12], '1') end

@@ -1,4 +1,6 @@
--- recover: put one stalled job back in wait, or in failed after too many stalls.
+-- recover: put one stalled job back in wait (prioritized, if it has a priority), or in failed after
+-- too many stalls.
+-- uses lib/ready.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] stalled      SET
@@ -10,6 +12,7 @@
 -- KEYS[9] events       STREAM
 -- KEYS[10] marker      LIST
 -- KEYS[11] groups      HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[12] prioritized ZSET
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it
@@ -28,7 +31,8 @@ if stalls <= tonumber(ARGV[2]) then
   local group = call('HGET', KEYS[1], 'group')
   if group and call('HEXISTS', KEYS[8], 'grl_max') == 1 then call('HSET', KEYS[11], id, group) end
   local paused = call('HGET', KEYS[8], 'paused') == '1'
-  call('RPUSH', paused and KEYS[5] or KEYS[4], id)
+  local k = {wait = KEYS[4], paused = KEYS[5], prioritized = KEYS[12], meta = KEYS[8]}
+  emq_ready(k, {id}, {call('HGET', KEYS[1], 'priority')}, true, paused)
   if not paused then call('LPUSH', KEYS[10], '1') end
   call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[4], '*', 'ev', 'stalled', 'id', id, 'atts', atts)
   return 'wait'

@@ -1,5 +1,6 @@
--- release: give a worker's unfinished jobs back to the front of wait (graceful shutdown); the
--- attempt is not counted.
+-- release: give a worker's unfinished jobs back to the front of wait, or of their priority in
+-- prioritized (graceful shutdown); the attempt is not counted.
+-- uses lib/ready.lua
 -- KEYS[1] active       ZSET
 -- KEYS[2] leases       HASH
 -- KEYS[3] wait         LIST
@@ -8,21 +9,23 @@
 -- KEYS[6] events       STREAM
 -- KEYS[7] marker       LIST
 -- KEYS[8] groups       HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[9] prioritized  ZSET
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        id, token, group ("" none) triples
+-- ARGV[2..] job        groups of 4: id, token, group ("" none), priority (0 none)
 -- A released job of a group waits under its group's limit again (its run had not counted).
 -- Returns the number of jobs released.
 local paused = call('HGET', KEYS[5], 'paused') == '1'
 local grouped = call('HEXISTS', KEYS[5], 'grl_max') == 1
 local n = 0
-for i = 2, #ARGV, 3 do
+local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[9], meta = KEYS[5]}
+for i = 2, #ARGV, 4 do
   local id = ARGV[i]
   local lease = call('HGET', KEYS[2], id)
   if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] then
     call('ZREM', KEYS[1], id)
     call('HDEL', KEYS[2], id)
     if grouped and ARGV[i + 2] ~= '' then call('HSET', KEYS[8], id, ARGV[i + 2]) end
-    call('RPUSH', paused and KEYS[4] or KEYS[3], id)
+    emq_ready(k, {id}, {ARGV[i + 3]}, true, paused)
     call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id)
     n = n + 1
   end

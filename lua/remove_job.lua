@@ -17,6 +17,7 @@
 -- KEYS[15] events      STREAM
 -- KEYS[16] groups      HASH job id -> group key (a waiting grouped job's entry)
 -- KEYS[17] handoff     LIST entries an add handed to blocked workers, not taken yet
+-- KEYS[18] delayed_priority HASH id -> priority, for delayed jobs that have one
 -- ARGV[1] id
 -- ARGV[2] allowed      which states may be removed: any | waiting | completed | failed | force
 -- ARGV[3] max_events   stream cap
@@ -57,6 +58,7 @@ call('ZREM', KEYS[10], id)
 call('SREM', KEYS[11], id)
 call('ZREM', KEYS[12], id)
 call('HDEL', KEYS[16], id)
+call('HDEL', KEYS[18], id)
 if state == 'active' and call('LLEN', KEYS[17]) > 0 then
   -- A handed-over job nobody took yet: its entry must not reach a worker after the job is gone.
   for _, entry in ipairs(call('LRANGE', KEYS[17], 0, -1)) do

@@ -1,7 +1,8 @@
 -- scheduler_fire: enqueue one run of a due scheduler and move its due time on, exactly once however
 -- many workers race: the run is enqueued only while the scheduler's revision is still the one the
 -- caller read with its due time (compare-and-set; every step that moves the due time bumps it), and
--- the due time moves in the same atomic step.
+-- the due time moves in the same atomic step. A run with a priority goes to prioritized.
+-- uses lib/ready.lua
 -- KEYS[1] schedulers   HASH scheduler id -> spec (JSON)
 -- KEYS[2] due          ZSET scheduler id -> next due (server ms)
 -- KEYS[3] record       emq:{q}:<id> of the job to create, HASH
@@ -11,6 +12,7 @@
 -- KEYS[7] events       STREAM
 -- KEYS[8] marker       LIST
 -- KEYS[9] groups       HASH job id -> group key (user data), for the per-group rate limit
+-- KEYS[10] prioritized ZSET
 -- ARGV[1] scheduler    the scheduler id
 -- ARGV[2] id           a freshly minted job id for this run
 -- ARGV[3] max_events   stream cap
@@ -43,6 +45,7 @@ if spec.end_ms and due > spec.end_ms then finish(); return 0 end
 local fields = {'name', spec.name, 'data', spec.data, 'created_ms', now, 'scheduler', sid, 'due_ms', due}
 if spec.opts ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = spec.opts end
 if spec.attempts ~= 1 then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = spec.attempts end
+if spec.priority then fields[#fields + 1] = 'priority'; fields[#fields + 1] = spec.priority end
 call('HSET', KEYS[3], unpack(fields))
 if spec.group then
   call('HSET', KEYS[3], 'group', spec.group)
@@ -50,7 +53,8 @@ if spec.group then
 end
 call('HINCRBY', KEYS[6], 'added', 1)
 local paused = call('HGET', KEYS[6], 'paused') == '1'
-call('LPUSH', paused and KEYS[5] or KEYS[4], id)
+local k = {wait = KEYS[4], paused = KEYS[5], prioritized = KEYS[10], meta = KEYS[6]}
+emq_ready(k, {id}, {spec.priority}, false, paused)
 if not paused then call('LPUSH', KEYS[8], '1') end
 call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'added', 'id', id, 'scheduler', sid)
 spec.count = (spec.count or 0) + 1

@@ -159,7 +159,7 @@ export interface SchedulerSpec<T = unknown> {
   endAfter?: number;
   name: string;
   data?: T;
-  /** The runs' options (delay, priority and dedup are not used for scheduled runs). */
+  /** The runs' options (delay and dedup are not used for scheduled runs; priority is). */
   opts?: JobOptions;
 }
 

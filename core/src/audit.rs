@@ -6,7 +6,9 @@
 //! whose lease expired is "stalled-pending", which is allowed); jobs added minus jobs deleted equals
 //! jobs held; every dedup entry points at a job that is waiting or active; every hand-off entry names
 //! an active job under the lease it carries; the groups hash names only waiting jobs and, while the
-//! queue has a per-group rate limit, every waiting job of a group.
+//! queue has a per-group rate limit, every waiting job of a group; a job with a priority never
+//! sits in wait or paused, and a delayed one has its priority in the delayed-priority hash (which
+//! names delayed jobs only).
 
 use crate::error::Result;
 use crate::job_id::JobId;
@@ -194,6 +196,8 @@ impl Queue {
                 }
             }
         }
+        self.audit_priorities(&mut conn, &seen, &ids, &mut report)
+            .await?;
         let get = |f: &str| meta.get(f).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
         let (added, gone) = (get("added"), get("gone"));
         if added - gone != report.jobs as i64 {
@@ -217,5 +221,67 @@ impl Queue {
             }
         }
         Ok(report)
+    }
+}
+
+impl Queue {
+    /// A job with a priority keeps it wherever it waits: never in wait or paused (it would run in
+    /// arrival order), and while delayed, with its priority in the delayed-priority hash, which
+    /// names delayed jobs only.
+    async fn audit_priorities(
+        &self,
+        conn: &mut crate::store::Conn,
+        seen: &HashMap<String, &str>,
+        ids: &[JobId],
+        report: &mut AuditReport,
+    ) -> Result<()> {
+        let held: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&self.keys().delayed_priority)
+            .query_async(conn)
+            .await?;
+        for id in held.keys() {
+            if seen.get(id.as_str()) != Some(&"delayed") {
+                report.problems.push(format!(
+                    "delayed-priority entry for job {id}, which is {:?}, not delayed",
+                    seen.get(id.as_str())
+                ));
+            }
+        }
+        let resting: Vec<&JobId> = ids
+            .iter()
+            .filter(|id| {
+                matches!(
+                    seen.get(id.to_string().as_str()),
+                    Some(&("wait" | "paused" | "delayed"))
+                )
+            })
+            .collect();
+        for chunk in resting.chunks(1_000) {
+            let mut pipe = redis::pipe();
+            for id in chunk {
+                pipe.cmd("HGET")
+                    .arg(self.name().job_key(**id, JobPart::Record))
+                    .arg("priority");
+            }
+            let own: Vec<Option<u64>> = pipe.query_async(conn).await?;
+            for (id, priority) in chunk.iter().zip(own) {
+                let Some(priority) = priority.filter(|p| *p > 0) else {
+                    continue;
+                };
+                let id = id.to_string();
+                let place = seen[id.as_str()];
+                if place != "delayed" {
+                    report.problems.push(format!(
+                        "job {id} of priority {priority} is in {place}, not prioritized"
+                    ));
+                } else if held.get(&id) != Some(&priority.to_string()) {
+                    report.problems.push(format!(
+                        "delayed job {id} of priority {priority} has {:?} in delayed-priority",
+                        held.get(&id)
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }

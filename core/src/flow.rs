@@ -46,6 +46,16 @@ pub struct FlowIds {
 
 fn mint_tree(q: &Queue, flow: &FlowJob) -> Result<FlowIds> {
     let queue = QueueName::new(&flow.queue)?.to_string();
+    // Every node is checked here, before the first write: a bad grandchild must not leave its
+    // ancestors added and waiting for a child that never comes.
+    flow.options.validate()?;
+    if !flow.children.is_empty() && flow.options.delay_ms > 0 {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            "a flow's parent starts when its last child is done, so it takes no delay \
+             (delay its children instead)",
+        ));
+    }
     Ok(FlowIds {
         queue,
         id: match flow.options.id {
@@ -76,7 +86,6 @@ impl Queue {
         parent: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            flow.options.validate()?;
             let q = self.queue(&flow.queue)?;
             let data = serde_json::to_string(&flow.data)?;
             if flow.children.is_empty() {
@@ -102,6 +111,7 @@ impl Queue {
                 .arg(flow.options.compact_json())
                 .arg(flow.options.attempts)
                 .arg(parent)
+                .arg(flow.options.priority)
                 .arg(q.max_events);
             for c in &ids.children {
                 inv = inv.arg(format!("{}:{}", c.queue, c.id));
@@ -177,6 +187,7 @@ pub(crate) async fn notify_parent(
         .key(&k.meta)
         .key(&k.events)
         .key(&k.marker)
+        .key(&k.prioritized)
         .arg(pid)
         .arg(format!("{}:{}", child_queue.name(), child))
         .arg(kind)

@@ -182,6 +182,8 @@ pub struct QueueKeys {
     pub waiters: Key,
     /// `emq:{q}:handoff`
     pub handoff: Key,
+    /// `emq:{q}:delayed-priority`
+    pub delayed_priority: Key,
 }
 
 impl QueueName {
@@ -213,6 +215,7 @@ impl QueueName {
             dedup_expiry: self.key(Family::DedupExpiry),
             waiters: self.key(Family::Waiters),
             handoff: self.key(Family::Handoff),
+            delayed_priority: self.key(Family::DelayedPriority),
         }
     }
 }
@@ -313,11 +316,15 @@ pub enum Family {
     /// already in `active` with its lease; an entry nobody took goes first in the next claim, or back
     /// to wait (uncounted) when that lease expires.
     Handoff,
+    /// HASH from a delayed job's id to its priority, for the delayed jobs that have one (added with
+    /// a delay, retried after a backoff, or held by their group's limit), so the claim that
+    /// promotes a due job puts it in `prioritized`, not `wait`, without reading its record.
+    DelayedPriority,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 25] = [
+    pub const ALL: [Family; 26] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -343,6 +350,7 @@ impl Family {
         Family::DedupExpiry,
         Family::Waiters,
         Family::Handoff,
+        Family::DelayedPriority,
     ];
 
     /// The `<type>` part of the key.
@@ -373,6 +381,7 @@ impl Family {
             Family::DedupExpiry => "dedup-expiry",
             Family::Waiters => "waiters",
             Family::Handoff => "handoff",
+            Family::DelayedPriority => "delayed-priority",
         }
     }
 
@@ -398,7 +407,8 @@ impl Family {
             | Family::Metrics
             | Family::Schedulers
             | Family::Groups
-            | Family::GroupCounts => "hash",
+            | Family::GroupCounts
+            | Family::DelayedPriority => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }

@@ -136,7 +136,8 @@ impl Queue {
             .key(&k.waiters)
             .key(&k.handoff)
             .key(&k.active)
-            .key(&k.leases);
+            .key(&k.leases)
+            .key(&k.delayed_priority);
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
@@ -504,6 +505,7 @@ impl Queue {
             .key(&k.events)
             .key(&k.groups)
             .key(&k.handoff)
+            .key(&k.delayed_priority)
             .arg(id)
             .arg(allowed)
             .arg(self.max_events)
@@ -689,6 +691,7 @@ impl Queue {
             &k.dedup_expiry,
             &k.waiters,
             &k.handoff,
+            &k.delayed_priority,
         ] {
             let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
         }
@@ -745,6 +748,7 @@ impl Queue {
             .key(&k.meta)
             .key(&k.events)
             .key(&k.marker)
+            .key(&k.prioritized)
             .arg(id)
             .arg(self.max_events)
             .invoke(&self.store)
@@ -782,6 +786,8 @@ impl Queue {
             .key(&k.meta)
             .key(&k.events)
             .key(&k.marker)
+            .key(&k.prioritized)
+            .key(&k.delayed_priority)
             .arg(id)
             .arg(self.max_events)
             .invoke(&self.store)

@@ -70,7 +70,7 @@ pub struct Schedule {
     pub name: String,
     /// The job's payload.
     pub data: Value,
-    /// The job's options (delay, priority and dedup are not used for scheduled runs).
+    /// The job's options (delay and dedup are not used for scheduled runs).
     pub options: JobOptions,
 }
 
@@ -240,6 +240,9 @@ impl Queue {
         if let Some(g) = &schedule.options.group {
             spec["group"] = Value::from(g.as_str());
         }
+        if schedule.options.priority > 0 {
+            spec["priority"] = Value::from(schedule.options.priority);
+        }
         if let (Some(c), Some(z)) = (cron, tz) {
             spec["cron"] = Value::from(c);
             spec["tz"] = Value::from(z);
@@ -375,6 +378,7 @@ impl Queue {
                 .key(&k.events)
                 .key(&k.marker)
                 .key(&k.groups)
+                .key(&k.prioritized)
                 .arg(&d.id)
                 .arg(id)
                 .arg(self.max_events)

@@ -21,6 +21,7 @@ const KEYSPEC: &str = include_str!("../lua/lib/keyspec.lua");
 /// Library files a script may pull in with a `-- uses lib/<name>.lua` header line.
 const LIBS: &[(&str, &str)] = &[
     ("lib/handoff.lua", include_str!("../lua/lib/handoff.lua")),
+    ("lib/ready.lua", include_str!("../lua/lib/ready.lua")),
     ("lib/claim.lua", include_str!("../lua/lib/claim.lua")),
 ];
 

@@ -107,6 +107,8 @@ struct Flight {
     token: String,
     /// The job's group ("" none), for a release to put it back under its group's limit.
     group: String,
+    /// The job's priority (0 none), for a release to put it back in prioritized.
+    priority: u32,
     lease_ms: u64,
     lost: Arc<AtomicBool>,
     abort: Option<tokio::task::AbortHandle>,
@@ -381,7 +383,7 @@ impl WorkerHandle {
                 tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
         }
         let mut report = CloseReport::default();
-        let held: Vec<(JobId, String, String)> = {
+        let held: Vec<(JobId, String, String, u32)> = {
             let mut flights = s.flights.lock().expect("flights");
             flights
                 .iter_mut()
@@ -389,7 +391,7 @@ impl WorkerHandle {
                     if let Some(a) = f.abort.take() {
                         a.abort();
                     }
-                    (*id, f.token.clone(), f.group.clone())
+                    (*id, f.token.clone(), f.group.clone(), f.priority)
                 })
                 .collect()
         };
@@ -405,9 +407,10 @@ impl WorkerHandle {
                 .key(&k.events)
                 .key(&k.marker)
                 .key(&k.groups)
+                .key(&k.prioritized)
                 .arg(s.queue.max_events);
-            for (id, token, group) in &held {
-                inv = inv.arg(*id).arg(token).arg(group);
+            for (id, token, group, priority) in &held {
+                inv = inv.arg(*id).arg(token).arg(group).arg(*priority);
             }
             let n: u64 = inv.invoke(s.queue.store()).await?;
             report.released = n;
@@ -435,6 +438,7 @@ fn claim_keys(inv: Invocation, q: &Queue) -> Invocation {
         .key(&k.group_counts)
         .key(&k.group_windows)
         .key(&k.handoff)
+        .key(&k.delayed_priority)
 }
 
 fn parse_err(e: impl std::fmt::Display) -> crate::Error {
@@ -864,6 +868,7 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),
+                    priority: job.priority,
                     lease_ms: job_lease_ms(s, job),
                     lost: Arc::new(AtomicBool::new(false)),
                     abort: None,
@@ -1086,6 +1091,8 @@ async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: HandlerResult)
                 .key(&k.marker)
                 .key(&k.metrics)
                 .key(&k.groups)
+                .key(&k.prioritized)
+                .key(&k.delayed_priority)
                 .arg(job.id)
                 .arg(token)
                 .arg(failure.to_string())
@@ -1147,7 +1154,8 @@ async fn complete_loop(s: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRecei
             .key(&k.groups)
             .key(&k.group_counts)
             .key(&k.group_windows)
-            .key(&k.handoff);
+            .key(&k.handoff)
+            .key(&k.delayed_priority);
         for c in &batch {
             inv = inv
                 .key(&q.name().job_key(c.id, JobPart::Record))
@@ -1318,6 +1326,7 @@ async fn sweep_once(s: &Shared) -> Result<()> {
             .key(&k.events)
             .key(&k.marker)
             .key(&k.groups)
+            .key(&k.prioritized)
             .arg(id)
             .arg(s.opts.max_stalls)
             .arg(

@@ -1,6 +1,6 @@
 -- claim (library): lease up to `count` ready jobs; used by claim.lua and complete.lua.
 -- Touches only the queue's containers, passed in by the including script; never a job's own key.
--- Needs lib/handoff.lua before it.
+-- Needs lib/handoff.lua and lib/ready.lua before it.
 -- KEYS: none of its own. ARGV: none of its own.
 --
 -- Honours the queue's settings in meta: `paused`, `concurrency` (most jobs active across all
@@ -12,7 +12,8 @@
 -- down the queue, up to a bounded number of jobs, so other groups
 -- flow). A caller that passes no group containers (k.groups nil) leases nothing while a group limit
 -- is set, and wakes a worker whose claim.lua does.
--- Promotes due delayed jobs into wait (or paused), then, unless the queue is paused, takes jobs
+-- Promotes due delayed jobs into wait (or paused; prioritized for those with an entry in
+-- k.delayed_priority), then, unless the queue is paused, takes jobs
 -- handed over but not taken (k.handoff, when given), pops from prioritized (lowest score first)
 -- and from the right of wait, scores each id in active with its
 -- lease expiry, and stores "<token>|<start ms>" in leases (the token is the server's microsecond
@@ -30,7 +31,12 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   if head[2] and tonumber(head[2]) <= now then
     local due = call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, 1000)
     call('ZREM', k.delayed, unpack(due))
-    call('LPUSH', paused and k.paused or k.wait, unpack(due))
+    local priorities = {}
+    if call('HLEN', k.delayed_priority) > 0 then
+      priorities = call('HMGET', k.delayed_priority, unpack(due))
+      call('HDEL', k.delayed_priority, unpack(due))
+    end
+    emq_ready(k, due, priorities, false, paused)
     head = call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
     if wake and not paused then call('LPUSH', k.marker, '1') end
   end
@@ -76,9 +82,12 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
   end
   while #ids < count and seen < budget do
     local want = math.min(count - #ids, budget - seen)
-    local batch = {}
+    local batch, scores = {}, {}
     local popped = call('ZPOPMIN', k.prioritized, want)
-    for i = 1, #popped, 2 do batch[#batch + 1] = popped[i] end
+    for i = 1, #popped, 2 do
+      batch[#batch + 1] = popped[i]
+      scores[#batch] = popped[i + 1]
+    end
     if #batch < want then
       local more = call('RPOP', k.wait, want - #batch)
       if more then
@@ -116,6 +125,8 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
             local due = w.ends + math.floor(w.held / grl) * gwin
             w.held = w.held + 1
             call('ZADD', k.delayed, due, batch[i])
+            -- A held prioritized job keeps its priority for when the hold ends.
+            if scores[i] then call('HSET', k.delayed_priority, batch[i], emq_priority_of(scores[i])) end
             held = held + 1
             if not held_until or due < held_until then held_until = due end
           end
