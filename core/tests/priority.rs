@@ -74,6 +74,25 @@ fn recording_worker(
     (worker, order)
 }
 
+/// Resumes the paused `q` under a recording worker (see `recording_worker`) until `n` jobs have
+/// completed; returns the start order.
+async fn resume_and_record(
+    q: &Queue,
+    fail_first: Option<JobId>,
+    work: Duration,
+    n: u64,
+) -> Vec<JobId> {
+    let (worker, order) = recording_worker(q, fail_first, work);
+    q.resume().await.unwrap();
+    wait_until("all completed", Duration::from_secs(15), || async {
+        q.counts().await.unwrap().completed == n
+    })
+    .await;
+    worker.close().await.unwrap();
+    let order = order.lock().unwrap().clone();
+    order
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delayed_job_runs_by_its_priority_once_due() {
     for (topology, store) in common::both().await {
@@ -104,14 +123,7 @@ async fn a_delayed_job_runs_by_its_priority_once_due() {
         assert_eq!(state(&q, urgent).await, Some(JobState::Delayed));
         audit_ok(&q).await;
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let (worker, order) = recording_worker(&q, None, Duration::ZERO);
-        q.resume().await.unwrap();
-        wait_until("4 completed", Duration::from_secs(10), || async {
-            q.counts().await.unwrap().completed == 4
-        })
-        .await;
-        worker.close().await.unwrap();
-        let order = order.lock().unwrap().clone();
+        let order = resume_and_record(&q, None, Duration::ZERO, 4).await;
         assert_eq!(
             order[0], urgent,
             "{topology}: due, it goes ahead of plain jobs"
@@ -140,14 +152,7 @@ async fn a_retry_keeps_its_priority() {
         for _ in 0..3 {
             later.push(add(&q, "lower", prio(5)).await);
         }
-        let (worker, order) = recording_worker(&q, Some(first), Duration::ZERO);
-        q.resume().await.unwrap();
-        wait_until("4 completed", Duration::from_secs(10), || async {
-            q.counts().await.unwrap().completed == 4
-        })
-        .await;
-        worker.close().await.unwrap();
-        let order = order.lock().unwrap().clone();
+        let order = resume_and_record(&q, Some(first), Duration::ZERO, 4).await;
         assert_eq!(
             &order[..2],
             &[first, first],
@@ -301,14 +306,7 @@ async fn a_job_held_by_its_group_limit_keeps_its_priority() {
     }
     // Each run takes 100 ms: g2 is held until g1's window ends (300 ms), while the plain jobs need
     // 800 ms; held, it must come back ahead of them, not behind the last.
-    let (worker, order) = recording_worker(&q, None, Duration::from_millis(100));
-    q.resume().await.unwrap();
-    wait_until("10 completed", Duration::from_secs(15), || async {
-        q.counts().await.unwrap().completed == 10
-    })
-    .await;
-    worker.close().await.unwrap();
-    let order = order.lock().unwrap().clone();
+    let order = resume_and_record(&q, None, Duration::from_millis(100), 10).await;
     assert_eq!(order[0], g1);
     let at = order.iter().position(|id| *id == g2).unwrap();
     assert!(
