@@ -402,3 +402,84 @@ async fn a_scheduled_run_takes_the_schedules_priority() {
     assert_eq!(q.get(ids[0]).await.unwrap().unwrap().priority, 1);
     audit_ok(&q).await;
 }
+
+/// Jobs of mixed priorities, some delayed, a third failing their first run (retried at once or
+/// after a backoff), under two workers: one dies mid-run (its jobs stall and come back), the other
+/// closes gracefully (its jobs are released). Paused and quiet halfway, the audit finds every job
+/// with a priority in prioritized or, delayed, with its entry; in the end each job completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_load_keeps_every_priority_and_loses_nothing() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "prio-mixed").await;
+        let n = 300u64;
+        let ids = q
+            .add_bulk(
+                (0..n)
+                    .map(|i| NewJob {
+                        name: "mixed".into(),
+                        data: json!(i),
+                        options: JobOptions {
+                            priority: (i % 4) as u32,
+                            delay_ms: if i % 5 == 0 { 100 + (i % 7) * 50 } else { 0 },
+                            attempts: 3,
+                            backoff: if i % 2 == 0 {
+                                Backoff::None
+                            } else {
+                                Backoff::Fixed { delay_ms: 100 }
+                            },
+                            ..JobOptions::default()
+                        },
+                    })
+                    .collect(),
+            )
+            .await
+            .unwrap();
+        let opts = WorkerOptions {
+            concurrency: 4,
+            lease: Duration::from_millis(600),
+            stalled_interval: Duration::from_millis(200),
+            block_timeout: Duration::from_millis(500),
+            ..WorkerOptions::default()
+        };
+        let start = |q: &Queue| {
+            Worker::builder(q.clone())
+                .options(opts.clone())
+                .handler(|job: JobContext| async move {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let i = job.data().as_u64().unwrap();
+                    if i % 3 == 0 && job.job().attempts_made == 0 {
+                        return Err(HandlerError::new("first run fails"));
+                    }
+                    Ok(Value::Null)
+                })
+                .run()
+                .unwrap()
+        };
+        let completed = |at_least: u64| {
+            let q = q.clone();
+            async move { q.counts().await.unwrap().completed >= at_least }
+        };
+        let (dies, closes) = (start(&q), start(&q));
+        wait_until("80 completed", Duration::from_secs(30), || completed(80)).await;
+        drop(dies);
+        wait_until("150 completed", Duration::from_secs(30), || completed(150)).await;
+        q.pause().await.unwrap();
+        closes
+            .close_within(Duration::from_millis(100))
+            .await
+            .unwrap();
+        audit_ok(&q).await;
+        q.resume().await.unwrap();
+        let finishes = start(&q);
+        wait_until("all completed", Duration::from_secs(60), || completed(n)).await;
+        finishes.close().await.unwrap();
+        for id in &ids {
+            assert_eq!(
+                state(&q, *id).await,
+                Some(JobState::Completed),
+                "{topology}"
+            );
+        }
+        audit_ok(&q).await;
+    }
+}
