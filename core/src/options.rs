@@ -61,7 +61,9 @@ pub struct JobOptions {
     pub id: Option<JobId>,
     /// Run no sooner than this after the server receives the job.
     pub delay_ms: u64,
-    /// 0 for none; otherwise lower numbers run first (1 is the most urgent).
+    /// 0 for none; otherwise lower numbers run first (1 is the most urgent), and run before every
+    /// job without a priority. The job keeps it whenever it is ready again: once its delay or
+    /// backoff ends, after a stall or a release on close, on a manual retry or promote.
     pub priority: u32,
     /// Run before the jobs already waiting.
     pub lifo: bool,
