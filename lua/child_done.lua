@@ -1,7 +1,8 @@
 -- child_done: the second, idempotent step of a child's completion or final failure: record it in
 -- its parent (in the parent's queue, which may sit in another slot), and when no child is pending
--- move the parent to wait (prioritized, if it has a priority). Safe to repeat (a child already counted is a no-op) and safe if the
--- process died between the child's own step and this one (the child is then re-run and repeats it).
+-- move the parent to wait (prioritized, if it has a priority). Safe to repeat (a child already
+-- counted is a no-op) and safe if the process died between the child's own step and this one (the
+-- child is then re-run and repeats it).
 -- uses lib/ready.lua
 -- KEYS[1] record       the parent's emq:{q}:<id>, HASH
 -- KEYS[2] waiting_children ZSET

@@ -17,16 +17,15 @@ end
 -- Makes `ids` ready in the queue whose containers are in `k` (k.wait, k.paused, k.prioritized,
 -- k.meta). `priorities[i]` is the priority of `ids[i]` (nil, false, '' or 0: none). `front`: ahead
 -- of the ready jobs (of its priority), for a run that was interrupted or failed; otherwise behind
--- them, as a new job. `paused`: the queue's paused flag. Returns how many went to prioritized.
+-- them, as a new job. `paused`: the queue's paused flag.
 local function emq_ready(k, ids, priorities, front, paused)
-  local plain, ranked = {}, 0
+  local plain = {}
   for i = 1, #ids do
     local p = tonumber(priorities[i] or '0') or 0
     if p > 0 then
       -- Ahead: order 0 (ties among those go by id, that is by age); behind: the next sequence.
       local order = front and 0 or (call('HINCRBY', k.meta, 'prio_seq', 1) % EMQ_PRIORITY_SPAN)
       call('ZADD', k.prioritized, p * EMQ_PRIORITY_SPAN + order, ids[i])
-      ranked = ranked + 1
     else
       plain[#plain + 1] = ids[i]
     end
@@ -35,5 +34,4 @@ local function emq_ready(k, ids, priorities, front, paused)
     -- Workers pop wait from the right: RPUSH is the front, LPUSH the back.
     call(front and 'RPUSH' or 'LPUSH', paused and k.paused or k.wait, unpack(plain))
   end
-  return ranked
 end
