@@ -269,6 +269,11 @@ export declare class Queue {
   retryFailed(): Promise<number>;
   /** Runs a delayed job now; false when it is not delayed. */
   promote(id: JobId | string): Promise<boolean>;
+  /**
+   * Gives a job that has not finished a new priority (0: none, lower runs first); false when there
+   * is no such job or it has finished. A waiting job moves at once; a delayed one when due.
+   */
+  changePriority(id: JobId | string, priority: number): Promise<boolean>;
   /** Removes every waiting, paused and prioritized job (and delayed ones with `delayed`); resolves to how many. */
   drain(opts?: { delayed?: boolean }): Promise<number>;
   /** Removes up to `limit` (default 1000) completed or failed jobs finished more than `grace` ms (default 0) ago. */

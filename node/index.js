@@ -371,6 +371,14 @@ class Queue {
     return call(() => this[kNative].promote(String(id)));
   }
 
+  /**
+   * Gives a job that has not finished a new priority (0: none, lower runs first); false when there
+   * is no such job or it has finished. A waiting job moves at once; a delayed one when due.
+   */
+  async changePriority(id, priority) {
+    return call(() => this[kNative].changePriority(String(id), priority));
+  }
+
   /** Removes every waiting, paused and prioritized job (and delayed ones with `delayed: true`). */
   async drain({ delayed = false } = {}) {
     return call(() => this[kNative].drain(Boolean(delayed)));

@@ -79,6 +79,9 @@ enum Command {
     /// Delete a job that is not active.
     Remove(commands::admin::JobArgs),
 
+    /// Give a job that has not finished a new priority (0: none; lower runs first).
+    Priority(commands::admin::PriorityArgs),
+
     /// Move every failed job back to waiting.
     RetryFailed(commands::admin::QueueArgs),
 
@@ -141,6 +144,10 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Retry(args) => admin::run_job(&cli.urls, admin::JobAction::Retry, &args).await,
         Command::Promote(args) => admin::run_job(&cli.urls, admin::JobAction::Promote, &args).await,
         Command::Remove(args) => admin::run_job(&cli.urls, admin::JobAction::Remove, &args).await,
+        Command::Priority(args) => {
+            let action = admin::JobAction::Priority(args.priority);
+            admin::run_job(&cli.urls, action, &args.job).await
+        }
         Command::RetryFailed(args) => {
             admin::run_queue(&cli.urls, admin::QueueAction::RetryFailed, &args).await
         }

@@ -197,6 +197,17 @@ fn the_queue_commands_change_the_queue() {
     assert!(ok(&url, &["remove", "admin", &ids[0]]).contains("removed"));
     assert_eq!(count("waiting"), 3);
 
+    assert!(ok(&url, &["priority", "admin", &ids[1], "2"]).contains("reprioritized"));
+    assert_eq!((count("waiting"), count("prioritized")), (2, 1));
+    ok(&url, &["priority", "admin", &ids[1], "0"]);
+    assert_eq!((count("waiting"), count("prioritized")), (3, 0));
+    fails(
+        &url,
+        &["priority", "admin", &ids[1], "9999999"],
+        2,
+        "invalid_option",
+    );
+
     ok(&url, &["pause", "admin"]);
     assert_eq!(count("paused"), 3);
     assert_eq!(count("waiting"), 0);

@@ -795,6 +795,37 @@ impl Queue {
         Ok(n == 1)
     }
 
+    /// Gives a job that has not finished a new priority (0: none; at most
+    /// [`MAX_PRIORITY`](crate::options::MAX_PRIORITY)). A ready job moves at once (in prioritized,
+    /// among the jobs of its new priority by when it was added); a delayed one takes it when due;
+    /// an active one when it is next ready (a retry, say). False when there is no such job or it
+    /// has finished.
+    pub async fn change_priority(&self, id: JobId, priority: u32) -> Result<bool> {
+        JobOptions {
+            priority,
+            ..JobOptions::default()
+        }
+        .validate()?;
+        let k = &self.keys;
+        let n: i64 = script::CHANGE_PRIORITY
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.prioritized)
+            .key(&k.delayed)
+            .key(&k.delayed_priority)
+            .key(&k.meta)
+            .key(&k.marker)
+            .key(&k.events)
+            .arg(id)
+            .arg(priority)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(n == 1)
+    }
+
     /// Follows the queue's events from now on (or after a stream id).
     pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
         EventStream::new(self.store.clone(), self.keys.events.clone(), after).await

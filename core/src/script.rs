@@ -415,6 +415,8 @@ scripts! {
     RETRY_JOB => "retry_job",
     /// Promotes a delayed job.
     PROMOTE_JOB => "promote_job",
+    /// Gives a job that has not finished a new priority.
+    CHANGE_PRIORITY => "change_priority",
     /// Replaces a delayed dedup holder's data and pushes its due time.
     DEBOUNCE => "debounce",
     /// Drops dedup keys whose TTL hold has ended.

@@ -483,3 +483,43 @@ async fn a_mixed_load_keeps_every_priority_and_loses_nothing() {
         audit_ok(&q).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_priority_moves_a_ready_job_and_keeps_for_the_rest() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "prio-change").await;
+        q.pause().await.unwrap();
+        let plain = add(&q, "plain", JobOptions::default()).await;
+        let low = add(&q, "low", prio(9)).await;
+        let mid = add(&q, "mid", prio(5)).await;
+        let later = add(
+            &q,
+            "later",
+            JobOptions {
+                delay_ms: 300,
+                ..JobOptions::default()
+            },
+        )
+        .await;
+        // Out of wait into prioritized; within prioritized to a new rank; a delayed job keeps it
+        // for when it is due.
+        assert!(q.change_priority(plain, 1).await.unwrap());
+        assert!(q.change_priority(low, 3).await.unwrap());
+        assert!(q.change_priority(later, 2).await.unwrap());
+        assert_eq!(state(&q, plain).await, Some(JobState::Prioritized));
+        assert_eq!(q.get(later).await.unwrap().unwrap().priority, 2);
+        audit_ok(&q).await;
+        // Dropped: back to plain waiting.
+        assert!(q.change_priority(mid, 0).await.unwrap());
+        assert_eq!(state(&q, mid).await, Some(JobState::Paused), "{topology}");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let order = resume_and_record(&q, None, Duration::ZERO, 4).await;
+        assert_eq!(order, vec![plain, later, low, mid], "{topology}");
+        // Finished, unknown, or out of range: refused.
+        assert!(!q.change_priority(plain, 4).await.unwrap());
+        assert!(!q.change_priority(q.mint_id().unwrap(), 4).await.unwrap());
+        let err = q.change_priority(low, u32::MAX).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidOption, "{err}");
+        audit_ok(&q).await;
+    }
+}

@@ -227,7 +227,7 @@ for (const topology of ['standalone', 'cluster']) {
   });
 }
 
-test('drain, clean, obliterate, retry, promote, list, logs, metrics', async () => {
+test('drain, clean, obliterate, retry, promote, changePriority, list, logs, metrics', async () => {
   const q = await connect('cluster', 'ops2');
   const waiting = await q.addBulk([{ name: 'a', data: 1 }, { name: 'b', data: 2 }, { name: 'c', data: 3, opts: { priority: 2 } }]);
   const later = await q.add('d', 4, { delay: 60_000 });
@@ -237,7 +237,13 @@ test('drain, clean, obliterate, retry, promote, list, logs, metrics', async () =
   assert.equal(await q.promote(later), true);
   assert.equal(await q.promote(later), false);
   assert.equal((await q.get(later)).state, 'waiting');
-  assert.equal(await q.drain({ delayed: true }), 1);
+  const urgent = await q.add('e', 5, { delay: 60_000 });
+  assert.equal(await q.changePriority(urgent, 3), true);
+  assert.equal(await q.promote(urgent), true);
+  assert.equal((await q.get(urgent)).state, 'prioritized', 'promoted with the priority it was given');
+  assert.equal(await q.changePriority(later, 0), true, 'a waiting job without a priority stays');
+  await assert.rejects(q.changePriority(urgent, -1), (e) => e.code === 'invalid_option');
+  assert.equal(await q.drain({ delayed: true }), 2);
 
   const [ok, bad] = await q.addBulk([{ name: 'ok', data: null }, { name: 'bad', data: null }]);
   const w = new Worker(

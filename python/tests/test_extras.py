@@ -272,11 +272,18 @@ async def test_job_progress_logs_and_maintenance(standalone, qname):
     assert await q.drain() == 1  # the waiting one; delayed stays
     assert (await q.counts())["delayed"] == 1
     assert await q.drain(delayed=True) == 1
+    urgent = await q.add("urgent", None, delay=60)
+    assert await q.change_priority(urgent, 2) is True
+    assert await q.promote(urgent) is True
+    assert (await q.get(urgent))["state"] == "prioritized"
+    with pytest.raises(emq.InvalidOption):
+        await q.change_priority(urgent, -1)
+    assert await q.remove(urgent) is True
     assert await q.clean("completed", grace=0, limit=10) == 1
     assert await q.get(ok) is None
     assert await q.is_paused() is False
     m = await q.metrics()
-    assert m["queue"] == qname and m["added"] == 4
+    assert m["queue"] == qname and m["added"] == 5
     await q.add("x", None)
     assert await q.obliterate() == 1
     assert (await q.counts())["waiting"] == 0
@@ -322,6 +329,7 @@ def test_sync_handler_job_methods_and_sync_facade(standalone, cluster, qname):
         with emq.sync.Queue.connect(url, qname) as q:
             ids = q.add_flow({"name": "p", "children": [{"name": "c", "data": 5}]})
             assert q.get(ids["id"])["state"] == "waiting-children"
+            assert q.change_priority(ids["id"], 3) is True  # counts once its child is done
             assert q.upsert_scheduler("s", "tick", every=60, first_after=60) is True
             assert [s["id"] for s in q.schedulers()] == ["s"]
             assert q.remove_scheduler("s") is True
@@ -329,7 +337,8 @@ def test_sync_handler_job_methods_and_sync_facade(standalone, cluster, qname):
             q.set_rate_limit(None)
             q.set_global_concurrency(3)
             q.set_global_concurrency(None)
-            assert [e["kind"] for e in q.recent_events(10)][-1] == "added"
+            kinds = [e["kind"] for e in q.recent_events(10)]
+            assert kinds[-1] == "priority" and "added" in kinds
             assert q.obliterate() == 2
 
     async def run():

@@ -242,6 +242,19 @@ impl NativeQueue {
         self.q.promote(id).await.map_err(throw)
     }
 
+    /// Gives a job that has not finished a new priority (0: none); false when there is no such
+    /// job or it has finished.
+    #[napi]
+    pub async fn change_priority(&self, id: String, priority: f64) -> napi::Result<bool> {
+        let id = parse_id(&id)?;
+        let priority =
+            crate::options::whole("priority", priority, u32::MAX as u64).map_err(throw)?;
+        self.q
+            .change_priority(id, priority as u32)
+            .await
+            .map_err(throw)
+    }
+
     /// Removes every waiting, paused and prioritized job (and delayed ones with `delayed`).
     #[napi]
     pub async fn drain(&self, delayed: bool) -> napi::Result<f64> {

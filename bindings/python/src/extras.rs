@@ -325,6 +325,20 @@ impl Queue {
         })
     }
 
+    pub(crate) fn change_priority_future(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        priority: &Bound<'_, PyAny>,
+    ) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        let id = job_id(py, id)?;
+        let priority = int_u32(py, "priority", priority)?;
+        Ok(Box::pin(async move {
+            Ok(Out::Bool(q.change_priority(id, priority).await?))
+        }))
+    }
+
     pub(crate) fn retry_failed_future(&self, py: Python<'_>) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
         Ok(Box::pin(

@@ -734,6 +734,17 @@ impl Queue {
         run(py, self.job_op_future(py, op, id)?, blocking)
     }
 
+    #[pyo3(signature = (id, priority, blocking=false))]
+    fn change_priority(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        priority: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.change_priority_future(py, id, priority)?, blocking)
+    }
+
     #[pyo3(signature = (blocking=false))]
     fn retry_failed(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         run(py, self.retry_failed_future(py)?, blocking)

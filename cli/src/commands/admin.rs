@@ -1,5 +1,5 @@
-//! The commands that change a queue: `retry`, `promote`, `remove` (one job), `retry-failed`,
-//! `pause`, `resume`, `drain` and `clean`. Each prints one line saying what it did.
+//! The commands that change a queue: `retry`, `promote`, `remove`, `priority` (one job),
+//! `retry-failed`, `pause`, `resume`, `drain` and `clean`. Each prints one line saying what it did.
 
 use crate::commands::job::{not_found, parse_target};
 use crate::connect::open_queue;
@@ -14,6 +14,15 @@ pub struct JobArgs {
     pub queue: String,
     /// The job's id.
     pub id: String,
+}
+
+/// `emq priority` options.
+#[derive(ClapArgs, Debug)]
+pub struct PriorityArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// The new priority: 0 for none, otherwise lower runs first (1 is the most urgent).
+    pub priority: u32,
 }
 
 /// Options of the commands on a whole queue.
@@ -58,9 +67,11 @@ pub enum JobAction {
     Promote,
     /// Delete a job that is not active.
     Remove,
+    /// Give a job that has not finished a new priority.
+    Priority(u32),
 }
 
-/// Runs `emq retry|promote|remove <queue> <id>`.
+/// Runs `emq retry|promote|remove <queue> <id>` and `emq priority <queue> <id> <priority>`.
 pub async fn run_job(urls: &[String], action: JobAction, args: &JobArgs) -> emq::Result<()> {
     let id = parse_target(&args.queue, &args.id)?;
     let opened = open_queue(urls, &args.queue).await?;
@@ -72,6 +83,11 @@ pub async fn run_job(urls: &[String], action: JobAction, args: &JobArgs) -> emq:
         JobAction::Retry => (q.retry(id).await?, "retried", "failed"),
         JobAction::Promote => (q.promote(id).await?, "promoted", "delayed"),
         JobAction::Remove => (q.remove(id).await?, "removed", "not active"),
+        JobAction::Priority(p) => (
+            q.change_priority(id, p).await?,
+            "reprioritized",
+            "unfinished",
+        ),
     };
     if done {
         println!("{verb} job {id} in queue {name}");

@@ -28,6 +28,7 @@ export async function usage(): Promise<void> {
   const c: Counts = await q.counts();
   const waiting: number = c.waiting + c.active + c.delayed;
   await q.pause();
+  const reranked: boolean = await q.changePriority(id, 2);
   const paused: boolean = await q.isPaused();
   await q.resume();
   const page: Job[] = await q.list('completed', { offset: 0, limit: 10 });
@@ -81,11 +82,13 @@ export async function usage(): Promise<void> {
   await q.add('x', {}, { delay: 'soon' });
   // @ts-expect-error backoff type is fixed or exponential
   await q.add('x', {}, { backoff: { type: 'linear' } });
+  // @ts-expect-error a priority is a number
+  await q.changePriority(id, 'high');
   // @ts-expect-error clean takes a finished state only
   await q.clean('active');
   // @ts-expect-error the handler receives an ActiveJob of the worker's data type
   new Worker<Email>(q, (j) => j.data.missing.length);
 
-  void [qc, fixed, waiting, paused, page, removed, created, schedulers, flow, given, done, codes, forged];
+  void [qc, fixed, waiting, paused, page, removed, created, schedulers, flow, given, done, codes, forged, reranked];
   await q.close();
 }

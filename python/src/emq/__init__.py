@@ -344,6 +344,12 @@ class Queue:
         """Runs a delayed job now; False when it is not delayed."""
         return await self._native.job_op("promote", job_id)
 
+    async def change_priority(self, job_id: str, priority: int) -> bool:
+        """Gives a job that has not finished a new priority (0: none, lower runs first); False
+        when there is no such job or it has finished. A waiting job moves at once; a delayed one
+        when it is due."""
+        return await self._native.change_priority(job_id, priority)
+
     async def logs(self, job_id: str) -> List[str]:
         """A job's log lines (``job.log`` in a handler), oldest first."""
         return await self._native.job_op("logs", job_id)

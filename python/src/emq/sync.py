@@ -138,6 +138,9 @@ class Queue:
     def promote(self, job_id: str) -> bool:
         return self._native.job_op("promote", job_id, blocking=True)
 
+    def change_priority(self, job_id: str, priority: int) -> bool:
+        return self._native.change_priority(job_id, priority, blocking=True)
+
     def logs(self, job_id: str) -> List[str]:
         return self._native.job_op("logs", job_id, blocking=True)
 
