@@ -10,22 +10,26 @@
 -- KEYS[7] marker       LIST
 -- KEYS[8] groups       HASH job id -> group key, while the queue has a per-group rate limit
 -- KEYS[9] prioritized  ZSET
+-- KEYS[10..] record    emq:{q}:<id>, HASH, one per job, in the order of the pairs below
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        groups of 4: id, token, group ("" none), priority (0 none)
--- A released job of a group waits under its group's limit again (its run had not counted).
+-- ARGV[2..] job        id, token pairs
+-- A released job of a group waits under its group's limit again (its run had not counted); its
+-- priority and group are read from its record, so a change made while it ran holds.
 -- Returns the number of jobs released.
 local paused = call('HGET', KEYS[5], 'paused') == '1'
 local grouped = call('HEXISTS', KEYS[5], 'grl_max') == 1
 local n = 0
 local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[9], meta = KEYS[5]}
-for i = 2, #ARGV, 4 do
+for i = 2, #ARGV, 2 do
   local id = ARGV[i]
+  local record = KEYS[10 + (i - 2) / 2]
   local lease = call('HGET', KEYS[2], id)
   if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] then
     call('ZREM', KEYS[1], id)
     call('HDEL', KEYS[2], id)
-    if grouped and ARGV[i + 2] ~= '' then call('HSET', KEYS[8], id, ARGV[i + 2]) end
-    emq_ready(k, {id}, {ARGV[i + 3]}, true, paused)
+    local own = call('HMGET', record, 'group', 'priority')
+    if grouped and own[1] then call('HSET', KEYS[8], id, own[1]) end
+    emq_ready(k, {id}, {own[2]}, true, paused)
     call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id)
     n = n + 1
   end

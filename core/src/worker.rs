@@ -105,10 +105,6 @@ pub struct WorkerStats {
 
 struct Flight {
     token: String,
-    /// The job's group ("" none), for a release to put it back under its group's limit.
-    group: String,
-    /// The job's priority (0 none), for a release to put it back in prioritized.
-    priority: u32,
     lease_ms: u64,
     lost: Arc<AtomicBool>,
     abort: Option<tokio::task::AbortHandle>,
@@ -383,7 +379,7 @@ impl WorkerHandle {
                 tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
         }
         let mut report = CloseReport::default();
-        let held: Vec<(JobId, String, String, u32)> = {
+        let held: Vec<(JobId, String)> = {
             let mut flights = s.flights.lock().expect("flights");
             flights
                 .iter_mut()
@@ -391,7 +387,7 @@ impl WorkerHandle {
                     if let Some(a) = f.abort.take() {
                         a.abort();
                     }
-                    (*id, f.token.clone(), f.group.clone(), f.priority)
+                    (*id, f.token.clone())
                 })
                 .collect()
         };
@@ -407,10 +403,13 @@ impl WorkerHandle {
                 .key(&k.events)
                 .key(&k.marker)
                 .key(&k.groups)
-                .key(&k.prioritized)
-                .arg(s.queue.max_events);
-            for (id, token, group, priority) in &held {
-                inv = inv.arg(*id).arg(token).arg(group).arg(*priority);
+                .key(&k.prioritized);
+            for (id, _) in &held {
+                inv = inv.key(&s.queue.name().job_key(*id, JobPart::Record));
+            }
+            inv = inv.arg(s.queue.max_events);
+            for (id, token) in &held {
+                inv = inv.arg(*id).arg(token);
             }
             let n: u64 = inv.invoke(s.queue.store()).await?;
             report.released = n;
@@ -862,13 +861,6 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                 job.id,
                 Flight {
                     token: token.clone(),
-                    group: job
-                        .options
-                        .get("group")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    priority: job.priority,
                     lease_ms: job_lease_ms(s, job),
                     lost: Arc::new(AtomicBool::new(false)),
                     abort: None,

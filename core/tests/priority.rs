@@ -272,6 +272,8 @@ async fn a_stalled_or_released_job_keeps_its_priority() {
         })
         .await;
         q.pause().await.unwrap();
+        // A new priority given while it runs holds for the release.
+        assert!(q.change_priority(stalled, 6).await.unwrap());
         let report = w3.close_within(Duration::from_millis(200)).await.unwrap();
         assert_eq!(report.released, 1, "{topology}");
         assert_eq!(
@@ -279,6 +281,13 @@ async fn a_stalled_or_released_job_keeps_its_priority() {
             Some(JobState::Prioritized),
             "{topology}: released, it is ready by its priority"
         );
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg(&q.keys().prioritized)
+            .arg(stalled.to_string())
+            .query_async(&mut q.store().conn())
+            .await
+            .unwrap();
+        assert_eq!((score / 4_294_967_296.0).floor(), 6.0, "{topology}");
         audit_ok(&q).await;
     }
 }
