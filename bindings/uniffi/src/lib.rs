@@ -245,6 +245,8 @@ pub struct JobRecord {
     pub attempts_made: u32,
     /// Most attempts.
     pub attempts: u32,
+    /// 0 for none; otherwise lower runs first.
+    pub priority: u32,
     /// The result as JSON text, once completed.
     pub result_json: Option<String>,
     /// The last failure, if a run failed.
@@ -260,6 +262,7 @@ impl From<&emq::Job> for JobRecord {
             state: j.state.unwrap_or(emq::JobState::Active).into(),
             attempts_made: j.attempts_made,
             attempts: j.attempts,
+            priority: j.priority,
             result_json: j.result.as_ref().map(|r| r.to_string()),
             failure: j.failure.as_ref().map(|f| JobFailure {
                 code: f.code.clone(),
@@ -637,6 +640,37 @@ impl Queue {
     pub async fn counts(&self) -> Result<Counts, EmqException> {
         let q = self.inner.clone();
         Ok(on_runtime(async move { q.counts().await }).await?.into())
+    }
+
+    /// Sends a failed job back to wait with its attempts reset; false when it is not failed.
+    pub async fn retry(&self, id: String) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.retry(id).await }).await
+    }
+
+    /// Runs a delayed job now; false when it is not delayed.
+    pub async fn promote(&self, id: String) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.promote(id).await }).await
+    }
+
+    /// Deletes a job that is not active; false when there is no such job.
+    pub async fn remove(&self, id: String) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.remove(id).await }).await
+    }
+
+    /// Gives a job that has not finished a new priority (0: none, lower runs first); false when
+    /// there is no such job or it has finished. A waiting job moves at once; a delayed one when due.
+    pub async fn change_priority(&self, id: String, priority: i32) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let priority = u32::try_from(priority)
+            .map_err(|_| invalid_option(format!("priority must be >= 0, got {priority}")))?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.change_priority(id, priority).await }).await
     }
 
     /// Stops handing out jobs (adds still land, in paused).

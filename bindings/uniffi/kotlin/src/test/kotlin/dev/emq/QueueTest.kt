@@ -64,6 +64,21 @@ class QueueTest {
     }
 
     @Test
+    fun `priority, promote, retry and remove on one job`() = withQueue("kt-ops") { q ->
+        val later = q.add("later", "{}", JobOptions(delayMs = 60_000.0))
+        assertTrue(q.changePriority(later, 2))
+        assertTrue(q.promote(later))
+        assertEquals(JobState.PRIORITIZED, q.get(later)!!.state)
+        assertEquals(2u, q.get(later)!!.priority)
+        assertTrue(!q.promote(later), "not delayed any more")
+        assertTrue(!q.retry(later), "not failed")
+        assertThrows<EmqException.InvalidOption> { runBlocking { q.changePriority(later, -1) } }
+        assertThrows<EmqException.InvalidJobId> { runBlocking { q.remove("not an id") } }
+        assertTrue(q.remove(later))
+        assertNull(q.get(later))
+    }
+
+    @Test
     fun `a throwing handler fails the job, never the worker, even with an Error`() = withQueue("kt-throw") { q ->
         val handler = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = when (job.name) {
