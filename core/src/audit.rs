@@ -178,21 +178,14 @@ impl Queue {
         if meta.contains_key("grl_max") {
             let waiting_ids: Vec<&JobId> =
                 ids.iter().filter(|id| waiting(&id.to_string())).collect();
-            for chunk in waiting_ids.chunks(1_000) {
-                let mut pipe = redis::pipe();
-                for id in chunk {
-                    pipe.cmd("HGET")
-                        .arg(self.name().job_key(**id, JobPart::Record))
-                        .arg("group");
-                }
-                let own: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
-                for (id, group) in chunk.iter().zip(own) {
-                    let Some(group) = group else { continue };
-                    if groups.get(&id.to_string()) != Some(&group) {
-                        report.problems.push(format!(
-                            "waiting job {id} of group {group:?} is not under its group's limit"
-                        ));
-                    }
+            let own: Vec<Option<String>> =
+                self.record_field(&mut conn, &waiting_ids, "group").await?;
+            for (id, group) in waiting_ids.iter().zip(own) {
+                let Some(group) = group else { continue };
+                if groups.get(&id.to_string()) != Some(&group) {
+                    report.problems.push(format!(
+                        "waiting job {id} of group {group:?} is not under its group's limit"
+                    ));
                 }
             }
         }
@@ -256,32 +249,45 @@ impl Queue {
                 )
             })
             .collect();
-        for chunk in resting.chunks(1_000) {
+        let own: Vec<Option<u64>> = self.record_field(conn, &resting, "priority").await?;
+        for (id, priority) in resting.iter().zip(own) {
+            let Some(priority) = priority.filter(|p| *p > 0) else {
+                continue;
+            };
+            let id = id.to_string();
+            let place = seen[id.as_str()];
+            if place != "delayed" {
+                report.problems.push(format!(
+                    "job {id} of priority {priority} is in {place}, not prioritized"
+                ));
+            } else if held.get(&id) != Some(&priority.to_string()) {
+                report.problems.push(format!(
+                    "delayed job {id} of priority {priority} has {:?} in delayed-priority",
+                    held.get(&id)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One field of each job's record (None where it is not set), read in pipelined chunks.
+    async fn record_field<T: redis::FromRedisValue>(
+        &self,
+        conn: &mut crate::store::Conn,
+        ids: &[&JobId],
+        field: &str,
+    ) -> Result<Vec<Option<T>>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(1_000) {
             let mut pipe = redis::pipe();
             for id in chunk {
                 pipe.cmd("HGET")
                     .arg(self.name().job_key(**id, JobPart::Record))
-                    .arg("priority");
+                    .arg(field);
             }
-            let own: Vec<Option<u64>> = pipe.query_async(conn).await?;
-            for (id, priority) in chunk.iter().zip(own) {
-                let Some(priority) = priority.filter(|p| *p > 0) else {
-                    continue;
-                };
-                let id = id.to_string();
-                let place = seen[id.as_str()];
-                if place != "delayed" {
-                    report.problems.push(format!(
-                        "job {id} of priority {priority} is in {place}, not prioritized"
-                    ));
-                } else if held.get(&id) != Some(&priority.to_string()) {
-                    report.problems.push(format!(
-                        "delayed job {id} of priority {priority} has {:?} in delayed-priority",
-                        held.get(&id)
-                    ));
-                }
-            }
+            let part: Vec<Option<T>> = pipe.query_async(conn).await?;
+            out.extend(part);
         }
-        Ok(())
+        Ok(out)
     }
 }
