@@ -224,6 +224,22 @@ impl From<emq::JobState> for JobState {
     }
 }
 
+impl JobState {
+    fn to_core(self) -> emq::JobState {
+        match self {
+            JobState::Waiting => emq::JobState::Waiting,
+            JobState::Paused => emq::JobState::Paused,
+            JobState::Active => emq::JobState::Active,
+            JobState::Delayed => emq::JobState::Delayed,
+            JobState::Prioritized => emq::JobState::Prioritized,
+            JobState::Completed => emq::JobState::Completed,
+            JobState::Failed => emq::JobState::Failed,
+            JobState::Stalled => emq::JobState::Stalled,
+            JobState::WaitingChildren => emq::JobState::WaitingChildren,
+        }
+    }
+}
+
 /// Why the last run of a job failed.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct JobFailure {
@@ -671,6 +687,63 @@ impl Queue {
             .map_err(|_| invalid_option(format!("priority must be >= 0, got {priority}")))?;
         let q = self.inner.clone();
         on_runtime(async move { q.change_priority(id, priority).await }).await
+    }
+
+    /// A job's log lines, oldest first.
+    pub async fn logs(&self, id: String) -> Result<Vec<String>, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.logs(id).await }).await
+    }
+
+    /// Jobs in one state, a page at a time (waiting states oldest first; completed and failed
+    /// newest first).
+    #[uniffi::method(default(offset = 0, limit = 100))]
+    pub async fn list(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobRecord>, EmqException> {
+        let q = self.inner.clone();
+        let jobs = on_runtime(async move { q.list(state.to_core(), offset, limit).await }).await?;
+        Ok(jobs.iter().map(JobRecord::from).collect())
+    }
+
+    /// Retries every failed job; returns how many.
+    pub async fn retry_failed(&self) -> Result<u64, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.retry_failed().await }).await
+    }
+
+    /// Removes every waiting, paused and prioritized job (and the delayed ones with `delayed`);
+    /// returns how many.
+    #[uniffi::method(default(delayed = false))]
+    pub async fn drain(&self, delayed: bool) -> Result<u64, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.drain(delayed).await }).await
+    }
+
+    /// Removes up to `limit` completed or failed jobs that finished more than `grace_ms` ago;
+    /// returns how many. Any other state is an `InvalidOption`.
+    #[uniffi::method(default(grace_ms = 0.0, limit = 1000))]
+    pub async fn clean(
+        &self,
+        state: JobState,
+        grace_ms: f64,
+        limit: u64,
+    ) -> Result<u64, EmqException> {
+        let grace = Duration::from_millis(emq::options::millis("grace_ms", grace_ms)?);
+        let q = self.inner.clone();
+        on_runtime(async move { q.clean(state.to_core(), grace, limit).await }).await
+    }
+
+    /// Deletes the whole queue, every job and key; refuses (`InvalidState`) while jobs are active
+    /// unless `force`. Returns how many jobs it removed.
+    #[uniffi::method(default(force = false))]
+    pub async fn obliterate(&self, force: bool) -> Result<u64, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.obliterate(force).await }).await
     }
 
     /// Stops handing out jobs (adds still land, in paused).

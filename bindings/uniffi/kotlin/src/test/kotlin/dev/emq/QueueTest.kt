@@ -79,6 +79,37 @@ class QueueTest {
     }
 
     @Test
+    fun `list, logs, retryFailed, drain, clean and obliterate`() = withQueue("kt-admin") { q ->
+        val handler = object : JobHandler {
+            override suspend fun handle(job: JobRecord): String =
+                if (job.name == "bad") throw IllegalStateException("bad job") else "\"ok\""
+        }
+        val good = q.add("good", "{}")
+        val bad = q.add("bad", "{}")
+        val worker = q.startWorker(handler, 1, 5_000.0)
+        try {
+            q.waitFor(good, JobState.COMPLETED)
+            q.waitFor(bad, JobState.FAILED)
+        } finally {
+            assertEquals(0uL, worker.shutdown())
+            worker.close()
+        }
+        assertEquals(listOf(bad), q.list(JobState.FAILED, 0uL, 10uL).map { it.id })
+        assertEquals(emptyList<String>(), q.logs(good))
+        assertEquals(1uL, q.retryFailed())
+        assertEquals(JobState.WAITING, q.get(bad)!!.state)
+        q.add("later", "{}", JobOptions(delayMs = 60_000.0))
+        assertEquals(1uL, q.drain(false), "the waiting one; the delayed one stays")
+        assertEquals(1uL, q.counts().delayed)
+        assertEquals(1uL, q.drain(true))
+        assertEquals(1uL, q.clean(JobState.COMPLETED, 0.0, 10uL))
+        assertThrows<EmqException.InvalidOption> { runBlocking { q.clean(JobState.ACTIVE, 0.0, 10uL) } }
+        q.add("x", "{}")
+        assertEquals(1uL, q.obliterate(false))
+        assertEquals(0uL, q.counts().waiting)
+    }
+
+    @Test
     fun `a throwing handler fails the job, never the worker, even with an Error`() = withQueue("kt-throw") { q ->
         val handler = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = when (job.name) {
