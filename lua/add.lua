@@ -32,7 +32,7 @@
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
 local now_us_ = now_us()
 local now = math.floor(now_us_ / 1000)
-local m = call('HMGET', KEYS[5], 'paused', 'grl_max', 'concurrency', 'rl_max')
+local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max')
 local paused = m[1] == '1'
 local grouped = m[2] ~= false
 local out = {}
@@ -51,7 +51,7 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     holder = id
   elseif dedup ~= '' then
     -- The dedup hash maps a key to its live holder's id, or to "<id>|<until ms>" for a TTL hold.
-    holder = call('HGET', KEYS[7], dedup)
+    holder = call('HGET', K.dedup, dedup)
     if holder then
       local held, ends = string.match(holder, '^([^|]+)|(%d+)$')
       if held then holder = tonumber(ends) > now and held or nil end
@@ -59,10 +59,10 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     if not holder then
       ttl = tonumber(ttl)
       if ttl > 0 then
-        call('HSET', KEYS[7], dedup, id .. '|' .. (now + ttl))
-        call('ZADD', KEYS[10], now + ttl, dedup)
+        call('HSET', K.dedup, dedup, id .. '|' .. (now + ttl))
+        call('ZADD', K.dedup_expiry, now + ttl, dedup)
       else
-        call('HSET', KEYS[7], dedup, id)
+        call('HSET', K.dedup, dedup, id)
       end
     end
   end
@@ -79,27 +79,27 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     if ARGV[a + 8] ~= '' then fields[#fields + 1] = 'parent'; fields[#fields + 1] = ARGV[a + 8] end
     if ARGV[a + 9] ~= '' then
       fields[#fields + 1] = 'group'; fields[#fields + 1] = ARGV[a + 9]
-      if grouped then call('HSET', KEYS[9], id, ARGV[a + 9]) end
+      if grouped then call('HSET', K.groups, id, ARGV[a + 9]) end
     end
     call('HSET', record, unpack(fields))
     if can_hand ~= false and delay <= 0 and priority <= 0 and ARGV[a + 9] == '' and #fifo == 0
       and #lifo == 0 then
       if can_hand == nil then
-        can_hand = not (paused or m[2] or m[3] or m[4]) and call('LLEN', KEYS[1]) == 0
-          and call('ZCARD', KEYS[4]) == 0
+        can_hand = not (paused or m[2] or m[3] or m[4]) and call('LLEN', K.wait) == 0
+          and call('ZCARD', K.prioritized) == 0
         if can_hand then
-          call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
-          local due = call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+          call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
+          local due = call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
           -- A delayed job already due goes first: the worker's claim promotes it.
           if due[2] and tonumber(due[2]) <= now then can_hand = false end
         end
       end
-      local waiter = can_hand and call('ZPOPMAX', KEYS[11]) or {}
+      local waiter = can_hand and call('ZPOPMAX', K.waiters) or {}
       if waiter[1] then
         local token = now_us_ .. '.h' .. j
-        call('ZADD', KEYS[13], now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
-        call('HSET', KEYS[14], id, token .. '|' .. now)
-        call('LPUSH', KEYS[12], emq_handoff_entry(id, token, fields))
+        call('ZADD', K.active, now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
+        call('HSET', K.leases, id, token .. '|' .. now)
+        call('LPUSH', K.handoff, emq_handoff_entry(id, token, fields))
         handed[#handed + 1] = id
       else
         can_hand = false
@@ -108,15 +108,15 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     if handed[#handed] == id then
       -- handed over above
     elseif delay > 0 then
-      call('ZADD', KEYS[3], now + delay, id)
+      call('ZADD', K.delayed, now + delay, id)
       -- Its priority counts from when it is due (lib/claim.lua promotes it into prioritized).
-      if priority > 0 then call('HSET', KEYS[15], id, priority) end
+      if priority > 0 then call('HSET', K.delayed_priority, id, priority) end
       -- A new earliest due time: wake a blocked worker so its next wait ends when this job is due.
-      if not paused and call('ZRANGE', KEYS[3], 0, 0)[1] == id then woke = true end
+      if not paused and call('ZRANGE', K.delayed, 0, 0)[1] == id then woke = true end
     elseif priority > 0 then
-      prio_seq = prio_seq or call('HINCRBY', KEYS[5], 'prio_seq', 1)
+      prio_seq = prio_seq or call('HINCRBY', K.meta, 'prio_seq', 1)
       prio_seq = prio_seq + 1
-      call('ZADD', KEYS[4], priority * EMQ_PRIORITY_SPAN + (prio_seq % EMQ_PRIORITY_SPAN), id)
+      call('ZADD', K.prioritized, priority * EMQ_PRIORITY_SPAN + (prio_seq % EMQ_PRIORITY_SPAN), id)
       woke = true
     elseif flags == 'l' then
       lifo[#lifo + 1] = id
@@ -126,10 +126,10 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     added[#added + 1] = id
   end
 end
-if prio_seq then call('HSET', KEYS[5], 'prio_seq', prio_seq) end
+if prio_seq then call('HSET', K.meta, 'prio_seq', prio_seq) end
 if #added > 0 then
-  call('HINCRBY', KEYS[5], 'added', #added)
-  local list = paused and KEYS[2] or KEYS[1]
+  call('HINCRBY', K.meta, 'added', #added)
+  local list = paused and K.paused or K.wait
   local before = nil
   if #fifo > 0 then before = call('LPUSH', list, unpack(fifo)) - #fifo end
   if #lifo > 0 then
@@ -139,13 +139,13 @@ if #added > 0 then
   if before == 0 and not paused then
     -- The list was empty, so a worker may be idle: its marker names the job it will pop next,
     -- letting it claim and read that job in one call (claim_id.lua).
-    call('LPUSH', KEYS[8], #lifo > 0 and lifo[#lifo] or fifo[1])
+    call('LPUSH', K.marker, #lifo > 0 and lifo[#lifo] or fifo[1])
   elseif woke and not paused then
-    call('LPUSH', KEYS[8], '1')
+    call('LPUSH', K.marker, '1')
   end
-  call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', table.concat(added, ' '))
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', table.concat(added, ' '))
   if #handed > 0 then
-    call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'active', 'ids', table.concat(handed, ' '))
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'active', 'ids', table.concat(handed, ' '))
   end
 end
 return out

@@ -15,7 +15,7 @@
 -- ARGV[8] max_events   stream cap
 -- ARGV[9..] child      "<queue>:<id>" of each child
 -- Returns 1 when added, 0 when it existed.
-if call('EXISTS', KEYS[1]) == 1 then return 0 end
+if call('EXISTS', K.record) == 1 then return 0 end
 local now = now_ms()
 local fields = {'name', ARGV[2], 'data', ARGV[3], 'created_ms', now, 'pending', #ARGV - 8}
 if ARGV[4] ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = ARGV[4] end
@@ -27,8 +27,8 @@ for i = 9, #ARGV do
   fields[#fields + 1] = 'dep:' .. child
   fields[#fields + 1] = '1'
 end
-call('HSET', KEYS[1], unpack(fields))
-call('ZADD', KEYS[2], now, ARGV[1])
-call('HINCRBY', KEYS[3], 'added', 1)
-call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'ev', 'waiting-children', 'id', ARGV[1])
+call('HSET', K.record, unpack(fields))
+call('ZADD', K.waiting_children, now, ARGV[1])
+call('HINCRBY', K.meta, 'added', 1)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[8], '*', 'ev', 'waiting-children', 'id', ARGV[1])
 return 1

@@ -18,26 +18,25 @@
 -- ARGV[3] max_events   stream cap
 -- Returns 1, or 0 when there is no such job or it has finished (completed or failed).
 local id, priority = ARGV[1], tonumber(ARGV[2])
-if call('EXISTS', KEYS[1]) == 0 or call('HEXISTS', KEYS[1], 'finished_ms') == 1 then return 0 end
-if priority > 0 then call('HSET', KEYS[1], 'priority', priority) else call('HDEL', KEYS[1], 'priority') end
-local paused = call('HGET', KEYS[7], 'paused') == '1'
-local k = {wait = KEYS[2], paused = KEYS[3], prioritized = KEYS[4], meta = KEYS[7]}
+if call('EXISTS', K.record) == 0 or call('HEXISTS', K.record, 'finished_ms') == 1 then return 0 end
+if priority > 0 then call('HSET', K.record, 'priority', priority) else call('HDEL', K.record, 'priority') end
+local paused = call('HGET', K.meta, 'paused') == '1'
 local moved = false
-local score = call('ZSCORE', KEYS[4], id)
+local score = call('ZSCORE', K.prioritized, id)
 if score then
-  call('ZREM', KEYS[4], id)
+  call('ZREM', K.prioritized, id)
   if priority > 0 then
-    call('ZADD', KEYS[4], priority * EMQ_PRIORITY_SPAN + tonumber(score) % EMQ_PRIORITY_SPAN, id)
+    call('ZADD', K.prioritized, priority * EMQ_PRIORITY_SPAN + tonumber(score) % EMQ_PRIORITY_SPAN, id)
   else
-    emq_ready(k, {id}, {0}, false, paused)
+    emq_ready(K, {id}, {0}, false, paused)
   end
   moved = true
-elseif call('ZSCORE', KEYS[5], id) then
-  if priority > 0 then call('HSET', KEYS[6], id, priority) else call('HDEL', KEYS[6], id) end
-elseif priority > 0 and call('LREM', KEYS[2], -1, id) + call('LREM', KEYS[3], -1, id) > 0 then
-  emq_ready(k, {id}, {priority}, false, paused)
+elseif call('ZSCORE', K.delayed, id) then
+  if priority > 0 then call('HSET', K.delayed_priority, id, priority) else call('HDEL', K.delayed_priority, id) end
+elseif priority > 0 and call('LREM', K.wait, -1, id) + call('LREM', K.paused, -1, id) > 0 then
+  emq_ready(K, {id}, {priority}, false, paused)
   moved = true
 end
-if moved and not paused then call('LPUSH', KEYS[8], '1') end
-call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'priority', 'id', id, 'priority', priority)
+if moved and not paused then call('LPUSH', K.marker, '1') end
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'priority', 'id', id, 'priority', priority)
 return 1

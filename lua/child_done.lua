@@ -23,30 +23,29 @@
 -- Returns 'moved', 'waiting', 'parent_failed', or 'noop' (already counted, or no such parent).
 local id, child, outcome, value, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local dep = 'dep:' .. child
-if call('HEXISTS', KEYS[1], dep) == 0 then return 'noop' end
-call('HDEL', KEYS[1], dep)
-local pending = call('HINCRBY', KEYS[1], 'pending', -1)
+if call('HEXISTS', K.record, dep) == 0 then return 'noop' end
+call('HDEL', K.record, dep)
+local pending = call('HINCRBY', K.record, 'pending', -1)
 if outcome == 'ok' then
-  call('HSET', KEYS[1], 'child:' .. child, value)
+  call('HSET', K.record, 'child:' .. child, value)
 elseif policy == 'ignore' then
-  call('HSET', KEYS[1], 'child_failed:' .. child, value)
+  call('HSET', K.record, 'child_failed:' .. child, value)
 elseif policy == 'fail' then
-  if call('ZREM', KEYS[2], id) == 1 then
+  if call('ZREM', K.waiting_children, id) == 1 then
     local now = now_ms()
-    call('HSET', KEYS[1], 'failure', cjson.encode({code = 'child_failed',
+    call('HSET', K.record, 'failure', cjson.encode({code = 'child_failed',
       message = 'child ' .. child .. ' failed: ' .. value}), 'finished_ms', now)
-    call('ZADD', KEYS[5], now, id)
-    call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'ev', 'failed', 'id', id)
+    call('ZADD', K.failed, now, id)
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[6], '*', 'ev', 'failed', 'id', id)
     return 'parent_failed'
   end
   return 'noop'
 end
-if pending <= 0 and call('ZREM', KEYS[2], id) == 1 then
-  local paused = call('HGET', KEYS[6], 'paused') == '1'
-  local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[9], meta = KEYS[6]}
-  emq_ready(k, {id}, {call('HGET', KEYS[1], 'priority')}, false, paused)
-  if not paused then call('LPUSH', KEYS[8], '1') end
-  call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'ev', 'added', 'id', id)
+if pending <= 0 and call('ZREM', K.waiting_children, id) == 1 then
+  local paused = call('HGET', K.meta, 'paused') == '1'
+  emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, false, paused)
+  if not paused then call('LPUSH', K.marker, '1') end
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[6], '*', 'ev', 'added', 'id', id)
   return 'moved'
 end
 return 'waiting'

@@ -22,8 +22,4 @@
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap
 -- Returns {next due in ms or -1, id, token, id, token, …}.
-local k = {wait = KEYS[1], paused = KEYS[2], delayed = KEYS[3], prioritized = KEYS[4],
-  active = KEYS[5], leases = KEYS[6], meta = KEYS[7], events = KEYS[8], marker = KEYS[9],
-  limiter = KEYS[10], groups = KEYS[11], group_counts = KEYS[12], group_windows = KEYS[13],
-  handoff = KEYS[14], delayed_priority = KEYS[15]}
-return emq_claim(k, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0)
+return emq_claim(K, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0)

@@ -16,19 +16,19 @@
 -- ARGV[4..] field      record fields to return, in order
 -- Returns {1, token, value of each field…}, or {0}.
 local id = ARGV[1]
-local m = call('HMGET', KEYS[5], 'paused', 'concurrency', 'rl_max', 'grl_max')
-if m[1] == '1' or m[2] or m[3] or m[4] or call('ZCARD', KEYS[8]) > 0 then return {0} end
-if call('LREM', KEYS[2], -1, id) == 0 then return {0} end
+local m = call('HMGET', K.meta, 'paused', 'concurrency', 'rl_max', 'grl_max')
+if m[1] == '1' or m[2] or m[3] or m[4] or call('ZCARD', K.prioritized) > 0 then return {0} end
+if call('LREM', K.wait, -1, id) == 0 then return {0} end
 local now_us_ = now_us()
 local now = math.floor(now_us_ / 1000)
 local token = now_us_ .. '.1'
-call('ZADD', KEYS[3], now + tonumber(ARGV[2]), id)
-call('HSET', KEYS[4], id, token .. '|' .. now)
-call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'active', 'ids', id)
-if call('LLEN', KEYS[2]) > 0 then call('LPUSH', KEYS[7], '1') end
+call('ZADD', K.active, now + tonumber(ARGV[2]), id)
+call('HSET', K.leases, id, token .. '|' .. now)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'active', 'ids', id)
+if call('LLEN', K.wait) > 0 then call('LPUSH', K.marker, '1') end
 local fields = {}
 for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
 local out = {1, token}
-local values = call('HMGET', KEYS[1], unpack(fields))
+local values = call('HMGET', K.record, unpack(fields))
 for i = 1, #fields do out[#out + 1] = values[i] or false end
 return out

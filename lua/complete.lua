@@ -21,7 +21,7 @@
 -- KEYS[16] group_windows ZSET group key -> end of its current window
 -- KEYS[17] handoff     LIST entries an add handed to blocked workers, not taken yet
 -- KEYS[18] delayed_priority HASH id -> priority, for delayed jobs that have one
--- KEYS[19..] job       record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
+-- KEYS[19..] job=record+logs record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
 -- ARGV[1] count        next jobs wanted
 -- ARGV[2] lease_ms     lease length of the next jobs
 -- ARGV[3] max_events   stream cap
@@ -33,7 +33,7 @@ local now = math.floor(now_us_ / 1000)
 local n = (#ARGV - 3) / 5
 local ids = {}
 for j = 0, n - 1 do ids[#ids + 1] = ARGV[4 + j * 5] end
-local leases = call('HMGET', KEYS[2], unpack(ids))
+local leases = call('HMGET', K.leases, unpack(ids))
 local status, done, kept, dropped, dropped_keys = {}, {}, {}, 0, {}
 for j = 0, n - 1 do
   local a = 4 + j * 5
@@ -44,7 +44,7 @@ for j = 0, n - 1 do
     done[#done + 1] = id
     local record, logs = KEYS[19 + j * 2], KEYS[20 + j * 2]
     local dedup = ARGV[a + 4]
-    if dedup ~= '' and call('HGET', KEYS[4], dedup) == id then call('HDEL', KEYS[4], dedup) end
+    if dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
     if ARGV[a + 3] == '1' then
       call('HINCRBY', record, 'atts', 1)
       call('HSET', record, 'result', ARGV[a + 2], 'processed_ms', string.match(lease, '|(%d+)$'), 'finished_ms', now)
@@ -60,19 +60,15 @@ for j = 0, n - 1 do
   end
 end
 if #done > 0 then
-  call('ZREM', KEYS[1], unpack(done))
-  call('HDEL', KEYS[2], unpack(done))
-  if #kept > 0 then call('ZADD', KEYS[3], unpack(kept)) end
+  call('ZREM', K.active, unpack(done))
+  call('HDEL', K.leases, unpack(done))
+  if #kept > 0 then call('ZADD', K.completed, unpack(kept)) end
   if dropped > 0 then
     call('DEL', unpack(dropped_keys))
-    call('HINCRBY', KEYS[9], 'gone', dropped)
+    call('HINCRBY', K.meta, 'gone', dropped)
   end
-  call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '))
-  call('HINCRBY', KEYS[13], 'c:' .. math.floor(now / 60000), #done)
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '))
+  call('HINCRBY', K.metrics, 'c:' .. math.floor(now / 60000), #done)
 end
-if #done < n then call('HINCRBY', KEYS[9], 'lease_lost', n - #done) end
-local k = {wait = KEYS[5], paused = KEYS[6], delayed = KEYS[7], prioritized = KEYS[8],
-  active = KEYS[1], leases = KEYS[2], meta = KEYS[9], events = KEYS[10], marker = KEYS[11],
-  limiter = KEYS[12], groups = KEYS[14], group_counts = KEYS[15], group_windows = KEYS[16],
-  handoff = KEYS[17], delayed_priority = KEYS[18]}
-return {status, emq_claim(k, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done)}
+if #done < n then call('HINCRBY', K.meta, 'lease_lost', n - #done) end
+return {status, emq_claim(K, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done)}

@@ -11,11 +11,11 @@
 -- ARGV[5] max_events   stream cap
 -- Returns 1 when debounced, 0 when the holder no longer holds the key or is not delayed any more.
 local id = ARGV[1]
-local held = call('HGET', KEYS[3], ARGV[2])
+local held = call('HGET', K.dedup, ARGV[2])
 -- A live hold is the id itself; a TTL hold is "<id>|<until ms>".
 if not held or (held ~= id and string.sub(held, 1, #id + 1) ~= id .. '|') then return 0 end
-if not call('ZSCORE', KEYS[2], id) then return 0 end
-call('HSET', KEYS[1], 'data', ARGV[3])
-call('ZADD', KEYS[2], 'XX', now_ms() + tonumber(ARGV[4]), id)
-call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'ev', 'debounced', 'id', id)
+if not call('ZSCORE', K.delayed, id) then return 0 end
+call('HSET', K.record, 'data', ARGV[3])
+call('ZADD', K.delayed, 'XX', now_ms() + tonumber(ARGV[4]), id)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[5], '*', 'ev', 'debounced', 'id', id)
 return 1

@@ -5,15 +5,15 @@
 -- ARGV[1] most         most keys to drop in one call
 -- Returns the number of keys dropped.
 local now = now_ms()
-local due = call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local due = call('ZRANGEBYSCORE', K.dedup_expiry, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local n = 0
 for _, key in ipairs(due) do
-  local held = call('HGET', KEYS[1], key)
+  local held = call('HGET', K.dedup, key)
   local ends = held and string.match(held, '|(%d+)$')
   if ends and tonumber(ends) <= now then
-    call('HDEL', KEYS[1], key)
+    call('HDEL', K.dedup, key)
     n = n + 1
   end
 end
-if #due > 0 then call('ZREM', KEYS[2], unpack(due)) end
+if #due > 0 then call('ZREM', K.dedup_expiry, unpack(due)) end
 return n

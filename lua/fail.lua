@@ -25,46 +25,45 @@
 -- ARGV[7] max_events   stream cap
 -- Returns 'retry' or 'failed', or a lease_lost error.
 local id = ARGV[1]
-local lease = call('HGET', KEYS[4], id)
+local lease = call('HGET', K.leases, id)
 if not lease or string.match(lease, '^([^|]*)|') ~= ARGV[2] then
   fail('lease_lost', 'job ' .. id .. ' is not leased with this token any more (it stalled and was recovered, or was removed)')
 end
 local now = now_ms()
-call('ZREM', KEYS[3], id)
-call('HDEL', KEYS[4], id)
-local atts = call('HINCRBY', KEYS[1], 'atts', 1)
-local most = tonumber(call('HGET', KEYS[1], 'attempts') or '1')
-call('HSET', KEYS[1], 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'))
+call('ZREM', K.active, id)
+call('HDEL', K.leases, id)
+local atts = call('HINCRBY', K.record, 'atts', 1)
+local most = tonumber(call('HGET', K.record, 'attempts') or '1')
+call('HSET', K.record, 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'))
 if ARGV[5] == '1' and atts < most then
   -- A retry starts again under its group's limit.
-  local group = call('HGET', KEYS[1], 'group')
-  if group and call('HEXISTS', KEYS[10], 'grl_max') == 1 then call('HSET', KEYS[14], id, group) end
+  local group = call('HGET', K.record, 'group')
+  if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
   -- The retry keeps the job's priority: at the front of it, or from when its backoff ends.
-  local priority = call('HGET', KEYS[1], 'priority')
+  local priority = call('HGET', K.record, 'priority')
   local backoff = tonumber(ARGV[4])
   if backoff > 0 then
-    call('ZADD', KEYS[7], now + backoff, id)
-    if priority then call('HSET', KEYS[16], id, priority) end
+    call('ZADD', K.delayed, now + backoff, id)
+    if priority then call('HSET', K.delayed_priority, id, priority) end
   else
-    local paused = call('HGET', KEYS[10], 'paused') == '1'
-    local k = {wait = KEYS[5], paused = KEYS[6], prioritized = KEYS[15], meta = KEYS[10]}
-    emq_ready(k, {id}, {priority}, true, paused)
-    if not paused then call('LPUSH', KEYS[12], '1') end
+    local paused = call('HGET', K.meta, 'paused') == '1'
+    emq_ready(K, {id}, {priority}, true, paused)
+    if not paused then call('LPUSH', K.marker, '1') end
   end
-  if call('HEXISTS', KEYS[10], 'concurrency') == 1 then call('LPUSH', KEYS[12], '1') end
-  call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts)
+  if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts)
   return 'retry'
 end
-local dedup = call('HGET', KEYS[1], 'dedup')
-if dedup and dedup ~= '' and call('HGET', KEYS[9], dedup) == id then call('HDEL', KEYS[9], dedup) end
+local dedup = call('HGET', K.record, 'dedup')
+if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
 if ARGV[6] == '1' then
-  call('HSET', KEYS[1], 'finished_ms', now)
-  call('ZADD', KEYS[8], now, id)
+  call('HSET', K.record, 'finished_ms', now)
+  call('ZADD', K.failed, now, id)
 else
-  call('DEL', KEYS[1], KEYS[2])
-  call('HINCRBY', KEYS[10], 'gone', 1)
+  call('DEL', K.record, K.logs)
+  call('HINCRBY', K.meta, 'gone', 1)
 end
-call('HINCRBY', KEYS[13], 'f:' .. math.floor(now / 60000), 1)
-if call('HEXISTS', KEYS[10], 'concurrency') == 1 then call('LPUSH', KEYS[12], '1') end
-call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts)
+call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)
+if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
+call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts)
 return 'failed'

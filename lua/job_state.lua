@@ -12,18 +12,18 @@
 -- ARGV[1] id
 -- Returns {state, field, value, …}, or {} when there is no such job.
 local id = ARGV[1]
-local record = call('HGETALL', KEYS[1])
+local record = call('HGETALL', K.record)
 if #record == 0 then return {} end
 local state = 'unknown'
-if call('ZSCORE', KEYS[4], id) then state = 'active'
-elseif call('ZSCORE', KEYS[5], id) then state = 'delayed'
-elseif call('ZSCORE', KEYS[6], id) then state = 'prioritized'
-elseif call('ZSCORE', KEYS[7], id) then state = 'completed'
-elseif call('ZSCORE', KEYS[8], id) then state = 'failed'
-elseif call('SISMEMBER', KEYS[9], id) == 1 then state = 'stalled'
-elseif call('ZSCORE', KEYS[10], id) then state = 'waiting-children'
-elseif call('LPOS', KEYS[2], id) then state = 'waiting'
-elseif call('LPOS', KEYS[3], id) then state = 'paused'
+if call('ZSCORE', K.active, id) then state = 'active'
+elseif call('ZSCORE', K.delayed, id) then state = 'delayed'
+elseif call('ZSCORE', K.prioritized, id) then state = 'prioritized'
+elseif call('ZSCORE', K.completed, id) then state = 'completed'
+elseif call('ZSCORE', K.failed, id) then state = 'failed'
+elseif call('SISMEMBER', K.stalled, id) == 1 then state = 'stalled'
+elseif call('ZSCORE', K.waiting_children, id) then state = 'waiting-children'
+elseif call('LPOS', K.wait, id) then state = 'waiting'
+elseif call('LPOS', K.paused, id) then state = 'paused'
 end
 local out = {state}
 for i = 1, #record do out[#out + 1] = record[i] end

@@ -4,11 +4,11 @@
 -- ARGV[1] line
 -- ARGV[2] keep         most lines kept
 -- Returns the number of lines, or 0 when there is no such job.
-if call('EXISTS', KEYS[1]) == 0 then return 0 end
-local n = call('RPUSH', KEYS[2], ARGV[1])
+if call('EXISTS', K.record) == 0 then return 0 end
+local n = call('RPUSH', K.logs, ARGV[1])
 local keep = tonumber(ARGV[2])
 if n > keep then
-  call('LTRIM', KEYS[2], n - keep, -1)
+  call('LTRIM', K.logs, n - keep, -1)
   n = keep
 end
 return n

@@ -8,7 +8,7 @@
 local ttl = tonumber(ARGV[1])
 local token = ARGV[2]
 local now = now_ms()
-local flat = call('HGETALL', KEYS[1])
+local flat = call('HGETALL', K.nodes)
 local held = {}
 for i = 1, #flat, 2 do
   local token, ms = string.match(flat[i + 1], '^([^|]*)|(%d+)$')
@@ -32,5 +32,5 @@ if best == nil then
   fail('node_lease_lost', 'all 1024 node ids are leased; too many live emq processes on this datastore')
 end
 local expiry = now + ttl
-call('HSET', KEYS[1], best, token .. '|' .. expiry)
+call('HSET', K.nodes, best, token .. '|' .. expiry)
 return {best, now, expiry, best_floor}

@@ -5,12 +5,12 @@
 -- ARGV[3] ttl_ms    new lease length from now
 -- Returns {server now ms, new expiry ms}, or a node_lease_lost error when another holder has it.
 local node, mine = ARGV[1], ARGV[2]
-local value = call('HGET', KEYS[1], node)
+local value = call('HGET', K.nodes, node)
 local token = value and string.match(value, '^([^|]*)|')
 if token ~= mine then
   fail('node_lease_lost', 'node id ' .. node .. ' is no longer leased to this process')
 end
 local now = now_ms()
 local expiry = now + tonumber(ARGV[3])
-call('HSET', KEYS[1], node, mine .. '|' .. expiry)
+call('HSET', K.nodes, node, mine .. '|' .. expiry)
 return {now, expiry}

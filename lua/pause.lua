@@ -5,11 +5,11 @@
 -- KEYS[4] events       STREAM
 -- ARGV[1] max_events   stream cap
 -- Returns 1.
-call('HSET', KEYS[1], 'paused', '1')
-if call('EXISTS', KEYS[3]) == 0 then
-  if call('EXISTS', KEYS[2]) == 1 then call('RENAME', KEYS[2], KEYS[3]) end
+call('HSET', K.meta, 'paused', '1')
+if call('EXISTS', K.paused) == 0 then
+  if call('EXISTS', K.wait) == 1 then call('RENAME', K.wait, K.paused) end
 else
-  while call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT') do end
+  while call('LMOVE', K.wait, K.paused, 'LEFT', 'RIGHT') do end
 end
-call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'paused')
+call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'paused')
 return 1

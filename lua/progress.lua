@@ -5,7 +5,7 @@
 -- ARGV[2] progress     JSON text
 -- ARGV[3] max_events   stream cap
 -- Returns 1, or 0 when there is no such job.
-if call('EXISTS', KEYS[1]) == 0 then return 0 end
-call('HSET', KEYS[1], 'progress', ARGV[2])
-call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'progress', 'id', ARGV[1], 'progress', ARGV[2])
+if call('EXISTS', K.record) == 0 then return 0 end
+call('HSET', K.record, 'progress', ARGV[2])
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'progress', 'id', ARGV[1], 'progress', ARGV[2])
 return 1

@@ -12,12 +12,11 @@
 -- ARGV[2] max_events   stream cap
 -- Returns 1, or 0 when the job is not delayed.
 local id = ARGV[1]
-if call('ZREM', KEYS[1], id) == 0 then return 0 end
-local paused = call('HGET', KEYS[4], 'paused') == '1'
-local priority = call('HGET', KEYS[8], id)
-if priority then call('HDEL', KEYS[8], id) end
-local k = {wait = KEYS[2], paused = KEYS[3], prioritized = KEYS[7], meta = KEYS[4]}
-emq_ready(k, {id}, {priority}, false, paused)
-if not paused then call('LPUSH', KEYS[6], '1') end
-call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id)
+if call('ZREM', K.delayed, id) == 0 then return 0 end
+local paused = call('HGET', K.meta, 'paused') == '1'
+local priority = call('HGET', K.delayed_priority, id)
+if priority then call('HDEL', K.delayed_priority, id) end
+emq_ready(K, {id}, {priority}, false, paused)
+if not paused then call('LPUSH', K.marker, '1') end
+call('XADD', K.events, 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id)
 return 1

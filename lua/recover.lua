@@ -19,35 +19,34 @@
 -- ARGV[4] max_events   stream cap
 -- Returns 'wait', 'failed', or '' when the job was not stalled any more.
 local id = ARGV[1]
-if call('SREM', KEYS[3], id) == 0 then return '' end
-if call('EXISTS', KEYS[1]) == 0 then return '' end
-local stalls = call('HINCRBY', KEYS[1], 'stalls', 1)
-call('HINCRBY', KEYS[8], 'stalled_total', 1)
+if call('SREM', K.stalled, id) == 0 then return '' end
+if call('EXISTS', K.record) == 0 then return '' end
+local stalls = call('HINCRBY', K.record, 'stalls', 1)
+call('HINCRBY', K.meta, 'stalled_total', 1)
 -- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a
 -- crash never fails a job that had one attempt.
-local atts = call('HINCRBY', KEYS[1], 'atts', 1)
+local atts = call('HINCRBY', K.record, 'atts', 1)
 if stalls <= tonumber(ARGV[2]) then
   -- The re-run starts again under its group's limit.
-  local group = call('HGET', KEYS[1], 'group')
-  if group and call('HEXISTS', KEYS[8], 'grl_max') == 1 then call('HSET', KEYS[11], id, group) end
-  local paused = call('HGET', KEYS[8], 'paused') == '1'
-  local k = {wait = KEYS[4], paused = KEYS[5], prioritized = KEYS[12], meta = KEYS[8]}
-  emq_ready(k, {id}, {call('HGET', KEYS[1], 'priority')}, true, paused)
-  if not paused then call('LPUSH', KEYS[10], '1') end
-  call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[4], '*', 'ev', 'stalled', 'id', id, 'atts', atts)
+  local group = call('HGET', K.record, 'group')
+  if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
+  local paused = call('HGET', K.meta, 'paused') == '1'
+  emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, true, paused)
+  if not paused then call('LPUSH', K.marker, '1') end
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'stalled', 'id', id, 'atts', atts)
   return 'wait'
 end
 local now = now_ms()
-local dedup = call('HGET', KEYS[1], 'dedup')
-if dedup and dedup ~= '' and call('HGET', KEYS[7], dedup) == id then call('HDEL', KEYS[7], dedup) end
-call('HSET', KEYS[1], 'failure', cjson.encode({code = 'stalled', message = 'the job stalled ' .. stalls ..
+local dedup = call('HGET', K.record, 'dedup')
+if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
+call('HSET', K.record, 'failure', cjson.encode({code = 'stalled', message = 'the job stalled ' .. stalls ..
   ' time(s): its worker stopped renewing the lease (crashed, or blocked longer than the lease)'}),
   'finished_ms', now)
 if ARGV[3] == '1' then
-  call('ZADD', KEYS[6], now, id)
+  call('ZADD', K.failed, now, id)
 else
-  call('DEL', KEYS[1], KEYS[2])
-  call('HINCRBY', KEYS[8], 'gone', 1)
+  call('DEL', K.record, K.logs)
+  call('HINCRBY', K.meta, 'gone', 1)
 end
-call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts)
 return 'failed'

@@ -16,23 +16,22 @@
 -- A released job of a group waits under its group's limit again (its run had not counted); its
 -- priority and group are read from its record, so a change made while it ran holds.
 -- Returns the number of jobs released.
-local paused = call('HGET', KEYS[5], 'paused') == '1'
-local grouped = call('HEXISTS', KEYS[5], 'grl_max') == 1
+local paused = call('HGET', K.meta, 'paused') == '1'
+local grouped = call('HEXISTS', K.meta, 'grl_max') == 1
 local n = 0
-local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[9], meta = KEYS[5]}
 for i = 2, #ARGV, 2 do
   local id = ARGV[i]
   local record = KEYS[10 + (i - 2) / 2]
-  local lease = call('HGET', KEYS[2], id)
+  local lease = call('HGET', K.leases, id)
   if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] then
-    call('ZREM', KEYS[1], id)
-    call('HDEL', KEYS[2], id)
+    call('ZREM', K.active, id)
+    call('HDEL', K.leases, id)
     local own = call('HMGET', record, 'group', 'priority')
-    if grouped and own[1] then call('HSET', KEYS[8], id, own[1]) end
-    emq_ready(k, {id}, {own[2]}, true, paused)
-    call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id)
+    if grouped and own[1] then call('HSET', K.groups, id, own[1]) end
+    emq_ready(K, {id}, {own[2]}, true, paused)
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id)
     n = n + 1
   end
 end
-if n > 0 and not paused then call('LPUSH', KEYS[7], '1') end
+if n > 0 and not paused then call('LPUSH', K.marker, '1') end
 return n

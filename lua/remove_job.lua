@@ -28,19 +28,19 @@ local id, allowed = ARGV[1], ARGV[2]
 local state = nil
 local score = nil
 local list = nil
-if call('ZSCORE', KEYS[5], id) then state = 'active'
-elseif call('ZSCORE', KEYS[7], id) then state = 'waiting'
-elseif call('ZSCORE', KEYS[8], id) then state = 'waiting'
-elseif call('ZSCORE', KEYS[9], id) then state = 'completed'; score = call('ZSCORE', KEYS[9], id)
-elseif call('ZSCORE', KEYS[10], id) then state = 'failed'; score = call('ZSCORE', KEYS[10], id)
-elseif call('SISMEMBER', KEYS[11], id) == 1 then state = 'stalled'
-elseif call('ZSCORE', KEYS[12], id) then state = 'waiting-children'
+if call('ZSCORE', K.active, id) then state = 'active'
+elseif call('ZSCORE', K.delayed, id) then state = 'waiting'
+elseif call('ZSCORE', K.prioritized, id) then state = 'waiting'
+elseif call('ZSCORE', K.completed, id) then state = 'completed'; score = call('ZSCORE', K.completed, id)
+elseif call('ZSCORE', K.failed, id) then state = 'failed'; score = call('ZSCORE', K.failed, id)
+elseif call('SISMEMBER', K.stalled, id) == 1 then state = 'stalled'
+elseif call('ZSCORE', K.waiting_children, id) then state = 'waiting-children'
 -- Lists are searched from the right, where the oldest jobs sit (drain and obliterate take those
 -- first, so each removal finds its job at once rather than scanning the whole list).
-elseif call('LPOS', KEYS[3], id, 'RANK', -1) then state = 'waiting'; list = KEYS[3]
-elseif call('LPOS', KEYS[4], id, 'RANK', -1) then state = 'waiting'; list = KEYS[4]
+elseif call('LPOS', K.wait, id, 'RANK', -1) then state = 'waiting'; list = K.wait
+elseif call('LPOS', K.paused, id, 'RANK', -1) then state = 'waiting'; list = K.paused
 end
-local existed = call('EXISTS', KEYS[1]) == 1
+local existed = call('EXISTS', K.record) == 1
 if state == nil and not existed then return 0 end
 if state == 'active' and allowed == 'any' then
   fail('invalid_state', 'job ' .. id .. ' is active; wait for it to finish, or obliterate with force')
@@ -49,27 +49,27 @@ if allowed ~= 'any' and allowed ~= 'force' and state ~= allowed then return 0 en
 local older = tonumber(ARGV[4])
 if score and older > 0 and tonumber(score) > now_ms() - older then return 0 end
 if list then call('LREM', list, -1, id) end
-call('ZREM', KEYS[5], id)
-call('HDEL', KEYS[6], id)
-call('ZREM', KEYS[7], id)
-call('ZREM', KEYS[8], id)
-call('ZREM', KEYS[9], id)
-call('ZREM', KEYS[10], id)
-call('SREM', KEYS[11], id)
-call('ZREM', KEYS[12], id)
-call('HDEL', KEYS[16], id)
-call('HDEL', KEYS[18], id)
-if state == 'active' and call('LLEN', KEYS[17]) > 0 then
+call('ZREM', K.active, id)
+call('HDEL', K.leases, id)
+call('ZREM', K.delayed, id)
+call('ZREM', K.prioritized, id)
+call('ZREM', K.completed, id)
+call('ZREM', K.failed, id)
+call('SREM', K.stalled, id)
+call('ZREM', K.waiting_children, id)
+call('HDEL', K.groups, id)
+call('HDEL', K.delayed_priority, id)
+if state == 'active' and call('LLEN', K.handoff) > 0 then
   -- A handed-over job nobody took yet: its entry must not reach a worker after the job is gone.
-  for _, entry in ipairs(call('LRANGE', KEYS[17], 0, -1)) do
-    if emq_handoff_id(entry) == id then call('LREM', KEYS[17], 1, entry) end
+  for _, entry in ipairs(call('LRANGE', K.handoff, 0, -1)) do
+    if emq_handoff_id(entry) == id then call('LREM', K.handoff, 1, entry) end
   end
 end
 if existed then
-  local dedup = call('HGET', KEYS[1], 'dedup')
-  if dedup and dedup ~= '' and call('HGET', KEYS[13], dedup) == id then call('HDEL', KEYS[13], dedup) end
-  call('DEL', KEYS[1], KEYS[2])
-  call('HINCRBY', KEYS[14], 'gone', 1)
+  local dedup = call('HGET', K.record, 'dedup')
+  if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
+  call('DEL', K.record, K.logs)
+  call('HINCRBY', K.meta, 'gone', 1)
 end
-call('XADD', KEYS[15], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'removed', 'id', id)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'removed', 'id', id)
 return 1

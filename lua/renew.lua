@@ -8,9 +8,9 @@ local expiry = now_ms() + tonumber(ARGV[1])
 local lost = {}
 for i = 2, #ARGV, 2 do
   local id = ARGV[i]
-  local lease = call('HGET', KEYS[2], id)
-  if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] and call('ZSCORE', KEYS[1], id) then
-    call('ZADD', KEYS[1], 'XX', expiry, id)
+  local lease = call('HGET', K.leases, id)
+  if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] and call('ZSCORE', K.active, id) then
+    call('ZADD', K.active, 'XX', expiry, id)
   else
     lost[#lost + 1] = id
   end

@@ -6,12 +6,12 @@
 -- KEYS[5] marker       LIST
 -- ARGV[1] max_events   stream cap
 -- Returns 1.
-call('HSET', KEYS[1], 'paused', '0')
-if call('EXISTS', KEYS[2]) == 0 then
-  if call('EXISTS', KEYS[3]) == 1 then call('RENAME', KEYS[3], KEYS[2]) end
+call('HSET', K.meta, 'paused', '0')
+if call('EXISTS', K.wait) == 0 then
+  if call('EXISTS', K.paused) == 1 then call('RENAME', K.paused, K.wait) end
 else
-  while call('LMOVE', KEYS[3], KEYS[2], 'RIGHT', 'LEFT') do end
+  while call('LMOVE', K.paused, K.wait, 'RIGHT', 'LEFT') do end
 end
-call('LPUSH', KEYS[5], '1')
-call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[1], '*', 'ev', 'resumed')
+call('LPUSH', K.marker, '1')
+call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'resumed')
 return 1

@@ -13,12 +13,11 @@
 -- ARGV[2] max_events   stream cap
 -- Returns 1, or 0 when the job is not failed.
 local id = ARGV[1]
-if call('ZREM', KEYS[2], id) == 0 then return 0 end
-call('HSET', KEYS[1], 'atts', 0, 'stalls', 0)
-call('HDEL', KEYS[1], 'failure', 'finished_ms', 'processed_ms')
-local paused = call('HGET', KEYS[5], 'paused') == '1'
-local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[8], meta = KEYS[5]}
-emq_ready(k, {id}, {call('HGET', KEYS[1], 'priority')}, false, paused)
-if not paused then call('LPUSH', KEYS[7], '1') end
-call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id)
+if call('ZREM', K.failed, id) == 0 then return 0 end
+call('HSET', K.record, 'atts', 0, 'stalls', 0)
+call('HDEL', K.record, 'failure', 'finished_ms', 'processed_ms')
+local paused = call('HGET', K.meta, 'paused') == '1'
+emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, false, paused)
+if not paused then call('LPUSH', K.marker, '1') end
+call('XADD', K.events, 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id)
 return 1

@@ -4,7 +4,7 @@
 -- the due time moves in the same atomic step. A run with a priority goes to prioritized.
 -- uses lib/ready.lua
 -- KEYS[1] schedulers   HASH scheduler id -> spec (JSON)
--- KEYS[2] due          ZSET scheduler id -> next due (server ms)
+-- KEYS[2] schedule_due ZSET scheduler id -> next due (server ms)
 -- KEYS[3] record       emq:{q}:<id> of the job to create, HASH
 -- KEYS[4] wait         LIST
 -- KEYS[5] paused       LIST
@@ -22,23 +22,23 @@
 -- Returns 1 when a run was enqueued, 0 when not (not due, fired by another caller, primed, ended).
 local sid, id = ARGV[1], ARGV[2]
 local now = now_ms()
-local due = call('ZSCORE', KEYS[2], sid)
-local raw = call('HGET', KEYS[1], sid)
+local due = call('ZSCORE', K.schedule_due, sid)
+local raw = call('HGET', K.schedulers, sid)
 if not due or not raw then return 0 end
 due = tonumber(due)
 local spec = cjson.decode(raw)
 if due > now or (spec.rev or 0) ~= tonumber(ARGV[4]) then return 0 end
 spec.rev = (spec.rev or 0) + 1
 local function finish()
-  call('HDEL', KEYS[1], sid)
-  call('ZREM', KEYS[2], sid)
+  call('HDEL', K.schedulers, sid)
+  call('ZREM', K.schedule_due, sid)
 end
 if spec.cron and not spec.primed then
   local first = due + tonumber(ARGV[5])
   if spec.end_ms and first > spec.end_ms then finish(); return 0 end
   spec.primed = true
-  call('HSET', KEYS[1], sid, cjson.encode(spec))
-  call('ZADD', KEYS[2], first, sid)
+  call('HSET', K.schedulers, sid, cjson.encode(spec))
+  call('ZADD', K.schedule_due, first, sid)
   return 0
 end
 if spec.end_ms and due > spec.end_ms then finish(); return 0 end
@@ -46,17 +46,16 @@ local fields = {'name', spec.name, 'data', spec.data, 'created_ms', now, 'schedu
 if spec.opts ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = spec.opts end
 if spec.attempts ~= 1 then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = spec.attempts end
 if spec.priority then fields[#fields + 1] = 'priority'; fields[#fields + 1] = spec.priority end
-call('HSET', KEYS[3], unpack(fields))
+call('HSET', K.record, unpack(fields))
 if spec.group then
-  call('HSET', KEYS[3], 'group', spec.group)
-  if call('HEXISTS', KEYS[6], 'grl_max') == 1 then call('HSET', KEYS[9], id, spec.group) end
+  call('HSET', K.record, 'group', spec.group)
+  if call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, spec.group) end
 end
-call('HINCRBY', KEYS[6], 'added', 1)
-local paused = call('HGET', KEYS[6], 'paused') == '1'
-local k = {wait = KEYS[4], paused = KEYS[5], prioritized = KEYS[10], meta = KEYS[6]}
-emq_ready(k, {id}, {spec.priority}, false, paused)
-if not paused then call('LPUSH', KEYS[8], '1') end
-call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'added', 'id', id, 'scheduler', sid)
+call('HINCRBY', K.meta, 'added', 1)
+local paused = call('HGET', K.meta, 'paused') == '1'
+emq_ready(K, {id}, {spec.priority}, false, paused)
+if not paused then call('LPUSH', K.marker, '1') end
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'added', 'id', id, 'scheduler', sid)
 spec.count = (spec.count or 0) + 1
 if spec.limit and spec.limit > 0 and spec.count >= spec.limit then finish(); return 1 end
 local next_due
@@ -67,6 +66,6 @@ else
   if next_due <= now then next_due = now + spec.every_ms end
 end
 if spec.end_ms and next_due > spec.end_ms then finish(); return 1 end
-call('HSET', KEYS[1], sid, cjson.encode(spec))
-call('ZADD', KEYS[2], next_due, sid)
+call('HSET', K.schedulers, sid, cjson.encode(spec))
+call('ZADD', K.schedule_due, next_due, sid)
 return 1

@@ -18,29 +18,29 @@
 -- ARGV[3] max_events   stream cap
 -- Returns the ids pending recovery (newly expired and any left by an earlier sweeper), or {} when
 -- another worker holds the sweep.
-if not call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[1]) then return {} end
+if not call('SET', K.sweep, '1', 'NX', 'PX', ARGV[1]) then return {} end
 local limit = tonumber(ARGV[2])
-local expired = call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, limit)
+local expired = call('ZRANGEBYSCORE', K.active, '-inf', now_ms(), 'LIMIT', 0, limit)
 local untaken = {}
-if #expired > 0 and call('LLEN', KEYS[5]) > 0 then
-  for _, entry in ipairs(call('LRANGE', KEYS[5], 0, -1)) do
+if #expired > 0 and call('LLEN', K.handoff) > 0 then
+  for _, entry in ipairs(call('LRANGE', K.handoff, 0, -1)) do
     untaken[emq_handoff_id(entry)] = entry
   end
 end
 local paused = nil
 local back = 0
 for _, id in ipairs(expired) do
-  call('ZREM', KEYS[1], id)
-  call('HDEL', KEYS[2], id)
+  call('ZREM', K.active, id)
+  call('HDEL', K.leases, id)
   if untaken[id] then
-    call('LREM', KEYS[5], 1, untaken[id])
-    if paused == nil then paused = call('HGET', KEYS[8], 'paused') == '1' end
-    call('RPUSH', paused and KEYS[7] or KEYS[6], id)
-    call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'released', 'id', id)
+    call('LREM', K.handoff, 1, untaken[id])
+    if paused == nil then paused = call('HGET', K.meta, 'paused') == '1' end
+    call('RPUSH', paused and K.paused or K.wait, id)
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'released', 'id', id)
     back = back + 1
   else
-    call('SADD', KEYS[3], id)
+    call('SADD', K.stalled, id)
   end
 end
-if back > 0 and not paused then call('LPUSH', KEYS[10], '1') end
-return call('SRANDMEMBER', KEYS[3], limit)
+if back > 0 and not paused then call('LPUSH', K.marker, '1') end
+return call('SRANDMEMBER', K.stalled, limit)

@@ -5,6 +5,6 @@
 -- ARGV[2] wait_ms      how long the worker's blocking wait lasts
 -- Returns 1.
 local now = now_ms()
-call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
+call('ZADD', K.waiters, now + tonumber(ARGV[2]), ARGV[1])
 return 1

@@ -99,14 +99,20 @@ impl QueueName {
 
     /// The key of a queue-wide family.
     pub fn key(&self, family: Family) -> Key {
-        Key::new(format!("{PREFIX}:{{{}}}:{}", self.tag, family.suffix()))
+        Key::new(
+            format!("{PREFIX}:{{{}}}:{}", self.tag, family.suffix()),
+            family.role(),
+        )
     }
 
     /// The key of one part of one job.
     pub fn job_key(&self, id: JobId, part: JobPart) -> Key {
         match part.suffix() {
-            "" => Key::new(format!("{PREFIX}:{{{}}}:{id}", self.tag)),
-            suffix => Key::new(format!("{PREFIX}:{{{}}}:{id}:{suffix}", self.tag)),
+            "" => Key::new(format!("{PREFIX}:{{{}}}:{id}", self.tag), part.role()),
+            suffix => Key::new(
+                format!("{PREFIX}:{{{}}}:{id}:{suffix}", self.tag),
+                part.role(),
+            ),
         }
     }
 
@@ -222,33 +228,44 @@ impl QueueName {
 
 /// A datastore key built by this module. There is no way to make one from a `&str` outside it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key(String);
+pub struct Key {
+    text: String,
+    role: &'static str,
+}
 
 impl Key {
-    fn new(text: String) -> Key {
-        Key(text)
+    fn new(text: String, role: &'static str) -> Key {
+        Key { text, role }
     }
 
     /// The key's text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// Its cluster slot.
     pub fn slot(&self) -> u16 {
-        key_slot(&self.0)
+        key_slot(&self.text)
+    }
+
+    /// What the key is, in the words of a script header's `KEYS` names: a family's suffix with `_`
+    /// for `-` (`waiting_children`), `record` or `logs` for a job's parts, `version` or `nodes` for
+    /// the core's keys. An invocation is refused when a key's role is not the one its header names
+    /// at that position (see `script::Invocation::check`).
+    pub fn role(&self) -> &'static str {
+        self.role
     }
 }
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
 impl redis::ToRedisArgs for Key {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        out.write_arg(self.0.as_bytes())
+        out.write_arg(self.text.as_bytes())
     }
 }
 
@@ -384,6 +401,18 @@ impl Family {
             Family::DelayedPriority => "delayed-priority",
         }
     }
+    /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
+    pub const fn role(self) -> &'static str {
+        match self {
+            Family::WaitingChildren => "waiting_children",
+            Family::ScheduleDue => "schedule_due",
+            Family::GroupCounts => "group_counts",
+            Family::GroupWindows => "group_windows",
+            Family::DedupExpiry => "dedup_expiry",
+            Family::DelayedPriority => "delayed_priority",
+            other => other.suffix(),
+        }
+    }
 
     /// The datastore type behind the key.
     pub const fn redis_type(self) -> &'static str {
@@ -434,6 +463,14 @@ impl JobPart {
             JobPart::Logs => "logs",
         }
     }
+
+    /// The name a script header gives this part: `record` or `logs`.
+    pub const fn role(self) -> &'static str {
+        match self {
+            JobPart::Record => "record",
+            JobPart::Logs => "logs",
+        }
+    }
 }
 
 /// The core's own cross-queue keys, under the `{emq}` tag.
@@ -452,8 +489,8 @@ impl CoreKey {
     /// The key.
     pub fn key(self) -> Key {
         match self {
-            CoreKey::Version => Key::new(format!("{{{PREFIX}}}:version")),
-            CoreKey::Nodes => Key::new(format!("{{{PREFIX}}}:nodes")),
+            CoreKey::Version => Key::new(format!("{{{PREFIX}}}:version"), "version"),
+            CoreKey::Nodes => Key::new(format!("{{{PREFIX}}}:nodes"), "nodes"),
         }
     }
 }
@@ -502,6 +539,19 @@ mod tests {
             .contains("longer"));
         assert!(QueueName::new(&"x".repeat(MAX_QUEUE_NAME_BYTES)).is_ok());
         assert!(QueueName::new("zahlungen-ü-支払い").is_ok());
+    }
+
+    #[test]
+    fn roles_are_the_suffixes_in_header_spelling() {
+        let q = QueueName::new("orders").unwrap();
+        for f in Family::ALL {
+            assert_eq!(f.role(), f.suffix().replace('-', "_"), "{f:?}");
+            assert_eq!(q.key(f).role(), f.role());
+        }
+        let id = crate::JobId::from_parts(1, 1, 1);
+        assert_eq!(q.job_key(id, JobPart::Record).role(), "record");
+        assert_eq!(q.job_key(id, JobPart::Logs).role(), "logs");
+        assert_eq!(CoreKey::Nodes.key().role(), "nodes");
     }
 
     #[test]

@@ -26,10 +26,19 @@ const LIBS: &[(&str, &str)] = &[
 ];
 
 /// A script's declared interface, read from its header.
+///
+/// A `KEYS` line is `-- KEYS[i] name[=roles]  description`. The name is what the script reads the
+/// key by (`K.name`, see [`assemble`]); the roles are the [`Key::role`]s a caller may bind there:
+/// the name itself by default, alternatives with `|` (`finished=completed|failed`), and for a
+/// repeating group a sequence with `+` that repeats (`job=record+logs`: a record, then its logs,
+/// per job).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
     /// Names of `KEYS[1..]`.
     pub keys: Vec<String>,
+    /// Per `KEYS` line, the roles it takes: alternatives for a fixed key, the repeating sequence
+    /// for a trailing `KEYS[n..]` group.
+    pub key_roles: Vec<Vec<String>>,
     /// True when the last key line is a repeating `KEYS[n..]` group.
     pub keys_repeat: bool,
     /// Names of `ARGV[1..]`.
@@ -120,6 +129,7 @@ pub fn assemble(body: &str, guarded: bool) -> String {
     s.push('\n');
     s.push_str(GUARD);
     s.push('\n');
+    s.push_str(&key_table(body));
     for line in body.lines().take_while(|l| l.starts_with("--")) {
         if let Some(lib) = line.strip_prefix("-- uses ") {
             let lib = lib.trim();
@@ -135,9 +145,25 @@ pub fn assemble(body: &str, guarded: bool) -> String {
     s
 }
 
+/// The table `K` a script reads its keys from by their header names: `local K = {wait = KEYS[1],
+/// …}`, for every `KEYS` line but a trailing repeating group (read from `KEYS` by index).
+fn key_table(body: &str) -> String {
+    let Ok(h) = parse_header(body) else {
+        return String::new(); // the lint reports the header; the script runs without `K`
+    };
+    let fixed = h.keys.len() - usize::from(h.keys_repeat);
+    let fields: Vec<String> = h.keys[..fixed]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| format!("{name} = KEYS[{}]", i + 1))
+        .collect();
+    format!("local K = {{{}}}\n", fields.join(", "))
+}
+
 fn parse_header(body: &str) -> Result<Header, String> {
     let mut h = Header {
         keys: Vec::new(),
+        key_roles: Vec::new(),
         keys_repeat: false,
         argv: Vec::new(),
         argv_repeat: false,
@@ -168,10 +194,22 @@ fn parse_header(body: &str) -> Result<Header, String> {
             if index != list.len() + 1 {
                 return Err(format!("{line:?}: expected index {}", list.len() + 1));
             }
-            let name = after[close + 1..]
+            let word = after[close + 1..]
                 .split_whitespace()
                 .next()
                 .ok_or_else(|| format!("{line:?} has no name"))?;
+            let (name, roles) = word.split_once('=').unwrap_or((word, word));
+            if prefix == "KEYS[" {
+                let sep = if rep { '+' } else { '|' };
+                let roles: Vec<String> = roles.split(sep).map(String::from).collect();
+                if roles
+                    .iter()
+                    .any(|r| r.is_empty() || r.contains(['|', '+', '=']))
+                {
+                    return Err(format!("{line:?}: bad roles {word:?}"));
+                }
+                h.key_roles.push(roles);
+            }
             list.push(name.to_string());
             *repeat = rep;
         }
@@ -225,6 +263,7 @@ impl Invocation {
                 ),
             ));
         }
+        self.check_roles(h)?;
         if let Some(first) = self.keys.first() {
             let slot = first.slot();
             if let Some(other) = self.keys.iter().find(|k| k.slot() != slot) {
@@ -241,8 +280,63 @@ impl Invocation {
         Ok(())
     }
 
-    /// The EVALSHA command for this call.
-    pub(crate) fn evalsha(&self, guarded: bool) -> redis::Cmd {
+    /// Each key against the header's name at its position: refused (before sending) when a key's
+    /// role is not one the header takes there, so two keys exchanged, or one missing, cannot reach
+    /// the server even where the counts add up.
+    fn check_roles(&self, h: &Header) -> Result<()> {
+        let fixed = h.keys.len() - usize::from(h.keys_repeat);
+        let cycle = if h.keys_repeat {
+            h.key_roles.last()
+        } else {
+            None
+        };
+        if let Some(cycle) = cycle {
+            let extra = self.keys.len().saturating_sub(fixed);
+            if extra % cycle.len() != 0 {
+                return Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "{}.lua: the repeating KEYS group {} takes keys in groups of {} ({}), called with {extra}",
+                        self.script.name,
+                        h.keys[fixed],
+                        cycle.len(),
+                        cycle.join("+")
+                    ),
+                ));
+            }
+        }
+        for (i, key) in self.keys.iter().enumerate() {
+            let (name, ok) = if i < fixed {
+                (&h.keys[i], h.key_roles[i].iter().any(|r| r == key.role()))
+            } else {
+                let cycle = cycle.expect("counts checked");
+                (
+                    &h.keys[fixed],
+                    cycle[(i - fixed) % cycle.len()] == key.role(),
+                )
+            };
+            if !ok {
+                return Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "{}.lua: KEYS[{}] is {name}, called with a {} key ({key})",
+                        self.script.name,
+                        i + 1,
+                        key.role()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The EVALSHA command for this call, checked first (see [`Invocation::check`]).
+    pub(crate) fn command(&self, guarded: bool) -> Result<redis::Cmd> {
+        self.check()?;
+        Ok(self.evalsha(guarded))
+    }
+
+    fn evalsha(&self, guarded: bool) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(self.script.sha(guarded)).arg(self.keys.len());
         for k in &self.keys {
@@ -271,10 +365,9 @@ impl Invocation {
     }
 
     async fn invoke_inner<T: FromRedisValue>(self, store: &Store) -> Result<T> {
-        self.check()?;
         let guarded = store.guarded();
         let mut conn = store.conn();
-        let cmd = self.evalsha(guarded);
+        let cmd = self.command(guarded)?;
         match cmd.query_async::<T>(&mut conn).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 store.load_script(self.script).await?;
@@ -346,6 +439,30 @@ pub fn lint(name: &str, body: &str) -> Vec<String> {
                     ));
                 }
             }
+        }
+    }
+    // Fixed keys are read by name; only a trailing repeating group is indexed.
+    let fixed = header.keys.len() - usize::from(header.keys_repeat);
+    for (i, key) in header.keys[..fixed].iter().enumerate() {
+        if code.contains(&format!("KEYS[{}]", i + 1)) {
+            problems.push(format!(
+                "{name}.lua: reads KEYS[{}] by position; use K.{key}",
+                i + 1
+            ));
+        }
+    }
+    for (pos, _) in code.match_indices("K.") {
+        if code[..pos].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.') {
+            continue;
+        }
+        let used: String = code[pos + 2..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !header.keys[..fixed].contains(&used) {
+            problems.push(format!(
+                "{name}.lua: reads K.{used}, which its header does not name"
+            ));
         }
     }
     for banned in ["redis.call", "redis.pcall", "'TIME'", "\"TIME\""] {
@@ -450,6 +567,118 @@ mod tests {
         assert_eq!(h.argv, vec!["ttl_ms"]);
         assert!(!h.argv_repeat);
         assert!(parse_header("-- KEYS[2] skipped\n").is_err());
+        let h = parse_header(
+            "-- KEYS[1] finished=completed|failed the set\n-- KEYS[2..] job=record+logs\n",
+        )
+        .unwrap();
+        assert_eq!(h.keys, vec!["finished", "job"]);
+        assert_eq!(
+            h.key_roles,
+            vec![vec!["completed", "failed"], vec!["record", "logs"]]
+        );
+        assert!(parse_header("-- KEYS[1] x=a||b\n").is_err());
+    }
+
+    #[test]
+    fn key_table_names_the_fixed_keys() {
+        assert_eq!(
+            key_table("-- KEYS[1] wait\n-- KEYS[2] meta\n-- KEYS[3..] record\n"),
+            "local K = {wait = KEYS[1], meta = KEYS[2]}\n"
+        );
+    }
+
+    fn q() -> crate::QueueName {
+        crate::QueueName::new("swapped").unwrap()
+    }
+
+    #[test]
+    fn a_swapped_pair_of_keys_is_refused_before_sending() {
+        use crate::keyspace::Family;
+        let k = q().keys();
+        // RESUME's header: wait, paused, meta, marker, events (see lua/resume.lua).
+        let h = RESUME.header().unwrap();
+        let key_of = |name: &str| match name {
+            "wait" => k.wait.clone(),
+            "paused" => k.paused.clone(),
+            "meta" => k.meta.clone(),
+            "marker" => k.marker.clone(),
+            "events" => k.events.clone(),
+            other => panic!("resume.lua names {other}; update this test"),
+        };
+        let keys: Vec<Key> = h.keys.iter().map(|n| key_of(n)).collect();
+        let mut ok = RESUME.prepare();
+        for key in &keys {
+            ok = ok.key(key);
+        }
+        let args = h.argv.len();
+        for _ in 0..args {
+            ok = ok.arg("1");
+        }
+        ok.check().expect("the keys in header order pass");
+        let mut swapped_keys = keys.clone();
+        swapped_keys.swap(0, 1); // same slot, same count: only the names tell
+        let mut swapped = RESUME.prepare();
+        for key in &swapped_keys {
+            swapped = swapped.key(key);
+        }
+        for _ in 0..args {
+            swapped = swapped.arg("1");
+        }
+        let err = swapped.check().unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Internal);
+        assert!(err.message().contains("KEYS[1]"), "{}", err.message());
+        assert!(err.message().contains(&h.keys[0]), "{}", err.message());
+        assert!(swapped.command(false).is_err(), "command() checks too");
+        // A wrong family at one position, same count.
+        let mut wrong = RESUME.prepare().key(&q().key(Family::Delayed));
+        for key in &keys[1..] {
+            wrong = wrong.key(key);
+        }
+        for _ in 0..args {
+            wrong = wrong.arg("1");
+        }
+        assert!(wrong.check().is_err());
+    }
+
+    #[test]
+    fn a_repeating_group_takes_its_sequence_whole() {
+        use crate::keyspace::JobPart;
+        let (k, q) = (q().keys(), q());
+        let id = crate::JobId::from_parts(1, 1, 1);
+        let base = || {
+            REMOVE_FINISHED
+                .prepare()
+                .key(&k.completed)
+                .key(&k.meta)
+                .key(&k.events)
+        };
+        let args = |mut inv: Invocation| {
+            for _ in 0..REMOVE_FINISHED.header().unwrap().argv.len() {
+                inv = inv.arg("1");
+            }
+            inv
+        };
+        let rec = q.job_key(id, JobPart::Record);
+        let logs = q.job_key(id, JobPart::Logs);
+        let good = args(base().key(&rec).key(&logs));
+        assert!(good.check().is_ok(), "{:?}", good.check());
+        assert!(
+            args(base().key(&logs).key(&rec)).check().is_err(),
+            "order within a pair"
+        );
+        assert!(args(base().key(&rec)).check().is_err(), "half a pair");
+        let failed = REMOVE_FINISHED
+            .prepare()
+            .key(&k.failed)
+            .key(&k.meta)
+            .key(&k.events);
+        assert!(args(failed).check().is_ok(), "finished takes failed too");
+        let wait = REMOVE_FINISHED
+            .prepare()
+            .key(&k.wait)
+            .key(&k.meta)
+            .key(&k.events);
+        assert!(args(wait).check().is_err(), "but not wait");
     }
 
     #[test]
@@ -463,8 +692,14 @@ mod tests {
         assert!(p.iter().any(|m| m.contains("redis.call")), "{p:?}");
         assert!(p.iter().any(|m| m.contains("'TIME'")), "{p:?}");
         let good =
-            "-- x\n-- KEYS[1] wait\n-- ARGV[1] delay_ms\nreturn call('LLEN', KEYS[1]) + ARGV[1]";
-        assert!(lint("x", good).is_empty());
+            "-- x\n-- KEYS[1] wait\n-- ARGV[1] delay_ms\nreturn call('LLEN', K.wait) + ARGV[1]";
+        assert!(lint("x", good).is_empty(), "{:?}", lint("x", good));
+        let by_position = "-- x\n-- KEYS[1] wait\nreturn call('LLEN', KEYS[1])";
+        assert!(lint("x", by_position)
+            .iter()
+            .any(|m| m.contains("use K.wait")));
+        let unnamed = "-- x\n-- KEYS[1] wait\nreturn call('LLEN', K.paused)";
+        assert!(lint("x", unnamed).iter().any(|m| m.contains("K.paused")));
     }
 
     #[test]

@@ -349,8 +349,7 @@ impl Store {
         let guarded = self.guarded();
         let mut pipe = redis::pipe();
         for c in calls {
-            c.check()?;
-            pipe.add_command(c.evalsha(guarded));
+            pipe.add_command(c.command(guarded)?);
         }
         let mut conn = self.conn();
         match pipe.query_async::<Vec<T>>(&mut conn).await {

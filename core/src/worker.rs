@@ -591,9 +591,17 @@ async fn block_for_marker(
         .key(&k.waiters)
         .arg(&s.waiter)
         .arg(wait.as_millis().max(1) as u64);
+    let register = match register.command(s.queue.store().guarded()) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            // Only a mistake in this file can get here: the tests run every invocation.
+            tracing::error!(error = %e, "emq: wait_register refused before sending");
+            return false;
+        }
+    };
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    pipe.add_command(register.evalsha(s.queue.store().guarded()));
+    pipe.add_command(register);
     pipe.cmd("BRPOP")
         .arg(&k.handoff)
         .arg(&k.marker)
