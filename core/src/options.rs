@@ -225,6 +225,94 @@ pub fn millis(what: &str, ms: f64) -> Result<u64> {
     Ok(ms.round() as u64)
 }
 
+/// The bounds of a worker's options, checked by [`WorkerOptions::validate`] when the worker starts
+/// (every binding's and the CLI's options arrive there): each keeps a worker from becoming a busy
+/// loop or from holding jobs it cannot run.
+pub mod worker_bounds {
+    use std::time::Duration;
+    /// Most jobs one worker runs at once.
+    pub const MAX_CONCURRENCY: usize = 10_000;
+    /// Shortest lease (renewed every third of it).
+    pub const MIN_LEASE: Duration = Duration::from_millis(300);
+    /// Longest lease.
+    pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
+    /// Shortest interval of the stalled sweep, and of retention trimming.
+    pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+    /// Longest interval of the stalled sweep, and of retention trimming.
+    pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+    /// Shortest single wait for work (a shorter one polls the server).
+    pub const MIN_BLOCK: Duration = Duration::from_millis(50);
+    /// Longest single wait for work.
+    pub const MAX_BLOCK: Duration = Duration::from_secs(300);
+    /// Longest wait of `close` for running jobs.
+    pub const MAX_SHUTDOWN: Duration = Duration::from_secs(3600);
+    /// Most stalls allowed before a job fails.
+    pub const MAX_STALLS: u32 = 1_000;
+    /// Most jobs leased ahead of the handlers.
+    pub const MAX_PREFETCH: usize = 10_000;
+}
+
+impl crate::worker::WorkerOptions {
+    /// Checks every option against [`worker_bounds`]; `invalid_option` names the option and its
+    /// bound.
+    pub fn validate(&self) -> Result<()> {
+        use worker_bounds::*;
+        let ms = |d: Duration| d.as_millis();
+        let range = |what: &str, d: Duration, lo: Duration, hi: Duration| {
+            if d < lo || d > hi {
+                Err(invalid(format!(
+                    "{what} must be between {} ms and {} ms, got {} ms",
+                    ms(lo),
+                    ms(hi),
+                    ms(d)
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
+            return Err(invalid(format!(
+                "concurrency must be between 1 and {MAX_CONCURRENCY}, got {}",
+                self.concurrency
+            )));
+        }
+        range("lease", self.lease, MIN_LEASE, MAX_LEASE)?;
+        range(
+            "stalled_interval",
+            self.stalled_interval,
+            MIN_INTERVAL,
+            MAX_INTERVAL,
+        )?;
+        range(
+            "trim_interval",
+            self.trim_interval,
+            MIN_INTERVAL,
+            MAX_INTERVAL,
+        )?;
+        range("block_timeout", self.block_timeout, MIN_BLOCK, MAX_BLOCK)?;
+        range(
+            "shutdown_deadline",
+            self.shutdown_deadline,
+            Duration::ZERO,
+            MAX_SHUTDOWN,
+        )?;
+        if self.max_stalls > MAX_STALLS {
+            return Err(invalid(format!(
+                "max_stalls must be at most {MAX_STALLS}, got {}",
+                self.max_stalls
+            )));
+        }
+        if let Some(p) = self.prefetch {
+            if p > MAX_PREFETCH {
+                return Err(invalid(format!(
+                    "prefetch must be at most {MAX_PREFETCH}, got {p}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How long finished jobs are kept (applied by workers in the background).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
@@ -273,6 +361,75 @@ mod tests {
         );
         assert!(millis("delay", f64::NAN).is_err());
         assert_eq!(millis("delay", 1.6).unwrap(), 2);
+    }
+
+    #[test]
+    fn worker_options_hold_their_bounds() {
+        use crate::worker::WorkerOptions;
+        assert!(WorkerOptions::default().validate().is_ok());
+        let bad = [
+            (
+                "concurrency",
+                WorkerOptions {
+                    concurrency: 0,
+                    ..Default::default()
+                },
+            ),
+            (
+                "concurrency",
+                WorkerOptions {
+                    concurrency: 1_000_000_000,
+                    ..Default::default()
+                },
+            ),
+            (
+                "lease",
+                WorkerOptions {
+                    lease: Duration::ZERO,
+                    ..Default::default()
+                },
+            ),
+            (
+                "stalled_interval",
+                WorkerOptions {
+                    stalled_interval: Duration::ZERO,
+                    ..Default::default()
+                },
+            ),
+            (
+                "block_timeout",
+                WorkerOptions {
+                    block_timeout: Duration::ZERO,
+                    ..Default::default()
+                },
+            ),
+            (
+                "trim_interval",
+                WorkerOptions {
+                    trim_interval: Duration::from_millis(1),
+                    ..Default::default()
+                },
+            ),
+            (
+                "max_stalls",
+                WorkerOptions {
+                    max_stalls: u32::MAX,
+                    ..Default::default()
+                },
+            ),
+            (
+                "prefetch",
+                WorkerOptions {
+                    prefetch: Some(usize::MAX),
+                    ..Default::default()
+                },
+            ),
+        ];
+        for (what, opts) in bad {
+            let e = opts.validate().unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidOption, "{what}");
+            assert!(e.message().starts_with(what), "{what}: {}", e.message());
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::job_id::JobId;
 use crate::keyspace::{JobPart, QueueKeys, QueueName};
 use crate::minter::IdMinter;
 use crate::options::{JobOptions, Retention};
+use crate::outcome::Moved;
 use crate::script::{self, Invocation};
 use crate::store::{ConnectOptions, Store};
 use serde_json::Value;
@@ -512,13 +513,28 @@ impl Queue {
             .arg(older_ms)
     }
 
-    /// Removes a job that is not active; true when it existed.
-    pub async fn remove(&self, id: JobId) -> Result<bool> {
+    /// Removes a job that is not active: [`Moved::Moved`], [`Moved::NotFound`], or
+    /// [`Moved::WrongState`]`(Active)`.
+    pub async fn remove(&self, id: JobId) -> Result<Moved> {
         let n: i64 = self
             .remove_invocation(id, "any", 0)
             .invoke(&self.store)
             .await?;
-        Ok(n == 1)
+        self.outcome(id, n).await
+    }
+
+    /// A move script's reply as a [`Moved`]: 1 moved; otherwise the job's state, read next.
+    async fn outcome(&self, id: JobId, reply: i64) -> Result<Moved> {
+        if reply == 1 {
+            return Ok(Moved::Moved);
+        }
+        Ok(match self.get(id).await? {
+            None => Moved::NotFound,
+            Some(job) => match job.state {
+                Some(state) => Moved::WrongState(state),
+                None => Moved::NotFound,
+            },
+        })
     }
 
     async fn remove_many(&self, ids: &[JobId], allowed: &str, older_ms: u64) -> Result<u64> {
@@ -736,8 +752,9 @@ impl Queue {
             .await?)
     }
 
-    /// Sends a failed job back to wait with its attempts reset; false when it is not failed.
-    pub async fn retry(&self, id: JobId) -> Result<bool> {
+    /// Sends a failed job back to wait with its attempts reset; [`Moved::WrongState`] when it is
+    /// not failed.
+    pub async fn retry(&self, id: JobId) -> Result<Moved> {
         let k = &self.keys;
         let n: i64 = script::RETRY_JOB
             .prepare()
@@ -753,7 +770,7 @@ impl Queue {
             .arg(self.max_events)
             .invoke(&self.store)
             .await?;
-        Ok(n == 1)
+        self.outcome(id, n).await
     }
 
     /// Retries every failed job; returns how many.
@@ -766,7 +783,7 @@ impl Queue {
             }
             let mut n = 0;
             for id in ids {
-                n += self.retry(id).await? as u64;
+                n += self.retry(id).await?.is_moved() as u64;
             }
             total += n;
             if n == 0 {
@@ -775,8 +792,8 @@ impl Queue {
         }
     }
 
-    /// Runs a delayed job now; false when it is not delayed.
-    pub async fn promote(&self, id: JobId) -> Result<bool> {
+    /// Runs a delayed job now; [`Moved::WrongState`] when it is not delayed.
+    pub async fn promote(&self, id: JobId) -> Result<Moved> {
         let k = &self.keys;
         let n: i64 = script::PROMOTE_JOB
             .prepare()
@@ -792,15 +809,15 @@ impl Queue {
             .arg(self.max_events)
             .invoke(&self.store)
             .await?;
-        Ok(n == 1)
+        self.outcome(id, n).await
     }
 
     /// Gives a job that has not finished a new priority (0: none; at most
     /// [`MAX_PRIORITY`](crate::options::MAX_PRIORITY)). A ready job moves at once (in prioritized,
     /// among the jobs of its new priority by when it was added); a delayed one takes it when due;
-    /// an active one when it is next ready (a retry, say). False when there is no such job or it
-    /// has finished.
-    pub async fn change_priority(&self, id: JobId, priority: u32) -> Result<bool> {
+    /// an active one when it is next ready (a retry, say). [`Moved::NotFound`] when there is no
+    /// such job, [`Moved::WrongState`] when it has finished.
+    pub async fn change_priority(&self, id: JobId, priority: u32) -> Result<Moved> {
         JobOptions {
             priority,
             ..JobOptions::default()
@@ -823,7 +840,7 @@ impl Queue {
             .arg(self.max_events)
             .invoke(&self.store)
             .await?;
-        Ok(n == 1)
+        self.outcome(id, n).await
     }
 
     /// Follows the queue's events from now on (or after a stream id).

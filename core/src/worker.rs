@@ -193,9 +193,10 @@ pub struct WorkerBuilder {
 }
 
 impl WorkerBuilder {
-    /// Jobs run at once (at least 1).
+    /// Jobs run at once (1 to [`MAX_CONCURRENCY`](crate::options::worker_bounds::MAX_CONCURRENCY),
+    /// checked by [`WorkerBuilder::run`]).
     pub fn concurrency(mut self, n: usize) -> Self {
-        self.opts.concurrency = n.max(1);
+        self.opts.concurrency = n;
         self
     }
 
@@ -222,12 +223,7 @@ impl WorkerBuilder {
         let handler = self.handler.ok_or_else(|| {
             crate::Error::new(ErrorCode::InvalidOption, "a worker needs a handler")
         })?;
-        if self.opts.lease < Duration::from_millis(300) {
-            return Err(crate::Error::new(
-                ErrorCode::InvalidOption,
-                "the lease must be at least 300 ms",
-            ));
-        }
+        self.opts.validate()?;
         let (completions, completed_rx) = tokio::sync::mpsc::unbounded_channel();
         let waiter = format!(
             "{:016x}|{}",

@@ -7,8 +7,8 @@ mod common;
 use common::{audit_ok, queue_on, wait_until};
 
 use emq::{
-    GroupRateLimit, Job, JobContext, JobOptions, JobState, NewJob, Queue, Worker, WorkerHandle,
-    WorkerOptions,
+    GroupRateLimit, Job, JobContext, JobOptions, JobState, Moved, NewJob, Queue, Worker,
+    WorkerHandle, WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -205,7 +205,7 @@ async fn the_idle_fast_path_honours_the_group_limit() {
             )
             .await
             .unwrap();
-        assert!(q.remove(gone).await.unwrap());
+        assert_eq!(q.remove(gone).await.unwrap(), Moved::Moved);
         wait_until("3 done", Duration::from_secs(10), || async {
             q.counts().await.unwrap().completed == 3
         })

@@ -7,8 +7,8 @@ mod common;
 use common::{audit_ok, queue_on, wait_until};
 
 use emq::{
-    Backoff, ErrorCode, HandlerError, JobContext, JobOptions, JobState, NewJob, Queue, Worker,
-    WorkerOptions,
+    Backoff, ErrorCode, HandlerError, JobContext, JobOptions, JobState, Moved, NewJob, Queue,
+    Worker, WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -179,7 +179,7 @@ async fn failures_retry_with_backoff_or_stop() {
         let j = q.get(slow).await.unwrap().unwrap();
         assert_eq!(j.failure.unwrap().code, "timeout");
         // An operator retries a failed job: it runs again.
-        assert!(q.retry(doomed).await.unwrap());
+        assert_eq!(q.retry(doomed).await.unwrap(), Moved::Moved);
         assert_eq!(
             q.get(doomed).await.unwrap().unwrap().state,
             Some(JobState::Waiting)
@@ -340,7 +340,7 @@ async fn operator_calls_and_bad_input() {
             q.get(ids[0]).await.unwrap().unwrap().progress,
             Some(json!({"pct": 50}))
         );
-        assert!(q.remove(ids[1]).await.unwrap());
+        assert_eq!(q.remove(ids[1]).await.unwrap(), Moved::Moved);
         assert!(q.get(ids[1]).await.unwrap().is_none());
         let delayed = q
             .add(
@@ -357,7 +357,7 @@ async fn operator_calls_and_bad_input() {
             q.get(delayed).await.unwrap().unwrap().state,
             Some(JobState::Delayed)
         );
-        assert!(q.promote(delayed).await.unwrap());
+        assert_eq!(q.promote(delayed).await.unwrap(), Moved::Moved);
         assert_eq!(
             q.get(delayed).await.unwrap().unwrap().state,
             Some(JobState::Waiting)

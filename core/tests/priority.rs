@@ -11,7 +11,7 @@ use common::{audit_ok, queue_on, wait_until};
 
 use emq::{
     Backoff, ErrorCode, FlowJob, GroupRateLimit, HandlerError, JobContext, JobId, JobOptions,
-    JobState, NewJob, Queue, Repeat, Schedule, Worker, WorkerHandle, WorkerOptions,
+    JobState, Moved, NewJob, Queue, Repeat, Schedule, Worker, WorkerHandle, WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -186,7 +186,7 @@ async fn a_backoff_a_promote_and_a_manual_retry_keep_the_priority() {
         .await;
         worker.close().await.unwrap();
         audit_ok(&q).await;
-        assert!(q.promote(backoff).await.unwrap());
+        assert_eq!(q.promote(backoff).await.unwrap(), Moved::Moved);
         assert_eq!(
             state(&q, backoff).await,
             Some(JobState::Prioritized),
@@ -202,7 +202,7 @@ async fn a_backoff_a_promote_and_a_manual_retry_keep_the_priority() {
         .await;
         worker.close().await.unwrap();
         q.pause().await.unwrap();
-        assert!(q.retry(failing).await.unwrap());
+        assert_eq!(q.retry(failing).await.unwrap(), Moved::Moved);
         assert_eq!(
             state(&q, failing).await,
             Some(JobState::Prioritized),
@@ -273,7 +273,7 @@ async fn a_stalled_or_released_job_keeps_its_priority() {
         .await;
         q.pause().await.unwrap();
         // A new priority given while it runs holds for the release.
-        assert!(q.change_priority(stalled, 6).await.unwrap());
+        assert_eq!(q.change_priority(stalled, 6).await.unwrap(), Moved::Moved);
         let report = w3.close_within(Duration::from_millis(200)).await.unwrap();
         assert_eq!(report.released, 1, "{topology}");
         assert_eq!(
@@ -512,21 +512,27 @@ async fn change_priority_moves_a_ready_job_and_keeps_for_the_rest() {
         .await;
         // Out of wait into prioritized; within prioritized to a new rank; a delayed job keeps it
         // for when it is due.
-        assert!(q.change_priority(plain, 1).await.unwrap());
-        assert!(q.change_priority(low, 3).await.unwrap());
-        assert!(q.change_priority(later, 2).await.unwrap());
+        assert_eq!(q.change_priority(plain, 1).await.unwrap(), Moved::Moved);
+        assert_eq!(q.change_priority(low, 3).await.unwrap(), Moved::Moved);
+        assert_eq!(q.change_priority(later, 2).await.unwrap(), Moved::Moved);
         assert_eq!(state(&q, plain).await, Some(JobState::Prioritized));
         assert_eq!(q.get(later).await.unwrap().unwrap().priority, 2);
         audit_ok(&q).await;
         // Dropped: back to plain waiting.
-        assert!(q.change_priority(mid, 0).await.unwrap());
+        assert_eq!(q.change_priority(mid, 0).await.unwrap(), Moved::Moved);
         assert_eq!(state(&q, mid).await, Some(JobState::Paused), "{topology}");
         tokio::time::sleep(Duration::from_millis(400)).await;
         let order = resume_and_record(&q, None, Duration::ZERO, 4).await;
         assert_eq!(order, vec![plain, later, low, mid], "{topology}");
         // Finished, unknown, or out of range: refused.
-        assert!(!q.change_priority(plain, 4).await.unwrap());
-        assert!(!q.change_priority(q.mint_id().unwrap(), 4).await.unwrap());
+        assert_eq!(
+            q.change_priority(plain, 4).await.unwrap(),
+            Moved::WrongState(JobState::Completed)
+        );
+        assert_eq!(
+            q.change_priority(q.mint_id().unwrap(), 4).await.unwrap(),
+            Moved::NotFound
+        );
         let err = q.change_priority(low, u32::MAX).await.unwrap_err();
         assert_eq!(err.code(), ErrorCode::InvalidOption, "{err}");
         audit_ok(&q).await;

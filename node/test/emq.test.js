@@ -189,6 +189,10 @@ test('bad input gives EmqError with the right code, before anything is sent', as
   await assert.rejects(q.add('x', {}, { backoff: { type: 'linear', delay: 1 } }), isEmq('invalid_option'));
   await assert.rejects(q.add(42, {}), isEmq('invalid_option'));
   assert.throws(() => new Worker(q, async () => 1, { lease: 10 }), isEmq('invalid_option'));
+  // The core's bounds (WorkerOptions::validate): none of these may turn a worker into a busy loop.
+  for (const bad of [{ concurrency: 0 }, { concurrency: 1e9 }, { stalledInterval: 0 }, { blockTimeout: 0 }]) {
+    assert.throws(() => new Worker(q, async () => 1, bad), isEmq('invalid_option'), JSON.stringify(bad));
+  }
   assert.throws(() => new Worker(q, 'not a function'), isEmq('invalid_option'));
   await assert.rejects(Queue.connect('redis://127.0.0.1:1', 'q'), isEmq('server_unavailable', emq.ServerUnavailable));
   assert.equal(await q.get(await q.add('ok', {})).then((j) => j.state), 'waiting');

@@ -213,11 +213,8 @@ pub(crate) fn worker_options(o: Option<WorkerOpts>) -> emq::Result<WorkerOptions
     let mut out = WorkerOptions::default();
     let Some(o) = o else { return Ok(out) };
     if let Some(c) = o.concurrency {
-        let c = whole("concurrency", c, 100_000)?;
-        if c == 0 {
-            return Err(invalid_option("concurrency must be at least 1"));
-        }
-        out.concurrency = c as usize;
+        // The bounds are the core's (WorkerOptions::validate); this only makes it a whole number.
+        out.concurrency = whole("concurrency", c, u32::MAX as u64)? as usize;
     }
     let dur = |what: &str, v: Option<f64>| -> emq::Result<Option<Duration>> {
         Ok(ms(what, v)?.map(Duration::from_millis))
@@ -232,7 +229,7 @@ pub(crate) fn worker_options(o: Option<WorkerOpts>) -> emq::Result<WorkerOptions
         out.max_stalls = whole("maxStalls", m, u32::MAX as u64)? as u32;
     }
     if let Some(d) = dur("blockTimeout", o.block_timeout)? {
-        out.block_timeout = d.max(Duration::from_millis(1));
+        out.block_timeout = d;
     }
     if let Some(d) = dur("shutdownTimeout", o.shutdown_timeout)? {
         out.shutdown_deadline = d;

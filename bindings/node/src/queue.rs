@@ -219,14 +219,14 @@ impl NativeQueue {
     #[napi]
     pub async fn remove(&self, id: String) -> napi::Result<bool> {
         let id = parse_id(&id)?;
-        self.q.remove(id).await.map_err(throw)
+        self.q.remove(id).await.map(|m| m.is_moved()).map_err(throw)
     }
 
     /// Sends a failed job back to wait; false when it is not failed.
     #[napi]
     pub async fn retry(&self, id: String) -> napi::Result<bool> {
         let id = parse_id(&id)?;
-        self.q.retry(id).await.map_err(throw)
+        self.q.retry(id).await.map(|m| m.is_moved()).map_err(throw)
     }
 
     /// Retries every failed job; returns how many.
@@ -239,7 +239,11 @@ impl NativeQueue {
     #[napi]
     pub async fn promote(&self, id: String) -> napi::Result<bool> {
         let id = parse_id(&id)?;
-        self.q.promote(id).await.map_err(throw)
+        self.q
+            .promote(id)
+            .await
+            .map(|m| m.is_moved())
+            .map_err(throw)
     }
 
     /// Gives a job that has not finished a new priority (0: none); false when there is no such
@@ -252,6 +256,7 @@ impl NativeQueue {
         self.q
             .change_priority(id, priority as u32)
             .await
+            .map(|m| m.is_moved())
             .map_err(throw)
     }
 

@@ -318,9 +318,9 @@ impl Queue {
         let q = self.core(py)?;
         let id = job_id(py, id)?;
         Ok(match op {
-            "remove" => Box::pin(async move { Ok(Out::Bool(q.remove(id).await?)) }),
-            "retry" => Box::pin(async move { Ok(Out::Bool(q.retry(id).await?)) }),
-            "promote" => Box::pin(async move { Ok(Out::Bool(q.promote(id).await?)) }),
+            "remove" => Box::pin(async move { Ok(Out::Bool(q.remove(id).await?.is_moved())) }),
+            "retry" => Box::pin(async move { Ok(Out::Bool(q.retry(id).await?.is_moved())) }),
+            "promote" => Box::pin(async move { Ok(Out::Bool(q.promote(id).await?.is_moved())) }),
             _ => Box::pin(async move { Ok(Out::Strs(q.logs(id).await?)) }),
         })
     }
@@ -335,7 +335,7 @@ impl Queue {
         let id = job_id(py, id)?;
         let priority = int_u32(py, "priority", priority)?;
         Ok(Box::pin(async move {
-            Ok(Out::Bool(q.change_priority(id, priority).await?))
+            Ok(Out::Bool(q.change_priority(id, priority).await?.is_moved()))
         }))
     }
 

@@ -662,21 +662,21 @@ impl Queue {
     pub async fn retry(&self, id: String) -> Result<bool, EmqException> {
         let id = emq::JobId::parse(&id)?;
         let q = self.inner.clone();
-        on_runtime(async move { q.retry(id).await }).await
+        on_runtime(async move { q.retry(id).await.map(|m| m.is_moved()) }).await
     }
 
     /// Runs a delayed job now; false when it is not delayed.
     pub async fn promote(&self, id: String) -> Result<bool, EmqException> {
         let id = emq::JobId::parse(&id)?;
         let q = self.inner.clone();
-        on_runtime(async move { q.promote(id).await }).await
+        on_runtime(async move { q.promote(id).await.map(|m| m.is_moved()) }).await
     }
 
     /// Deletes a job that is not active; false when there is no such job.
     pub async fn remove(&self, id: String) -> Result<bool, EmqException> {
         let id = emq::JobId::parse(&id)?;
         let q = self.inner.clone();
-        on_runtime(async move { q.remove(id).await }).await
+        on_runtime(async move { q.remove(id).await.map(|m| m.is_moved()) }).await
     }
 
     /// Gives a job that has not finished a new priority (0: none, lower runs first); false when
@@ -686,7 +686,7 @@ impl Queue {
         let priority = u32::try_from(priority)
             .map_err(|_| invalid_option(format!("priority must be >= 0, got {priority}")))?;
         let q = self.inner.clone();
-        on_runtime(async move { q.change_priority(id, priority).await }).await
+        on_runtime(async move { q.change_priority(id, priority).await.map(|m| m.is_moved()) }).await
     }
 
     /// A job's log lines, oldest first.

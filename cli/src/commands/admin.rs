@@ -1,7 +1,7 @@
 //! The commands that change a queue: `retry`, `promote`, `remove`, `priority` (one job),
 //! `retry-failed`, `pause`, `resume`, `drain` and `clean`. Each prints one line saying what it did.
 
-use crate::commands::job::{not_found, parse_target};
+use crate::commands::job::parse_target;
 use crate::connect::open_queue;
 use clap::Args as ClapArgs;
 use emq::{Error, ErrorCode, JobState, QueueName};
@@ -77,9 +77,7 @@ pub async fn run_job(urls: &[String], action: JobAction, args: &JobArgs) -> emq:
     let opened = open_queue(urls, &args.queue).await?;
     let q = &opened.queue;
     let name = q.name().as_str();
-    let job = q.get(id).await?.ok_or_else(|| not_found(name, id))?;
-    let state = job.state.map(|s| s.as_str()).unwrap_or("unknown");
-    let (done, verb, need) = match action {
+    let (outcome, verb, need) = match action {
         JobAction::Retry => (q.retry(id).await?, "retried", "failed"),
         JobAction::Promote => (q.promote(id).await?, "promoted", "delayed"),
         JobAction::Remove => (q.remove(id).await?, "removed", "not active"),
@@ -89,15 +87,9 @@ pub async fn run_job(urls: &[String], action: JobAction, args: &JobArgs) -> emq:
             "unfinished",
         ),
     };
-    if done {
-        println!("{verb} job {id} in queue {name}");
-        Ok(())
-    } else {
-        Err(Error::new(
-            ErrorCode::InvalidState,
-            format!("job {id} in queue {name} is {state}; it must be {need} to be {verb}"),
-        ))
-    }
+    outcome.require(name, id, verb, need)?;
+    println!("{verb} job {id} in queue {name}");
+    Ok(())
 }
 
 /// What to do to a whole queue.
