@@ -24,7 +24,7 @@
 //! handler's own record instead of its result, and said so on stderr. Exits 0 only if the audit
 //! passes.
 
-use crate::connect::connect;
+use crate::connect::connect_or_embedded;
 use clap::Args as ClapArgs;
 use emq::{
     Error, ErrorCode, IdMinter, JobContext, JobId, JobOptions, JobPart, NewJob, Queue, Retention,
@@ -479,7 +479,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
             "--concurrency must be at least 1",
         ));
     }
-    let connected = connect(urls).await?;
+    let connected = connect_or_embedded(urls).await?;
     let store = connected.store().clone();
     let minter = Arc::new(IdMinter::start(store.clone()).await?);
     let mut queues = Vec::new();
