@@ -9,6 +9,8 @@
 //! - `exit.rs`: an `emq::Error` → `error[<code>]: <message>` on stderr and the exit code
 //!   (2 for invalid input, 1 otherwise; clap's own usage errors exit 2 too).
 
+#[macro_use]
+mod out;
 mod commands;
 mod connect;
 mod exit;
@@ -125,6 +127,8 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout has gone (`| head`): nothing more to say, and no one to say it to.
+        Err(_) if out::closed() => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),
     }
 }

@@ -789,13 +789,16 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         }
     }
 
-    println!(
+    outln!(
         "{:<10} {:>10} {:>10} {:>12}",
-        "LANGUAGE", "JOBS", "SECONDS", "JOBS/S"
+        "LANGUAGE",
+        "JOBS",
+        "SECONDS",
+        "JOBS/S"
     );
     for lang in &languages {
         let jobs = per_lang.get(lang).copied().unwrap_or(0);
-        println!(
+        outln!(
             "{:<10} {:>10} {:>10.2} {:>12.0}",
             lang,
             jobs,
@@ -808,12 +811,12 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     drop(connected);
 
     if problems.is_empty() {
-        println!("audit: ok");
+        outln!("audit: ok");
         Ok(())
     } else {
-        println!("audit: {} problems", problems.len());
+        outln!("audit: {} problems", problems.len());
         for p in &problems {
-            println!("  - {p}");
+            outln!("  - {p}");
         }
         Err(Error::new(
             ErrorCode::InvalidState,

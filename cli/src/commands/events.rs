@@ -5,7 +5,6 @@
 use crate::connect::open_queue;
 use clap::Args as ClapArgs;
 use emq::events::Event;
-use std::io::Write;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -28,18 +27,17 @@ pub struct Args {
     pub limit: usize,
 }
 
-fn print(e: &Event, json: bool) {
-    let mut out = std::io::stdout().lock();
+fn print(e: &Event, json: bool) -> emq::Result<()> {
     if json {
-        let _ = writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
+        outln!("{}", serde_json::to_string(e).unwrap_or_default());
     } else {
         let id = e
             .job_id
             .map(|i| i.to_string())
             .unwrap_or_else(|| "-".into());
-        let _ = writeln!(out, "{} {} {}", e.stream_id, e.kind, id);
+        outln!("{} {} {}", e.stream_id, e.kind, id);
     }
-    let _ = out.flush();
+    Ok(())
 }
 
 /// Runs `emq events`.
@@ -47,7 +45,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let opened = open_queue(urls, &args.queue).await?;
     let q = &opened.queue;
     for e in q.recent_events(args.limit).await? {
-        print(&e, args.json);
+        print(&e, args.json)?;
     }
     if !args.follow {
         return Ok(());
@@ -61,7 +59,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
             _ = term.recv() => return Ok(()),
             batch = stream.next_batch(Duration::from_secs(1), 100) => {
                 for e in batch? {
-                    print(&e, args.json);
+                    print(&e, args.json)?;
                 }
             }
         }

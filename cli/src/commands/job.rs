@@ -45,29 +45,29 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         .await?
         .ok_or_else(|| not_found(opened.queue.name().as_str(), id))?;
     if args.json {
-        println!("{}", super::to_json(&job.to_json())?);
+        outln!("{}", super::to_json(&job.to_json())?);
     } else {
         let state = job.state.map(|s| s.as_str()).unwrap_or("unknown");
-        println!("job {} in queue {}", job.id, opened.queue.name().as_str());
-        println!("  name      {}", job.name);
-        println!("  state     {state}");
-        println!("  attempts  {}/{}", job.attempts_made, job.attempts);
-        println!("  created   {} ms", job.created_ms);
+        outln!("job {} in queue {}", job.id, opened.queue.name().as_str());
+        outln!("  name      {}", job.name);
+        outln!("  state     {state}");
+        outln!("  attempts  {}/{}", job.attempts_made, job.attempts);
+        outln!("  created   {} ms", job.created_ms);
         if let Some(ms) = job.processed_ms {
-            println!("  processed {ms} ms");
+            outln!("  processed {ms} ms");
         }
         if let Some(ms) = job.finished_ms {
-            println!("  finished  {ms} ms");
+            outln!("  finished  {ms} ms");
         }
-        println!("  data      {}", job.data);
+        outln!("  data      {}", job.data);
         if let Some(p) = &job.progress {
-            println!("  progress  {p}");
+            outln!("  progress  {p}");
         }
         if let Some(r) = &job.result {
-            println!("  result    {r}");
+            outln!("  result    {r}");
         }
         if let Some(f) = &job.failure {
-            println!("  failure   [{}] {}", f.code, f.message);
+            outln!("  failure   [{}] {}", f.code, f.message);
         }
     }
     Ok(())

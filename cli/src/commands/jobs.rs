@@ -32,14 +32,17 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let jobs = opened.queue.list(state, 0, args.limit).await?;
     if args.json {
         let values: Vec<serde_json::Value> = jobs.iter().map(|j| j.to_json()).collect();
-        println!("{}", super::to_json(&values)?);
+        outln!("{}", super::to_json(&values)?);
     } else {
-        println!(
+        outln!(
             "{:<22} {:<20} {:>8} {:>15}",
-            "ID", "NAME", "ATTEMPTS", "CREATED_MS"
+            "ID",
+            "NAME",
+            "ATTEMPTS",
+            "CREATED_MS"
         );
         for j in &jobs {
-            println!(
+            outln!(
                 "{:<22} {:<20} {:>8} {:>15}",
                 j.id.to_string(),
                 j.name,

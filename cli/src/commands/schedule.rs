@@ -75,7 +75,7 @@ pub async fn upsert(urls: &[String], args: &UpsertArgs) -> emq::Result<()> {
     schedule.limit = args.limit;
     let opened = open_queue(urls, &args.queue).await?;
     let created = opened.queue.upsert_scheduler(&args.id, schedule).await?;
-    println!(
+    outln!(
         "{} scheduler {} on {}",
         if created { "created" } else { "updated" },
         args.id,
@@ -90,13 +90,17 @@ pub async fn list(urls: &[String], args: &ListArgs) -> emq::Result<()> {
     let all = opened.queue.schedulers().await?;
     if args.json {
         for s in &all {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?);
         }
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<24} {:<28} {:>7} {:>7} {:>12}  name",
-        "id", "repeat", "runs", "limit", "next in ms"
+        "id",
+        "repeat",
+        "runs",
+        "limit",
+        "next in ms"
     );
     for s in &all {
         let repeat = match (&s.cron, &s.tz) {
@@ -112,9 +116,14 @@ pub async fn list(urls: &[String], args: &ListArgs) -> emq::Result<()> {
         } else {
             s.limit.to_string()
         };
-        println!(
+        outln!(
             "{:<24} {:<28} {:>7} {:>7} {:>12}  {}",
-            s.id, repeat, s.count, limit, next, s.name
+            s.id,
+            repeat,
+            s.count,
+            limit,
+            next,
+            s.name
         );
     }
     Ok(())
@@ -124,9 +133,9 @@ pub async fn list(urls: &[String], args: &ListArgs) -> emq::Result<()> {
 pub async fn remove(urls: &[String], args: &RemoveArgs) -> emq::Result<()> {
     let opened = open_queue(urls, &args.queue).await?;
     if opened.queue.remove_scheduler(&args.id).await? {
-        println!("removed scheduler {} from {}", args.id, args.queue);
+        outln!("removed scheduler {} from {}", args.id, args.queue);
     } else {
-        println!("no scheduler {} on {}", args.id, args.queue);
+        outln!("no scheduler {} on {}", args.id, args.queue);
     }
     Ok(())
 }

@@ -51,16 +51,16 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         oldest_waiting_age_ms,
     };
     if args.json {
-        println!("{}", super::to_json(&stats)?);
+        outln!("{}", super::to_json(&stats)?);
     } else {
-        println!("queue {}", stats.queue);
+        outln!("queue {}", stats.queue);
         for state in JobState::ALL {
-            println!("  {:<17} {:>10}", state.as_str(), stats.counts.get(state));
+            outln!("  {:<17} {:>10}", state.as_str(), stats.counts.get(state));
         }
-        println!("  {:<17} {:>10}", "total", stats.total);
+        outln!("  {:<17} {:>10}", "total", stats.total);
         match stats.oldest_waiting_age_ms {
-            Some(ms) => println!("oldest waiting job: {:.3}s old", ms as f64 / 1000.0),
-            None => println!("oldest waiting job: none waiting"),
+            Some(ms) => outln!("oldest waiting job: {:.3}s old", ms as f64 / 1000.0),
+            None => outln!("oldest waiting job: none waiting"),
         }
     }
     Ok(())
