@@ -14,6 +14,7 @@ mod out;
 mod commands;
 mod connect;
 mod exit;
+mod human;
 
 use clap::{Parser, Subcommand};
 use commands::admin;

@@ -4,6 +4,7 @@
 //! (`job_not_found`).
 
 use crate::connect::open_queue;
+use crate::human::{self, Clock};
 use clap::Args as ClapArgs;
 use emq::{Error, ErrorCode, JobId, QueueName};
 
@@ -47,17 +48,25 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     if args.json {
         outln!("{}", super::to_json(&job.to_json())?);
     } else {
+        let clock = Clock::read(opened.queue.store()).await?;
         let state = job.state.map(|s| s.as_str()).unwrap_or("unknown");
         outln!("job {} in queue {}", job.id, opened.queue.name().as_str());
         outln!("  name      {}", job.name);
         outln!("  state     {state}");
         outln!("  attempts  {}/{}", job.attempts_made, job.attempts);
-        outln!("  created   {} ms", job.created_ms);
+        outln!("  created   {}", clock.stamp(job.created_ms));
         if let Some(ms) = job.processed_ms {
-            outln!("  processed {ms} ms");
+            outln!("  processed {}", clock.stamp(ms));
         }
         if let Some(ms) = job.finished_ms {
-            outln!("  finished  {ms} ms");
+            match job.processed_ms.filter(|p| *p <= ms) {
+                Some(p) => outln!(
+                    "  finished  {}, ran {}",
+                    clock.stamp(ms),
+                    human::duration(ms - p)
+                ),
+                None => outln!("  finished  {}", clock.stamp(ms)),
+            }
         }
         outln!("  data      {}", job.data);
         if let Some(p) = &job.progress {

@@ -1,6 +1,7 @@
 //! `emq jobs <queue> --state S [--limit N] [--json]`: the jobs in one state.
 
 use crate::connect::open_queue;
+use crate::human::Clock;
 use clap::Args as ClapArgs;
 use emq::JobState;
 
@@ -34,20 +35,21 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         let values: Vec<serde_json::Value> = jobs.iter().map(|j| j.to_json()).collect();
         outln!("{}", super::to_json(&values)?);
     } else {
+        let clock = Clock::read(opened.queue.store()).await?;
         outln!(
-            "{:<22} {:<20} {:>8} {:>15}",
+            "{:<18} {:<20} {:>8}  {}",
             "ID",
             "NAME",
             "ATTEMPTS",
-            "CREATED_MS"
+            "CREATED"
         );
         for j in &jobs {
             outln!(
-                "{:<22} {:<20} {:>8} {:>15}",
+                "{:<18} {:<20} {:>8}  {}",
                 j.id.to_string(),
                 j.name,
                 format!("{}/{}", j.attempts_made, j.attempts),
-                j.created_ms
+                clock.short_stamp(j.created_ms)
             );
         }
         eprintln!(

@@ -5,6 +5,7 @@
 //! enqueue the runs; the scheduler id is data, never a key.
 
 use crate::connect::open_queue;
+use crate::human;
 use clap::Args as ClapArgs;
 use emq::{Error, ErrorCode, Repeat, Schedule};
 use std::time::Duration;
@@ -100,16 +101,19 @@ pub async fn list(urls: &[String], args: &ListArgs) -> emq::Result<()> {
         "repeat",
         "runs",
         "limit",
-        "next in ms"
+        "next"
     );
     for s in &all {
         let repeat = match (&s.cron, &s.tz) {
             (Some(c), Some(tz)) => format!("{c} ({tz})"),
-            _ => format!("every {} ms", s.every_ms),
+            _ => format!("every {}", human::duration(s.every_ms)),
         };
         let next = s
             .next_in_ms
-            .map(|n| n.to_string())
+            .map(|n| match n {
+                0 => "now".to_string(),
+                n => format!("in {}", human::duration(n)),
+            })
             .unwrap_or_else(|| "-".into());
         let limit = if s.limit == 0 {
             "-".to_string()
