@@ -113,6 +113,18 @@ fn two(a: u64, ua: &str, b: u64, ub: &str) -> String {
     }
 }
 
+/// One line of at most `max` characters: whitespace runs (newlines too) become one space, and a
+/// longer text ends in `…`.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +160,14 @@ mod tests {
         assert_eq!(duration(120_000), "2m");
         assert_eq!(duration(3_720_000), "1h 2m");
         assert_eq!(duration(4 * 3_600_000 + 3 * 86_400_000), "3d 4h");
+    }
+
+    #[test]
+    fn one_line_flattens_and_truncates() {
+        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
+        assert_eq!(one_line("abcdefghij", 10), "abcdefghij");
+        assert_eq!(one_line("abcdefghijk", 10), "abcdefghi…");
+        assert_eq!(one_line("ééééé", 3), "éé…");
     }
 
     #[test]
