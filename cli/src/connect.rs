@@ -18,8 +18,8 @@
 //! Subcommands that read or write the datastore call [`connect`] and keep the [`Connected`] for as
 //! long as they run.
 
-use emq::embedded::EmbeddedServer;
 use emq::{ConnectOptions, Error, ErrorCode, IdMinter, Queue, QueueName, Store};
+use emq_server_process::EmbeddedServer;
 use std::sync::Arc;
 
 /// The environment variable read when no `--url` is given.
@@ -198,6 +198,8 @@ fn default_unavailable(url: &str, cause: &str) -> String {
 }
 
 /// Starts an [`EmbeddedServer`] off the async threads (it blocks while it polls for readiness).
+/// A server that cannot be started is `server_unavailable`, with the reason (and, when
+/// `redis-server` is missing, how to install it).
 pub async fn start_embedded() -> emq::Result<EmbeddedServer> {
     tokio::task::spawn_blocking(EmbeddedServer::start)
         .await
@@ -207,6 +209,7 @@ pub async fn start_embedded() -> emq::Result<EmbeddedServer> {
                 format!("starting the embedded redis-server panicked: {e}"),
             )
         })?
+        .map_err(|e| Error::new(ErrorCode::ServerUnavailable, e.to_string()))
 }
 
 #[cfg(test)]
