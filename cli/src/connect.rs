@@ -1,45 +1,87 @@
 //! Where the datastore is, and the connection to it.
 //!
 //! In order: the `--url` options (one URL, or several cluster seeds), else `EMQ_URL` (one URL, or
-//! seeds separated by commas; empty counts as unset), else the embedded default: a private
-//! `redis-server` started for this run (announced on stderr) and stopped when the [`Connected`]
-//! that holds it is dropped, which `main` does before it exits.
+//! seeds separated by commas; empty counts as unset), else the command's fallback:
+//!
+//! - every command but `demo` and `dev`: [`DEFAULT_URL`], `redis://127.0.0.1:6379` (as redis-cli,
+//!   BullMQ and Celery do). When nothing answers there the command fails with `server_unavailable`,
+//!   naming the URL it tried and how to give another; it never starts a server of its own, so a job
+//!   it adds is never lost with a throwaway one.
+//! - `demo` ([`connect_or_embedded`]): a private `redis-server` started for this run (announced on
+//!   stderr) and stopped when the [`Connected`] that holds it is dropped, which `main` does before
+//!   it exits. (`dev` always starts its own.)
+//!
+//! `EMQ_TEST_DEFAULT_URL`, for the CLI's own tests only ([`TEST_DEFAULT_ENV`]), replaces
+//! [`DEFAULT_URL`] as the fallback (a test cannot assume 6379 free or taken); it ranks below `--url`
+//! and `EMQ_URL`, and a note on stderr says so whenever it is used.
 //!
 //! Subcommands that read or write the datastore call [`connect`] and keep the [`Connected`] for as
 //! long as they run.
 
-use emq::embedded::EmbeddedServer;
 use emq::{ConnectOptions, Error, ErrorCode, IdMinter, Queue, QueueName, Store};
+use emq_server_process::EmbeddedServer;
 use std::sync::Arc;
 
 /// The environment variable read when no `--url` is given.
 pub const URL_ENV: &str = "EMQ_URL";
 
+/// Where every command but `demo` and `dev` connects when neither `--url` nor `EMQ_URL` is given.
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// For the CLI's tests only: replaces [`DEFAULT_URL`] (announced on stderr when used).
+pub const TEST_DEFAULT_ENV: &str = "EMQ_TEST_DEFAULT_URL";
+
 /// Where the datastore is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// Given URLs (one, or cluster seeds).
+    /// Given URLs (one, or cluster seeds), by `--url` or `EMQ_URL`.
     Urls(Vec<String>),
-    /// None given: start a private server.
+    /// None given: the default URL.
+    Default(String),
+    /// None given, and the command's fallback is a private server (`demo`).
     Embedded,
 }
 
-/// `--url` values beat `EMQ_URL` (its value passed as `env`), which beats the embedded default.
-pub fn resolve(cli_urls: &[String], env: Option<&str>) -> Source {
+/// What a command falls back to when no URL is given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// This URL ([`DEFAULT_URL`], unless a test moved it).
+    Url(String),
+    /// A private redis-server for this run.
+    Embedded,
+}
+
+/// `--url` values beat `EMQ_URL` (its value passed as `env`), which beats the fallback.
+pub fn resolve(cli_urls: &[String], env: Option<&str>, fallback: Fallback) -> Source {
     if !cli_urls.is_empty() {
         return Source::Urls(cli_urls.to_vec());
     }
-    let from_env: Vec<String> = env
+    let from_env = split_urls(env);
+    if !from_env.is_empty() {
+        return Source::Urls(from_env);
+    }
+    match fallback {
+        Fallback::Url(url) => Source::Default(url),
+        Fallback::Embedded => Source::Embedded,
+    }
+}
+
+/// URLs separated by commas; blanks dropped.
+fn split_urls(value: Option<&str>) -> Vec<String> {
+    value
         .unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(String::from)
-        .collect();
-    if from_env.is_empty() {
-        Source::Embedded
-    } else {
-        Source::Urls(from_env)
+        .collect()
+}
+
+/// The default URL: [`DEFAULT_URL`], or the one a test put in [`TEST_DEFAULT_ENV`] (`test_env`).
+pub fn default_url(test_env: Option<&str>) -> String {
+    match test_env.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(url) => url.to_string(),
+        None => DEFAULT_URL.to_string(),
     }
 }
 
@@ -91,10 +133,21 @@ pub async fn server_time_ms(store: &Store) -> emq::Result<u64> {
     Ok(secs * 1000 + micros / 1000)
 }
 
-/// Resolves the datastore from `--url` values and `EMQ_URL`, and connects.
+/// Resolves the datastore from `--url` values and `EMQ_URL`, else the default URL, and connects.
 pub async fn connect(cli_urls: &[String]) -> emq::Result<Connected> {
+    let test_env = std::env::var(TEST_DEFAULT_ENV).ok();
+    let fallback = Fallback::Url(default_url(test_env.as_deref()));
+    connect_with(cli_urls, fallback).await
+}
+
+/// Like [`connect`], but with no URL given it starts a private server (`emq demo`).
+pub async fn connect_or_embedded(cli_urls: &[String]) -> emq::Result<Connected> {
+    connect_with(cli_urls, Fallback::Embedded).await
+}
+
+async fn connect_with(cli_urls: &[String], fallback: Fallback) -> emq::Result<Connected> {
     let env = std::env::var(URL_ENV).ok();
-    connect_to(resolve(cli_urls, env.as_deref())).await
+    connect_to(resolve(cli_urls, env.as_deref(), fallback)).await
 }
 
 /// Connects to `source`, starting the embedded server first if that is the source.
@@ -104,6 +157,21 @@ pub async fn connect_to(source: Source) -> emq::Result<Connected> {
             store: Store::connect(ConnectOptions::seeds(urls)).await?,
             embedded: None,
         }),
+        Source::Default(url) => {
+            if url != DEFAULT_URL {
+                eprintln!("emq: {TEST_DEFAULT_ENV} is set; the default URL is {url}");
+            }
+            match Store::connect(ConnectOptions::new(url.clone())).await {
+                Ok(store) => Ok(Connected {
+                    store,
+                    embedded: None,
+                }),
+                Err(e) if e.code() == ErrorCode::ServerUnavailable => {
+                    Err(Error::new(e.code(), default_unavailable(&url, e.message())))
+                }
+                Err(e) => Err(e),
+            }
+        }
         Source::Embedded => {
             let server = start_embedded().await?;
             eprintln!(
@@ -120,7 +188,18 @@ pub async fn connect_to(source: Source) -> emq::Result<Connected> {
     }
 }
 
+/// The message when nothing answers at the default URL.
+fn default_unavailable(url: &str, cause: &str) -> String {
+    format!(
+        "nothing answers at {url} (the default when neither --url nor {URL_ENV} is given): \
+         {cause}. Start redis-server there, or pass --url redis://HOST:PORT or set \
+         {URL_ENV}=redis://HOST:PORT (`emq dev` runs a private server and prints its URL)"
+    )
+}
+
 /// Starts an [`EmbeddedServer`] off the async threads (it blocks while it polls for readiness).
+/// A server that cannot be started is `server_unavailable`, with the reason (and, when
+/// `redis-server` is missing, how to install it).
 pub async fn start_embedded() -> emq::Result<EmbeddedServer> {
     tokio::task::spawn_blocking(EmbeddedServer::start)
         .await
@@ -130,6 +209,7 @@ pub async fn start_embedded() -> emq::Result<EmbeddedServer> {
                 format!("starting the embedded redis-server panicked: {e}"),
             )
         })?
+        .map_err(|e| Error::new(ErrorCode::ServerUnavailable, e.to_string()))
 }
 
 #[cfg(test)]
@@ -140,23 +220,58 @@ mod tests {
         xs.iter().map(|s| s.to_string()).collect()
     }
 
+    fn local() -> Fallback {
+        Fallback::Url(default_url(None))
+    }
+
     #[test]
-    fn url_options_beat_the_env_which_beats_embedded() {
+    fn url_options_beat_the_env_which_beats_the_fallback() {
         let cli = urls(&["redis://a:1", "redis://b:2"]);
+        for fallback in [local(), Fallback::Embedded] {
+            assert_eq!(
+                resolve(&cli, Some("redis://env:3"), fallback.clone()),
+                Source::Urls(cli.clone())
+            );
+            assert_eq!(
+                resolve(&[], Some("redis://env:3"), fallback.clone()),
+                Source::Urls(urls(&["redis://env:3"]))
+            );
+            assert_eq!(
+                resolve(&[], Some(" redis://x:1 , redis://y:2,"), fallback),
+                Source::Urls(urls(&["redis://x:1", "redis://y:2"]))
+            );
+        }
         assert_eq!(
-            resolve(&cli, Some("redis://env:3")),
-            Source::Urls(cli.clone())
+            resolve(&[], Some("  "), Fallback::Embedded),
+            Source::Embedded
         );
+        assert_eq!(resolve(&[], None, Fallback::Embedded), Source::Embedded);
+    }
+
+    #[test]
+    fn with_no_url_the_default_is_6379_on_loopback() {
+        let want = Source::Default("redis://127.0.0.1:6379".into());
+        assert_eq!(resolve(&[], None, local()), want);
+        assert_eq!(resolve(&[], Some(" , "), local()), want);
+        // Only a non-blank test override moves it.
+        assert_eq!(default_url(Some("  ")), "redis://127.0.0.1:6379");
         assert_eq!(
-            resolve(&[], Some("redis://env:3")),
-            Source::Urls(urls(&["redis://env:3"]))
+            default_url(Some("redis://127.0.0.1:7")),
+            "redis://127.0.0.1:7"
         );
-        assert_eq!(
-            resolve(&[], Some(" redis://x:1 , redis://y:2,")),
-            Source::Urls(urls(&["redis://x:1", "redis://y:2"]))
-        );
-        assert_eq!(resolve(&[], Some("  ")), Source::Embedded);
-        assert_eq!(resolve(&[], None), Source::Embedded);
+    }
+
+    #[tokio::test]
+    async fn nothing_at_the_default_is_server_unavailable_naming_url_and_options() {
+        let err = match connect_to(Source::Default("redis://127.0.0.1:1".into())).await {
+            Ok(_) => panic!("connected to port 1"),
+            Err(e) => e,
+        };
+        assert_eq!(err.code(), ErrorCode::ServerUnavailable, "{err}");
+        let msg = err.message();
+        for part in ["redis://127.0.0.1:1", "--url", "EMQ_URL"] {
+            assert!(msg.contains(part), "{part} missing: {msg}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,14 +4,17 @@
 //! - `main.rs`: the clap definition ([`Cli`], [`Command`]) and the dispatch ([`run`]);
 //! - `commands/<name>.rs`: one file per subcommand, with its clap `Args` and a `run` that returns
 //!   `emq::Result<()>` (async when it talks to the datastore);
-//! - `connect.rs`: `--url` (repeatable) / `EMQ_URL` / the embedded default → an `emq::Store`,
-//!   keeping a started `EmbeddedServer` alive as long as the store;
+//! - `connect.rs`: `--url` (repeatable) / `EMQ_URL` / `redis://127.0.0.1:6379` → an `emq::Store`
+//!   (`demo` falls back to a private `EmbeddedServer` instead, kept alive as long as the store);
 //! - `exit.rs`: an `emq::Error` → `error[<code>]: <message>` on stderr and the exit code
 //!   (2 for invalid input, 1 otherwise; clap's own usage errors exit 2 too).
 
+#[macro_use]
+mod out;
 mod commands;
 mod connect;
 mod exit;
+mod human;
 
 use clap::{Parser, Subcommand};
 use commands::admin;
@@ -21,13 +24,15 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "emq", version, propagate_version = true)]
 struct Cli {
-    /// Datastore URL; repeat for cluster seeds [default: $EMQ_URL, else a private redis-server]
+    /// Datastore URL; repeat for cluster seeds [default: $EMQ_URL, else redis://127.0.0.1:6379]
     ///
     /// `redis://[user:password@]host:port[/db]` or `rediss://…` for TLS; give it several times to
     /// name several seed nodes of a cluster (one node of a cluster is enough too). Without it,
-    /// `EMQ_URL` is used (one URL, or seeds separated by commas); without both, a private
-    /// redis-server is started for the command and stopped when it exits. `keyspace` needs no
-    /// datastore and ignores it; `dev` starts its own server and refuses it.
+    /// `EMQ_URL` is used (one URL, or seeds separated by commas); without both, redis://127.0.0.1:6379,
+    /// and a command fails with server_unavailable when nothing answers there (no server is started
+    /// behind your back). Only `demo` starts a private redis-server when no URL is given (stopped
+    /// when it exits). `keyspace` needs no datastore and ignores it; `dev` starts its own server
+    /// and refuses it.
     #[arg(long = "url", value_name = "URL", global = true)]
     urls: Vec<String>,
 
@@ -51,7 +56,8 @@ enum Command {
 
     /// Run N jobs over three demo queues with Rust workers, print the throughput, and audit.
     ///
-    /// Empties `demo-emails`, `demo-images` and `demo-reports` first. Exits 0 only if every job
+    /// Empties `demo-emails`, `demo-images` and `demo-reports` first. With no --url or EMQ_URL it
+    /// runs on a private redis-server it starts (and stops) itself. Exits 0 only if every job
     /// completed exactly once and every queue's audit passes.
     Demo(commands::demo::Args),
 
@@ -122,6 +128,8 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout has gone (`| head`): nothing more to say, and no one to say it to.
+        Err(_) if out::closed() => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),
     }
 }

@@ -9,11 +9,9 @@
 //! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
 //! - [`events`]: the events stream; [`audit`]: the invariant check; [`metrics`]: counts and the
 //!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
-//! - [`embedded`]: the private redis-server used when no URL is given;
 //! - [`error`]: one error type with stable codes.
 
 pub mod audit;
-pub mod embedded;
 pub mod error;
 pub mod events;
 pub mod flow;

@@ -59,6 +59,6 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     opts.validate()?;
     let opened = open_queue(urls, &args.queue).await?;
     let id = opened.queue.add_json(&args.name, &args.data, opts).await?;
-    println!("{id}");
+    outln!("{id}");
     Ok(())
 }

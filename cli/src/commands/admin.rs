@@ -88,7 +88,7 @@ pub async fn run_job(urls: &[String], action: JobAction, args: &JobArgs) -> emq:
         ),
     };
     outcome.require(name, id, verb, need)?;
-    println!("{verb} job {id} in queue {name}");
+    outln!("{verb} job {id} in queue {name}");
     Ok(())
 }
 
@@ -111,15 +111,15 @@ pub async fn run_queue(urls: &[String], action: QueueAction, args: &QueueArgs) -
     match action {
         QueueAction::RetryFailed => {
             let n = q.retry_failed().await?;
-            println!("retried {n} failed jobs in queue {name}");
+            outln!("retried {n} failed jobs in queue {name}");
         }
         QueueAction::Pause => {
             q.pause().await?;
-            println!("paused queue {name}");
+            outln!("paused queue {name}");
         }
         QueueAction::Resume => {
             q.resume().await?;
-            println!("resumed queue {name}");
+            outln!("resumed queue {name}");
         }
     }
     Ok(())
@@ -134,7 +134,7 @@ pub async fn run_drain(urls: &[String], args: &DrainArgs) -> emq::Result<()> {
     } else {
         "waiting, paused and prioritized"
     };
-    println!(
+    outln!(
         "drained {n} {what} jobs from queue {}",
         opened.queue.name().as_str()
     );
@@ -159,7 +159,7 @@ pub async fn run_clean(urls: &[String], args: &CleanArgs) -> emq::Result<()> {
         .queue
         .clean(state, Duration::from_millis(args.grace_ms), args.limit)
         .await?;
-    println!(
+    outln!(
         "removed {n} {} jobs from queue {}",
         state.as_str(),
         opened.queue.name().as_str()

@@ -30,17 +30,18 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
             "stalled_pending": report.stalled_pending,
             "problems": report.problems,
         });
-        println!("{}", super::to_json(&v)?);
+        outln!("{}", super::to_json(&v)?);
     } else {
-        println!(
+        outln!(
             "queue {name}: {} jobs, {} stalled-pending",
-            report.jobs, report.stalled_pending
+            report.jobs,
+            report.stalled_pending
         );
         if report.ok() {
-            println!("audit: ok");
+            outln!("audit: ok");
         } else {
             for p in &report.problems {
-                println!("  - {p}");
+                outln!("  - {p}");
             }
         }
     }

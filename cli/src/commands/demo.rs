@@ -24,7 +24,7 @@
 //! handler's own record instead of its result, and said so on stderr. Exits 0 only if the audit
 //! passes.
 
-use crate::connect::connect;
+use crate::connect::connect_or_embedded;
 use clap::Args as ClapArgs;
 use emq::{
     Error, ErrorCode, IdMinter, JobContext, JobId, JobOptions, JobPart, NewJob, Queue, Retention,
@@ -479,7 +479,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
             "--concurrency must be at least 1",
         ));
     }
-    let connected = connect(urls).await?;
+    let connected = connect_or_embedded(urls).await?;
     let store = connected.store().clone();
     let minter = Arc::new(IdMinter::start(store.clone()).await?);
     let mut queues = Vec::new();
@@ -789,13 +789,16 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         }
     }
 
-    println!(
+    outln!(
         "{:<10} {:>10} {:>10} {:>12}",
-        "LANGUAGE", "JOBS", "SECONDS", "JOBS/S"
+        "LANGUAGE",
+        "JOBS",
+        "SECONDS",
+        "JOBS/S"
     );
     for lang in &languages {
         let jobs = per_lang.get(lang).copied().unwrap_or(0);
-        println!(
+        outln!(
             "{:<10} {:>10} {:>10.2} {:>12.0}",
             lang,
             jobs,
@@ -808,12 +811,12 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     drop(connected);
 
     if problems.is_empty() {
-        println!("audit: ok");
+        outln!("audit: ok");
         Ok(())
     } else {
-        println!("audit: {} problems", problems.len());
+        outln!("audit: {} problems", problems.len());
         for p in &problems {
-            println!("  - {p}");
+            outln!("  - {p}");
         }
         Err(Error::new(
             ErrorCode::InvalidState,

@@ -5,8 +5,8 @@
 //! If the server dies on its own, it says so with the tail of the server's log and exits 1.
 
 use crate::connect::start_embedded;
-use emq::embedded::EmbeddedServer;
 use emq::{Error, ErrorCode};
+use emq_server_process::EmbeddedServer;
 use std::io::Write;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};

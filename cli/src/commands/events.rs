@@ -1,11 +1,12 @@
 //! `emq events <queue> [--follow] [--json] [--limit N]`: the queue's events. Without `--follow` it
 //! prints the newest `--limit` events and exits; with it, it then waits for new ones until Ctrl-C or
-//! SIGTERM. One line per event: `<stream id> <kind> <job id>` (JSON with `--json`).
+//! SIGTERM. One line per event: `<time> (<how long ago>) <stream id> <kind> <job id>`, the time
+//! being the stream id's, in ISO 8601 UTC (JSON with `--json`, as the core writes an `Event`).
 
 use crate::connect::open_queue;
+use crate::human::Clock;
 use clap::Args as ClapArgs;
 use emq::events::Event;
-use std::io::Write;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -28,26 +29,31 @@ pub struct Args {
     pub limit: usize,
 }
 
-fn print(e: &Event, json: bool) {
-    let mut out = std::io::stdout().lock();
+fn print(e: &Event, json: bool, clock: &Clock) -> emq::Result<()> {
     if json {
-        let _ = writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
+        outln!("{}", serde_json::to_string(e).unwrap_or_default());
     } else {
         let id = e
             .job_id
             .map(|i| i.to_string())
             .unwrap_or_else(|| "-".into());
-        let _ = writeln!(out, "{} {} {}", e.stream_id, e.kind, id);
+        // A stream id is `<server ms>-<sequence>`.
+        let when = match e.stream_id.split('-').next().map(str::parse::<u64>) {
+            Some(Ok(ms)) => clock.stamp(ms),
+            _ => "-".to_string(),
+        };
+        outln!("{when} {} {} {}", e.stream_id, e.kind, id);
     }
-    let _ = out.flush();
+    Ok(())
 }
 
 /// Runs `emq events`.
 pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let opened = open_queue(urls, &args.queue).await?;
     let q = &opened.queue;
+    let clock = Clock::read(q.store()).await?;
     for e in q.recent_events(args.limit).await? {
-        print(&e, args.json);
+        print(&e, args.json, &clock)?;
     }
     if !args.follow {
         return Ok(());
@@ -61,7 +67,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
             _ = term.recv() => return Ok(()),
             batch = stream.next_batch(Duration::from_secs(1), 100) => {
                 for e in batch? {
-                    print(&e, args.json);
+                    print(&e, args.json, &clock)?;
                 }
             }
         }

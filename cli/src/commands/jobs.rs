@@ -1,8 +1,12 @@
 //! `emq jobs <queue> --state S [--limit N] [--json]`: the jobs in one state.
 
 use crate::connect::open_queue;
+use crate::human::{self, Clock};
 use clap::Args as ClapArgs;
 use emq::JobState;
+
+/// Most characters of a failed job's reason in the table.
+const REASON_WIDTH: usize = 60;
 
 /// `emq jobs` options.
 #[derive(ClapArgs, Debug)]
@@ -18,7 +22,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20)]
     pub limit: u64,
 
-    /// Print a JSON array of jobs (each as `emq job --json` prints it).
+    /// Print a JSON array of jobs (each as `emq job --json` prints it, less its `logs`).
     #[arg(long)]
     pub json: bool,
 }
@@ -32,19 +36,37 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let jobs = opened.queue.list(state, 0, args.limit).await?;
     if args.json {
         let values: Vec<serde_json::Value> = jobs.iter().map(|j| j.to_json()).collect();
-        println!("{}", super::to_json(&values)?);
+        outln!("{}", super::to_json(&values)?);
     } else {
-        println!(
-            "{:<22} {:<20} {:>8} {:>15}",
-            "ID", "NAME", "ATTEMPTS", "CREATED_MS"
-        );
+        let clock = Clock::read(opened.queue.store()).await?;
+        // Failed jobs get one more column: why, on one line, truncated (all of it with --json).
+        let reason = |j: &emq::Job| match (&j.failure, state) {
+            (Some(f), JobState::Failed) => format!(
+                "  {}",
+                human::one_line(&format!("[{}] {}", f.code, f.message), REASON_WIDTH)
+            ),
+            (None, JobState::Failed) => "  -".to_string(),
+            _ => String::new(),
+        };
+        let header = if state == JobState::Failed {
+            format!("{:<29}  REASON", "CREATED")
+        } else {
+            "CREATED".to_string()
+        };
+        outln!("{:<18} {:<20} {:>8}  {header}", "ID", "NAME", "ATTEMPTS");
         for j in &jobs {
-            println!(
-                "{:<22} {:<20} {:>8} {:>15}",
+            let created = clock.short_stamp(j.created_ms);
+            let created = if state == JobState::Failed {
+                format!("{created:<29}")
+            } else {
+                created
+            };
+            outln!(
+                "{:<18} {:<20} {:>8}  {created}{}",
                 j.id.to_string(),
                 j.name,
                 format!("{}/{}", j.attempts_made, j.attempts),
-                j.created_ms
+                reason(j)
             );
         }
         eprintln!(

@@ -157,9 +157,9 @@ pub fn run(args: &Args) -> emq::Result<()> {
         let text = serde_json::to_string_pretty(&fig).map_err(|e| {
             emq::Error::new(emq::ErrorCode::Internal, format!("cannot write JSON: {e}"))
         })?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!("{}", render_text(&queue, &fig));
+        out!("{}", render_text(&queue, &fig));
     }
     Ok(())
 }

@@ -50,9 +50,9 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let Some(addr) = &args.listen else {
         let all = snapshot(&queues).await?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+            outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
         } else {
-            print!("{}", emq::prometheus_text(&all));
+            out!("{}", emq::prometheus_text(&all));
         }
         return Ok(());
     };
@@ -65,7 +65,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let bound = listener
         .local_addr()
         .map_err(|e| emq::Error::new(emq::ErrorCode::Internal, format!("no local address: {e}")))?;
-    println!("listening on http://{bound}/metrics");
+    outln!("listening on http://{bound}/metrics");
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

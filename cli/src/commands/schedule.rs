@@ -5,6 +5,7 @@
 //! enqueue the runs; the scheduler id is data, never a key.
 
 use crate::connect::open_queue;
+use crate::human;
 use clap::Args as ClapArgs;
 use emq::{Error, ErrorCode, Repeat, Schedule};
 use std::time::Duration;
@@ -75,7 +76,7 @@ pub async fn upsert(urls: &[String], args: &UpsertArgs) -> emq::Result<()> {
     schedule.limit = args.limit;
     let opened = open_queue(urls, &args.queue).await?;
     let created = opened.queue.upsert_scheduler(&args.id, schedule).await?;
-    println!(
+    outln!(
         "{} scheduler {} on {}",
         if created { "created" } else { "updated" },
         args.id,
@@ -90,31 +91,43 @@ pub async fn list(urls: &[String], args: &ListArgs) -> emq::Result<()> {
     let all = opened.queue.schedulers().await?;
     if args.json {
         for s in &all {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?);
         }
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<24} {:<28} {:>7} {:>7} {:>12}  name",
-        "id", "repeat", "runs", "limit", "next in ms"
+        "id",
+        "repeat",
+        "runs",
+        "limit",
+        "next"
     );
     for s in &all {
         let repeat = match (&s.cron, &s.tz) {
             (Some(c), Some(tz)) => format!("{c} ({tz})"),
-            _ => format!("every {} ms", s.every_ms),
+            _ => format!("every {}", human::duration(s.every_ms)),
         };
         let next = s
             .next_in_ms
-            .map(|n| n.to_string())
+            .map(|n| match n {
+                0 => "now".to_string(),
+                n => format!("in {}", human::duration(n)),
+            })
             .unwrap_or_else(|| "-".into());
         let limit = if s.limit == 0 {
             "-".to_string()
         } else {
             s.limit.to_string()
         };
-        println!(
+        outln!(
             "{:<24} {:<28} {:>7} {:>7} {:>12}  {}",
-            s.id, repeat, s.count, limit, next, s.name
+            s.id,
+            repeat,
+            s.count,
+            limit,
+            next,
+            s.name
         );
     }
     Ok(())
@@ -124,9 +137,9 @@ pub async fn list(urls: &[String], args: &ListArgs) -> emq::Result<()> {
 pub async fn remove(urls: &[String], args: &RemoveArgs) -> emq::Result<()> {
     let opened = open_queue(urls, &args.queue).await?;
     if opened.queue.remove_scheduler(&args.id).await? {
-        println!("removed scheduler {} from {}", args.id, args.queue);
+        outln!("removed scheduler {} from {}", args.id, args.queue);
     } else {
-        println!("no scheduler {} on {}", args.id, args.queue);
+        outln!("no scheduler {} on {}", args.id, args.queue);
     }
     Ok(())
 }

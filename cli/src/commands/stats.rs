@@ -3,6 +3,7 @@
 //! The age is measured on the datastore's clock (`TIME`) against the job's `created_ms`.
 
 use crate::connect::{open_queue, server_time_ms};
+use crate::human;
 use clap::Args as ClapArgs;
 use emq::{Counts, JobState};
 use serde::Serialize;
@@ -51,16 +52,20 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         oldest_waiting_age_ms,
     };
     if args.json {
-        println!("{}", super::to_json(&stats)?);
+        outln!("{}", super::to_json(&stats)?);
     } else {
-        println!("queue {}", stats.queue);
+        outln!("queue {}", stats.queue);
         for state in JobState::ALL {
-            println!("  {:<17} {:>10}", state.as_str(), stats.counts.get(state));
+            outln!("  {:<17} {:>10}", state.as_str(), stats.counts.get(state));
         }
-        println!("  {:<17} {:>10}", "total", stats.total);
-        match stats.oldest_waiting_age_ms {
-            Some(ms) => println!("oldest waiting job: {:.3}s old", ms as f64 / 1000.0),
-            None => println!("oldest waiting job: none waiting"),
+        outln!("  {:<17} {:>10}", "total", stats.total);
+        match (stats.oldest_waiting_age_ms, oldest.first()) {
+            (Some(ms), Some(job)) => outln!(
+                "oldest waiting job: {} old (added {})",
+                human::duration(ms),
+                human::iso_ms(job.created_ms)
+            ),
+            _ => outln!("oldest waiting job: none waiting"),
         }
     }
     Ok(())

@@ -114,7 +114,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     }
     let stats = worker.stats();
     worker.close().await?;
-    println!(
+    outln!(
         "{}",
         json!({ "completed": stats.completed, "failed": stats.failed })
     );

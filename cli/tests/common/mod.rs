@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 /// The binary under test.
 pub const EMQ: &str = env!("CARGO_BIN_EXE_emq");
 
-/// Runs `emq args…` with no `EMQ_URL` (plus `env`), killing it and failing the test after `limit`.
+/// Runs `emq args…` with no `EMQ_URL` and no `EMQ_TEST_DEFAULT_URL` (plus `env`), killing it and
+/// failing the test after `limit`.
 pub fn run_emq(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Output {
     let mut child = Command::new(EMQ)
         .args(args)
         .env_remove("EMQ_URL")
+        .env_remove("EMQ_TEST_DEFAULT_URL")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -6,14 +6,15 @@
 //! servers ([`shared_standalone`], [`shared_cluster`]). The rest lives in:
 //! [`server`] (one redis-server child), [`cluster`] (N-master cluster),
 //! [`tls`] (certs + TLS/ACL server), [`registry`] (pids to stop at exit),
-//! [`resp`] (tiny RESP client for readiness/cluster polls) and `cmd`
+//! [`resp`] (tiny RESP client for readiness/cluster polls, from the crate
+//! `emq-server-process`, whose process helpers `server` uses too) and `cmd`
 //! (bounded runs of `redis-cli`/`openssl`). `src/main.rs` is the
 //! `emq-harness up` binary used by the non-Rust test suites.
 
 pub mod cluster;
 mod cmd;
 pub mod registry;
-pub mod resp;
+pub use emq_server_process::resp;
 pub mod server;
 pub mod tls;
 

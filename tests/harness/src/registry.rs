@@ -9,6 +9,7 @@
 //! signalled: SIGTERM by pid, a short bounded wait, then SIGKILL. Their temp
 //! dirs (which a never-dropped `TempDir` would leak) are removed afterwards.
 
+pub(crate) use emq_server_process::process::signal;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::thread;
@@ -95,17 +96,6 @@ pub fn stop_all_registered() {
 extern "C" fn stop_all_at_exit() {
     // Never unwind across the FFI boundary.
     let _ = std::panic::catch_unwind(stop_all_registered);
-}
-
-pub(crate) fn signal(pid: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        if pid > 0 {
-            // SAFETY: plain kill(2) on a positive pid we started.
-            unsafe {
-                libc::kill(pid, sig);
-            }
-        }
-    }
 }
 
 /// Reaps `pid` if it is our exited child; true once it no longer exists.

@@ -3,8 +3,8 @@
 //! (SIGTERM, up to 5 s, then SIGKILL) and restart on the same port and dir.
 
 use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::fs::{self, OpenOptions};
+use std::io;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use emq_server_process::process::{log_tail, terminate};
 use tempfile::TempDir;
 
 use crate::cmd;
@@ -146,7 +147,7 @@ impl RedisServer {
     /// Idempotent.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            terminate(&mut child);
+            terminate(&mut child, STOP_TIMEOUT);
             registry::unregister(child.id());
         }
     }
@@ -330,36 +331,6 @@ fn ping(port: u16, opts: &ServerOptions) -> Result<bool, String> {
         Ok(other) => Err(format!("{other:?}")),
         Err(e) => Err(e.to_string()),
     }
-}
-
-fn terminate(child: &mut Child) {
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        return;
-    }
-    registry::signal(child.id(), libc::SIGTERM);
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => return,
-            Ok(None) => thread::sleep(Duration::from_millis(10)),
-        }
-    }
-    registry::signal(child.id(), libc::SIGKILL);
-    let _ = child.wait();
-}
-
-fn log_tail(path: &Path, from: u64) -> String {
-    const MAX: u64 = 4096;
-    let Ok(mut f) = File::open(path) else {
-        return String::from("(no log)");
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = from.max(len.saturating_sub(MAX));
-    let mut buf = Vec::new();
-    if f.seek(SeekFrom::Start(start)).is_ok() {
-        let _ = f.read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// Ports handed to live servers of this process (and their bus ports), so

@@ -1,6 +1,7 @@
-//! A tiny blocking RESP2 client over `std::net::TcpStream`, used by the
-//! harness itself for readiness PINGs and CLUSTER INFO / CLUSTER SLOTS polls on
-//! plain-TCP loopback servers (TLS servers are probed with `redis-cli --tls`).
+//! A tiny blocking RESP2 client over `std::net::TcpStream`, used for readiness
+//! PINGs (here and in the test harness) and the harness's CLUSTER INFO /
+//! CLUSTER SLOTS polls on plain-TCP loopback servers (TLS servers are probed
+//! with `redis-cli --tls`).
 //! It is deliberately minimal: one command per connection, bounded timeouts.
 
 use std::io::{self, BufRead, BufReader, Write};

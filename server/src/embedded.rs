@@ -1,4 +1,5 @@
-//! The embedded default datastore: a private `redis-server` started by the core when no URL is given.
+//! A private `redis-server` for development, demos and first steps (`emq dev`, and `emq demo` when
+//! no URL is given).
 //!
 //! [`EmbeddedServer::start`] runs `redis-server` from `PATH` as a child process, in standalone mode
 //! (cluster mode off), with persistence off (`--save "" --appendonly no`), bound to `127.0.0.1` on a
@@ -18,17 +19,21 @@
 //! Everything here blocks (it sleeps while it polls); from async code call it through
 //! `tokio::task::spawn_blocking` or before the runtime starts.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::process::{free_port, log_tail, signal, terminate};
+use crate::resp::{self, Value};
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::fs::OpenOptions;
+use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
+
+/// What [`EmbeddedServer::start`] returns: an `io::Error` whose message says what went wrong and
+/// what to do (kind `NotFound` when `redis-server` is not on `PATH`).
+pub type Result<T> = std::result::Result<T, io::Error>;
 
 /// The program started from `PATH`.
 pub const PROGRAM: &str = "redis-server";
@@ -63,8 +68,8 @@ impl EmbeddedServer {
     /// Starts `redis-server` from `PATH` on a free loopback port in a fresh temp dir, and waits
     /// until it answers `PING`.
     ///
-    /// Errors have code [`ErrorCode::ServerUnavailable`]: `redis-server` is not on `PATH` (the
-    /// message says how to install it), or it did not come up (the message carries its log's tail).
+    /// Errors: `redis-server` is not on `PATH` (kind `NotFound`; the message says how to install
+    /// it), or it did not come up (the message carries its log's tail).
     pub fn start() -> Result<EmbeddedServer> {
         start_program(OsStr::new(PROGRAM))
     }
@@ -113,7 +118,7 @@ impl EmbeddedServer {
     /// removes its dir. Idempotent.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            terminate(&mut child);
+            terminate(&mut child, STOP_TIMEOUT);
         }
         if let Some(dir) = self.dir.take() {
             let _ = dir.close();
@@ -127,8 +132,8 @@ impl Drop for EmbeddedServer {
     }
 }
 
-fn unavailable(message: String) -> Error {
-    Error::new(ErrorCode::ServerUnavailable, message)
+fn unavailable(message: String) -> io::Error {
+    io::Error::other(message)
 }
 
 /// [`EmbeddedServer::start`] with another program (the tests use a missing one).
@@ -165,14 +170,7 @@ enum Launch {
     /// Someone else had the port: try another.
     PortTaken(String),
     /// Give up.
-    Failed(Error),
-}
-
-/// A port that was free a moment ago (bind 127.0.0.1:0 and let it go).
-fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+    Failed(io::Error),
 }
 
 fn launch(program: &OsStr, port: u16, dir: &Path) -> std::result::Result<Child, Launch> {
@@ -203,10 +201,13 @@ fn launch(program: &OsStr, port: u16, dir: &Path) -> std::result::Result<Child, 
         .spawn()
         .map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
-                failed(format!(
-                    "{} was not found on PATH; emq starts one as its embedded default datastore \
-                     when no URL is given: {INSTALL_HINT}",
-                    program.to_string_lossy()
+                Launch::Failed(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "{} was not found on PATH; emq starts one as a private server for \
+                         `emq dev` and `emq demo`: {INSTALL_HINT}",
+                        program.to_string_lossy()
+                    ),
                 ))
             } else {
                 failed(format!("cannot start {}: {e}", program.to_string_lossy()))
@@ -237,10 +238,12 @@ fn wait_ready(child: &mut Child, port: u16) -> std::result::Result<(), String> {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("it exited early ({status})"));
         }
-        let last = match command(port, &["PING"], Duration::from_millis(500)) {
-            Ok(reply) if reply == "PONG" => {
-                let info = command(port, &["INFO", "server"], Duration::from_secs(2))
-                    .map_err(|e| format!("INFO server failed: {e}"))?;
+        let last = match resp::command(port, &["PING"], Duration::from_millis(500)) {
+            Ok(Value::Simple(reply)) if reply == "PONG" => {
+                let info = resp::command(port, &["INFO", "server"], Duration::from_secs(2))
+                    .map_err(|e| format!("INFO server failed: {e}"))?
+                    .as_text()
+                    .unwrap_or_default();
                 let pid = info
                     .lines()
                     .find_map(|l| l.trim().strip_prefix("process_id:"))
@@ -253,7 +256,7 @@ fn wait_ready(child: &mut Child, port: u16) -> std::result::Result<(), String> {
                     )),
                 };
             }
-            Ok(other) => other,
+            Ok(other) => format!("{other:?}"),
             Err(e) => e.to_string(),
         };
         if Instant::now() >= deadline {
@@ -263,88 +266,12 @@ fn wait_ready(child: &mut Child, port: u16) -> std::result::Result<(), String> {
     }
 }
 
-/// Sends one command over plain TCP and reads one reply: a simple string, an error (as `-…`) or a
-/// bulk string. Enough for `PING` and `INFO`.
-fn command(port: u16, args: &[&str], timeout: Duration) -> io::Result<String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    let mut req = format!("*{}\r\n", args.len());
-    for a in args {
-        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-    }
-    stream.write_all(req.as_bytes())?;
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let line = line.trim_end_matches(['\r', '\n']);
-    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("bad reply {line:?}"));
-    match line.as_bytes().first() {
-        Some(b'+') => Ok(line[1..].to_string()),
-        Some(b'-') => Ok(line.to_string()),
-        Some(b'$') => {
-            let len: usize = line[1..].parse().map_err(|_| bad())?;
-            let mut body = vec![0; len + 2];
-            reader.read_exact(&mut body)?;
-            body.truncate(len);
-            Ok(String::from_utf8_lossy(&body).into_owned())
-        }
-        _ => Err(bad()),
-    }
-}
-
-fn signal(pid: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) on the pid of our own, not yet reaped child.
-        unsafe {
-            libc::kill(pid, sig);
-        }
-    }
-}
-
-fn terminate(child: &mut Child) -> Option<ExitStatus> {
-    if let Ok(Some(status)) = child.try_wait() {
-        return Some(status);
-    }
-    signal(child.id(), libc::SIGTERM);
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) => thread::sleep(Duration::from_millis(10)),
-            Err(_) => return None,
-        }
-    }
-    signal(child.id(), libc::SIGKILL);
-    child.wait().ok()
-}
-
-fn log_tail(path: &Path, from: u64) -> String {
-    const MAX: u64 = 4096;
-    let Ok(mut f) = File::open(path) else {
-        return String::from("(no log)");
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = from.max(len.saturating_sub(MAX));
-    let mut buf = Vec::new();
-    if f.seek(SeekFrom::Start(start)).is_ok() {
-        let _ = f.read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// True while a process with this pid exists (a zombie counts).
-#[cfg(test)]
-fn pid_exists(pid: u32) -> bool {
-    let pid = libc::pid_t::try_from(pid).expect("pid fits");
-    // SAFETY: signal 0 only checks that the pid exists.
-    unsafe { libc::kill(pid, 0) == 0 }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::pid_exists;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
 
     #[test]
     fn starts_answers_ping_and_stops() {
@@ -366,7 +293,10 @@ mod tests {
         drop(stream);
 
         // Cluster mode is off, and the answering server is our child.
-        let info = command(server.port(), &["INFO", "cluster"], Duration::from_secs(5)).unwrap();
+        let info = resp::command(server.port(), &["INFO", "cluster"], Duration::from_secs(5))
+            .unwrap()
+            .as_text()
+            .unwrap();
         assert!(info.contains("cluster_enabled:0"), "{info}");
 
         let pid = server.pid();
@@ -391,12 +321,10 @@ mod tests {
     #[test]
     fn missing_program_says_how_to_install() {
         let err = start_program(OsStr::new("emq-no-such-redis-server")).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::ServerUnavailable);
-        assert!(err.message().contains("not found on PATH"), "{err}");
-        assert!(
-            err.message().contains("apt-get install redis-server"),
-            "{err}"
-        );
-        assert!(err.message().contains("brew install redis"), "{err}");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        let message = err.to_string();
+        assert!(message.contains("not found on PATH"), "{err}");
+        assert!(message.contains("apt-get install redis-server"), "{err}");
+        assert!(message.contains("brew install redis"), "{err}");
     }
 }
