@@ -1,0 +1,233 @@
+"""Binding parity, checked: every public operation of the core's `Queue` and `WorkerHandle`, and every
+field of the core's `JobOptions`, is exported by Python (async and sync), Node and uniffi (Kotlin and
+Swift), or is named below in a commented list of deliberate absences.
+
+The operations are read off the sources: `pub fn` / `pub async fn` in every `impl Queue` and `impl
+WorkerHandle` block of core/src, and the methods of each binding's classes. Names are compared in
+snake_case (Node's camelCase is converted). `PROVIDED_AS` says where a binding offers an operation
+under another name or on another class. The table (operation x language) is written to
+bindings/README.md by `python tests/parity/test_parity.py --write`; the test fails when the committed
+table is out of date, so the README always shows what the code exports.
+
+Run: `python -m pytest tests/parity` (no server needed).
+"""
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LANGS = ["python", "python_sync", "node", "uniffi"]
+LANG_TITLES = {"python": "Python (async)", "python_sync": "Python (sync)", "node": "Node", "uniffi": "Kotlin/Swift (uniffi)"}
+
+# Core operations no binding exports, on purpose. Each entry says why.
+CORE_ONLY = {
+    # Rust plumbing: a handle built on a Store the caller already holds, and its parts.
+    "Queue.with_store": "Rust plumbing: bindings connect by URL (`connect`)",
+    "Queue.queue": "Rust plumbing (the handle's own clone)",
+    "Queue.store": "Rust plumbing: the connection is not exposed",
+    "Queue.keys": "Rust plumbing: keys are the core's business (wire rule 1)",
+    # Rust conveniences whose binding form is another operation.
+    "Queue.get_str": "bindings pass the id text to `get`, which parses it through the one gate",
+    "Queue.add_json": "bindings pass a value to `add`; the core serialises it",
+    "Queue.list_ids": "bindings list whole jobs (`list`)",
+    # Run by every worker's maintenance loops; a user never needs to call them.
+    "Queue.trim": "run by workers' retention loop (retention is an option)",
+    "Queue.trim_metrics": "run by workers' maintenance loop",
+    "Queue.expire_dedup": "run by workers' maintenance loop",
+    "Queue.fire_due_schedulers": "run by workers' scheduler loop",
+    "Queue.audit": "an operator's check: `emq audit` and the Rust API",
+    "WorkerHandle.close_within": "Rust form of `close` with a deadline; bindings take it as a worker option",
+    "WorkerHandle.running": "Rust introspection; bindings report `stats`",
+}
+
+# Operations a language offers under another name or class: op -> {lang: "Class.method"}.
+PROVIDED_AS = {
+    "Queue.update_progress": {"python": "Job.progress", "python_sync": "Job.progress_blocking", "node": "Queue.update_progress", "uniffi": "Queue.update_progress"},
+    "Queue.log": {"python": "Job.log", "python_sync": "Job.log_blocking"},
+    "Queue.children_results": {"python": "Job.children_results", "python_sync": "Job.children_results_blocking"},
+    "Queue.events": {"python_sync": "Queue.recent_events"},
+    "Queue.connect": {"node": "Queue.connect"},
+}
+
+# (op, lang) pairs absent on purpose, with the reason.
+ABSENT = {
+    ("Queue.events", "uniffi"): "Kotlin/Swift read events through recent_events until a Flow wrapper exists",
+}
+
+
+def _block(text, start_re):
+    """The text of the class/impl block that starts at a line matching start_re (to the next top-level line)."""
+    m = re.search(start_re, text, re.M)
+    if not m:
+        return ""
+    rest = text[m.end():]
+    end = re.search(r"^\S", rest, re.M)
+    return rest[: end.start()] if end else rest
+
+
+def snake(name):
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def core_ops():
+    ops = set()
+    for path in sorted((ROOT / "core/src").rglob("*.rs")):
+        text = path.read_text()
+        for m in re.finditer(r"^impl (Queue|WorkerHandle) \{(.*?)^\}", text, re.S | re.M):
+            for f in re.finditer(r"^    pub (?:async )?fn (\w+)", m.group(2), re.M):
+                ops.add(f"{m.group(1)}.{f.group(1)}")
+    return ops
+
+
+def core_job_option_fields():
+    text = (ROOT / "core/src/options.rs").read_text()
+    body = _block(text, r"^pub struct JobOptions \{")
+    return [m.group(1) for m in re.finditer(r"^    pub (\w+):", body, re.M)]
+
+
+def _py_methods(text, cls):
+    body = _block(text, rf"^class {cls}\b.*:$")
+    return {m.group(1) for m in re.finditer(r"^    (?:async )?def ([a-z]\w*)", body, re.M)}
+
+
+def _js_methods(text, cls):
+    body = _block(text, rf"^class {cls} \{{")
+    names = set()
+    for m in re.finditer(r"^  (?:static )?(?:async )?(?:get )?([a-z]\w*)\(", body, re.M):
+        names.add(snake(m.group(1)))
+    return names
+
+
+def _rs_methods(text, struct):
+    names = set()
+    for m in re.finditer(rf"^impl {struct} \{{(.*?)^\}}", text, re.S | re.M):
+        names |= {f.group(1) for f in re.finditer(r"^    pub (?:async )?fn (\w+)", m.group(1), re.M)}
+    return names
+
+
+def binding_methods():
+    """lang -> class -> method names, read off each binding's sources."""
+    py = (ROOT / "python/src/emq/__init__.py").read_text()
+    sync = (ROOT / "python/src/emq/sync.py").read_text()
+    js = (ROOT / "node/index.js").read_text()
+    uni = (ROOT / "bindings/uniffi/src/lib.rs").read_text()
+    classes = {
+        "python": {c: _py_methods(py, c) for c in ("Queue", "Worker", "Job")},
+        "python_sync": {c: _py_methods(sync, c) for c in ("Queue", "Worker", "Job")},
+        "node": {c: _js_methods(js, c) for c in ("Queue", "Worker")},
+        "uniffi": {"Queue": _rs_methods(uni, "Queue"), "Worker": _rs_methods(uni, "WorkerHandle")},
+    }
+    # The sync facade re-exports the async Job (its *_blocking methods are the sync forms).
+    if not classes["python_sync"]["Job"]:
+        classes["python_sync"]["Job"] = classes["python"]["Job"]
+    # Python's Worker uses the async class in the sync module when it has none of its own.
+    if not classes["python_sync"]["Worker"] and re.search(r"^from \. import .*Worker|^Worker = ", sync, re.M):
+        classes["python_sync"]["Worker"] = classes["python"]["Worker"]
+    return classes
+
+
+def where(op, lang, classes):
+    """The binding's name for op, or None when it lacks it."""
+    cls, method = op.split(".")
+    provided = PROVIDED_AS.get(op, {}).get(lang)
+    if provided:
+        cls, method = provided.split(".")
+    if cls == "WorkerHandle":
+        cls = "Worker"
+    if method in classes[lang].get(cls, set()):
+        return f"{cls}.{method}"
+    return None
+
+
+def table(ops, classes):
+    lines = ["| operation | " + " | ".join(LANG_TITLES[lang] for lang in LANGS) + " |", "|---|" + "---|" * len(LANGS)]
+    for op in sorted(ops):
+        if op in CORE_ONLY:
+            continue
+        cells = []
+        for lang in LANGS:
+            got = where(op, lang, classes)
+            if got:
+                cells.append("yes" if got == op.replace("WorkerHandle", "Worker") else f"`{got}`")
+            elif (op, lang) in ABSENT:
+                cells.append("absent*")
+            else:
+                cells.append("**missing**")
+        lines.append(f"| `{op}` | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("\\* deliberate absences, each with its reason in `tests/parity/test_parity.py`; core-only operations (Rust plumbing and maintenance the workers run) are listed there too.")
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- parity:begin -->", "<!-- parity:end -->"
+README = ROOT / "bindings/README.md"
+
+
+def rendered():
+    return table(core_ops(), binding_methods())
+
+
+def test_every_core_operation_is_exported_or_deliberately_absent():
+    ops = core_ops()
+    assert "Queue.add" in ops and "WorkerHandle.stats" in ops, "the core's operations were not found"
+    classes = binding_methods()
+    missing = [
+        f"{op} in {lang}"
+        for op in sorted(ops)
+        if op not in CORE_ONLY
+        for lang in LANGS
+        if not where(op, lang, classes) and (op, lang) not in ABSENT
+    ]
+    assert not missing, "not exported and not listed as a deliberate absence:\n  " + "\n  ".join(missing)
+
+
+def test_absence_lists_are_not_stale():
+    ops = core_ops()
+    classes = binding_methods()
+    stale = [op for op in CORE_ONLY if op not in ops]
+    stale += [f"{op} in {lang} (now exported)" for (op, lang) in ABSENT if where(op, lang, classes)]
+    stale += [f"{op} (no such core operation)" for (op, _) in ABSENT if op not in ops]
+    assert not stale, "remove these from the absence lists:\n  " + "\n  ".join(stale)
+
+
+def test_job_options_fields_reach_every_binding():
+    fields = core_job_option_fields()
+    assert "delay_ms" in fields and "priority" in fields
+    js = (ROOT / "node/index.js").read_text() + (ROOT / "bindings/node/src/options.rs").read_text()
+    py = (ROOT / "python/src/emq/__init__.py").read_text() + (ROOT / "bindings/python/src/convert.rs").read_text()
+    uni = _block((ROOT / "bindings/uniffi/src/lib.rs").read_text(), r"^pub struct JobOptions \{")
+    # The binding spelling of each field: durations drop their unit suffix (Python takes seconds,
+    # Node ms, uniffi keeps `_ms`), Node is camelCase.
+    missing = []
+    for f in fields:
+        base = f[:-3] if f.endswith("_ms") else f
+        if not re.search(rf"\b{base}\b", py):
+            missing.append(f"{f} in python")
+        camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), base)
+        if not re.search(rf"\b{camel}\b", js):
+            missing.append(f"{f} in node")
+        if not re.search(rf"\b(pub )?{f}\b|\b(pub )?{base}\b", uni):
+            missing.append(f"{f} in uniffi")
+    assert not missing, "JobOptions fields a binding does not take:\n  " + "\n  ".join(missing)
+
+
+def test_the_readme_table_is_current():
+    text = README.read_text()
+    assert BEGIN in text and END in text, f"{README} lacks the parity markers"
+    current = text.split(BEGIN)[1].split(END)[0].strip()
+    assert current == rendered().strip(), "bindings/README.md is out of date: run python tests/parity/test_parity.py --write"
+
+
+if __name__ == "__main__":
+    if "--write" in sys.argv:
+        text = README.read_text() if README.exists() else ""
+        block = f"{BEGIN}\n{rendered()}\n{END}"
+        if BEGIN in text:
+            text = text.split(BEGIN)[0] + block + text.split(END)[1]
+        else:
+            text = text + ("\n" if text else "") + block + "\n"
+        README.write_text(text)
+        print(f"wrote {README}")
+    else:
+        print(rendered())
