@@ -98,7 +98,7 @@ impl RedisCluster {
 }
 
 fn create_with_redis_cli(nodes: &[RedisServer], deadline: Instant) -> io::Result<()> {
-    let mut c = Command::new("redis-cli");
+    let mut c = Command::new(cmd::cli_program());
     c.arg("--cluster").arg("create");
     for n in nodes {
         c.arg(format!("127.0.0.1:{}", n.port()));

