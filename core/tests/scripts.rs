@@ -280,13 +280,20 @@ async fn keyspec_matches_the_servers_command_info() {
                 .collect()
         };
         let (ours, theirs) = (rows(&committed), rows(&rendered));
-        assert!(ours.len() > 200, "parsed {} rows of keyspec.lua", ours.len());
+        assert!(
+            ours.len() > 200,
+            "parsed {} rows of keyspec.lua",
+            ours.len()
+        );
         let differ: Vec<_> = ours
             .iter()
             .filter(|(k, v)| theirs.get(*k).is_some_and(|t| t != *v))
             .collect();
         let gone: Vec<_> = ours.keys().filter(|k| !theirs.contains_key(*k)).collect();
-        assert!(differ.is_empty(), "key positions differ on Valkey: {differ:?}");
+        assert!(
+            differ.is_empty(),
+            "key positions differ on Valkey: {differ:?}"
+        );
         assert!(gone.is_empty(), "commands Valkey lacks: {gone:?}");
         eprintln!(
             "keyspec: {} commands agree with Valkey; {} are Valkey's only",

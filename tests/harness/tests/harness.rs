@@ -95,7 +95,10 @@ fn the_server_is_the_one_asked_for() {
         .lines()
         .find(|l| l.starts_with("valkey_version:") || l.starts_with("redis_version:"))
         .unwrap_or("no version line");
-    eprintln!("harness server: {} ({version})", emq_harness::server_program());
+    eprintln!(
+        "harness server: {} ({version})",
+        emq_harness::server_program()
+    );
 }
 
 #[test]
