@@ -212,6 +212,34 @@ def test_job_options_fields_reach_every_binding():
     assert not missing, "JobOptions fields a binding does not take:\n  " + "\n  ".join(missing)
 
 
+def core_error_codes():
+    text = (ROOT / "core/src/error.rs").read_text()
+    return set(re.findall(r'ErrorCode::\w+ => "(\w+)"', text))
+
+
+def test_error_codes_are_one_table_in_every_language():
+    """The core's ErrorCode strings are the codes of every language's error classes, no more, no less."""
+    codes = core_error_codes()
+    assert {"invalid_option", "internal", "timeout"} <= codes, codes
+    camel = lambda c: "".join(w.capitalize() for w in c.split("_"))
+    py = set(re.findall(r'^    code = "(\w+)"', (ROOT / "python/src/emq/errors.py").read_text(), re.M))
+    js = (ROOT / "node/index.js").read_text()
+    js_table = set(re.findall(r"^  (\w+): '\w+',$", _block(js, r"^const CLASS_NAMES = \{"), re.M))
+    dts = (ROOT / "node/index.d.ts").read_text()
+    dts_block = dts.split("export type ErrorCode =", 1)[1].split(";", 1)[0]
+    dts_union = set(re.findall(r"'(\w+)'", dts_block))
+    uni = _block((ROOT / "bindings/uniffi/src/lib.rs").read_text(), r"^pub enum EmqException \{")
+    uni_variants = set(re.findall(r"^    (\w+) \{ message: String \},", uni, re.M))
+    found = {
+        "python/src/emq/errors.py": py,
+        "node/index.js CLASS_NAMES": js_table,
+        "node/index.d.ts ErrorCode": dts_union,
+        "bindings/uniffi EmqException": {c for c in codes if camel(c) in uni_variants} | {f"?{v}" for v in uni_variants if v not in {camel(c) for c in codes}},
+    }
+    wrong = {where: (sorted(codes - got), sorted(got - codes)) for where, got in found.items() if got != codes}
+    assert not wrong, "error codes out of step with core/src/error.rs (missing, extra): " + repr(wrong)
+
+
 def test_the_readme_table_is_current():
     text = README.read_text()
     assert BEGIN in text and END in text, f"{README} lacks the parity markers"
