@@ -8,7 +8,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EventStream;
-use crate::job::{Counts, Job, JobState};
+use crate::job::{check_payload, payload_from_text, Counts, Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::{JobPart, QueueKeys, QueueName};
 use crate::minter::IdMinter;
@@ -177,14 +177,17 @@ impl Queue {
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
     pub async fn add(&self, name: &str, data: Value, options: JobOptions) -> Result<JobId> {
+        check_payload("the payload", &data)?;
         let data_text = serde_json::to_string(&data)?;
         self.add_text(name, data_text, options).await
     }
 
     /// Adds a job whose payload is JSON text (bindings pass their serialised payload); the text is
-    /// checked to be JSON.
+    /// refused (`invalid_payload`) unless every reader will parse it back as the same value
+    /// ([`payload_from_text`]: JSON, at most 127 levels deep, no lone surrogate, integers within 64
+    /// bits).
     pub async fn add_json(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
-        serde_json::from_str::<serde::de::IgnoredAny>(data)?;
+        payload_from_text("the payload", data)?;
         self.add_text(name, data.to_string(), options).await
     }
 
@@ -267,6 +270,7 @@ impl Queue {
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
             job.options.validate()?;
+            check_payload("the payload", &job.data)?;
             let id = match job.options.id {
                 Some(id) => id,
                 None => self.minter.mint()?,
@@ -334,7 +338,9 @@ impl Queue {
             .chunks(2)
             .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
             .collect();
-        Ok(Some(Job::from_record(id, JobState::parse(state).ok(), map)))
+        Job::from_record(id, JobState::parse(state).ok(), map)
+            .readable()
+            .map(Some)
     }
 
     /// Counts jobs per state.
