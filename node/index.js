@@ -27,6 +27,8 @@ const CLASS_NAMES = {
   invalid_option: 'InvalidOption',
   invalid_payload: 'InvalidPayload',
   server_unavailable: 'ServerUnavailable',
+  auth_failed: 'AuthFailed',
+  permission_denied: 'PermissionDenied',
   incompatible_version: 'IncompatibleVersion',
   cross_slot: 'CrossSlot',
   undeclared_key: 'UndeclaredKey',

@@ -47,6 +47,8 @@ from .errors import (
     NodeLeaseLost,
     ScriptError,
     ServerUnavailable,
+    AuthFailed,
+    PermissionDenied,
     Timeout,
     UndeclaredKey,
     Unrecoverable,
@@ -76,6 +78,8 @@ __all__ = [
     "NodeLeaseLost",
     "ScriptError",
     "ServerUnavailable",
+    "AuthFailed",
+    "PermissionDenied",
     "Timeout",
     "UndeclaredKey",
 ]
