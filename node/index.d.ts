@@ -245,6 +245,8 @@ export declare class Queue {
   static connect(urls: string | string[], name: string): Promise<Queue>;
   readonly name: string;
   /** Adds a job (payload through `JSON.stringify`); resolves to its id. */
+  /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */
+  mintId(): JobId;
   add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId>;
   /** Adds many jobs in pipelined round trips; resolves to their ids in order. */
   addBulk<T = unknown>(jobs: BulkJob<T>[]): Promise<JobId[]>;

@@ -278,6 +278,11 @@ class Queue {
     return this[kNative].name;
   }
 
+  /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */
+  mintId() {
+    return callSync(() => this[kNative].mintId());
+  }
+
   /** Adds a job; resolves to its id (or, with a `dedup` key held by a live job, that job's id). */
   async add(name, data, opts) {
     const text = toJson('payload', data);

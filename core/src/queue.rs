@@ -18,7 +18,7 @@ use crate::store::{ConnectOptions, Store};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default cap of a queue's events stream (approximate, trimmed as it grows).
 pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
@@ -203,26 +203,44 @@ impl Queue {
             options,
         };
         let batch = [(id, &job, data)];
-        // The id is fixed before the first send, so a retry after a lost reply is a no-op.
-        let mut tries = 0;
+        let refused = self.add_call(&batch, self.retry_deadline()).await?;
+        let held = match refused.get(1) {
+            Some(holder) => JobId::parse(holder)?,
+            None => return Ok(id),
+        };
+        if held != id && job.options.debounce {
+            self.debounce(held, &job.options, &batch[0].2).await?;
+        }
+        Ok(held)
+    }
+
+    /// Until when an add started now resends while the datastore is unavailable.
+    fn retry_deadline(&self) -> Instant {
+        Instant::now() + self.store.options().retry_unavailable
+    }
+
+    /// One call of `add.lua` for `batch`, resent while the datastore is unavailable until
+    /// `deadline`. The ids were fixed before the first send and `add.lua` changes nothing for an id
+    /// whose record exists, so a resend after a lost reply (the job was written, the reply never
+    /// came) neither duplicates the job nor counts it twice. Past the deadline the error names the
+    /// ids, so the caller can add again with the same `id` option.
+    async fn add_call(
+        &self,
+        batch: &[(JobId, &NewJob, String)],
+        deadline: Instant,
+    ) -> Result<Vec<String>> {
+        let mut pause = Duration::from_millis(50);
         loop {
-            let inv = self.add_invocation(&batch)?;
+            let inv = self.add_invocation(batch)?;
             match inv.invoke::<Vec<String>>(&self.store).await {
-                Ok(refused) => {
-                    let held = match refused.get(1) {
-                        Some(holder) => JobId::parse(holder)?,
-                        None => return Ok(id),
-                    };
-                    if held != id && job.options.debounce {
-                        self.debounce(held, &job.options, &batch[0].2).await?;
+                Err(e) if e.code() == ErrorCode::ServerUnavailable => {
+                    if Instant::now() + pause >= deadline {
+                        return Err(unavailable_add(e, batch));
                     }
-                    return Ok(held);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
                 }
-                Err(e) if e.code() == ErrorCode::ServerUnavailable && tries < 3 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(100 << tries)).await;
-                }
-                Err(e) => return Err(e),
+                other => return other,
             }
         }
     }
@@ -292,6 +310,19 @@ impl Queue {
             }
             Ok(())
         };
+        let deadline = self.retry_deadline();
+        // A call that found the datastore unavailable is resent (same ids) until the deadline.
+        let outcome = |r: Result<Vec<String>>, first: usize| {
+            let batch = &prepared[first..(first + ADD_BATCH).min(prepared.len())];
+            async move {
+                match r {
+                    Err(e) if e.code() == ErrorCode::ServerUnavailable => {
+                        self.add_call(batch, deadline).await
+                    }
+                    other => other,
+                }
+            }
+        };
         for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
             let inv = self.add_invocation(batch)?;
             let store = self.store.clone();
@@ -299,11 +330,11 @@ impl Queue {
             in_flight.push_back((n * ADD_BATCH, call));
             if in_flight.len() >= ADD_IN_FLIGHT {
                 let (first, call) = in_flight.pop_front().expect("in flight");
-                settle(joined(call.await)?, first)?;
+                settle(outcome(joined(call.await), first).await?, first)?;
             }
         }
         while let Some((first, call)) = in_flight.pop_front() {
-            settle(joined(call.await)?, first)?;
+            settle(outcome(joined(call.await), first).await?, first)?;
         }
         Ok(ids)
     }
@@ -841,6 +872,30 @@ impl Queue {
     pub async fn close(&self) -> Result<()> {
         self.minter.release().await
     }
+}
+
+/// An add that stayed unavailable past its retry window: the jobs may have been written (the reply
+/// may be what was lost), so the error names their ids for a retry that cannot duplicate them.
+fn unavailable_add(e: Error, batch: &[(JobId, &NewJob, String)]) -> Error {
+    let ids: Vec<String> = batch
+        .iter()
+        .take(3)
+        .map(|(id, _, _)| id.to_string())
+        .collect();
+    let more = if batch.len() > 3 {
+        format!(" and {} more", batch.len() - 3)
+    } else {
+        String::new()
+    };
+    Error::new(
+        ErrorCode::ServerUnavailable,
+        format!(
+            "{}; the add may have been written: add again with the same id ({}{more}) to be sure \
+             without a duplicate",
+            e.message(),
+            ids.join(", ")
+        ),
+    )
 }
 
 fn not_found_if_zero(n: i64, id: JobId) -> Result<()> {

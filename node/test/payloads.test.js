@@ -71,3 +71,15 @@ test('depth 127 reads back, 128 is refused; lone surrogates refused; wide intege
   assert.deepEqual(seen.find((d) => !Array.isArray(d)), edges);
   assert.deepEqual((await q.get(deepId)).result, deep);
 });
+
+test('a minted id added twice is one job (the retry a producer makes after server_unavailable)', async () => {
+  const id = q.mintId();
+  assert.match(id, /^j[0-9a-z]{15}$/);
+  const before = await q.counts();
+  assert.equal(await q.add('once', { n: 1 }, { id }), id);
+  assert.equal(await q.add('once', { n: 2 }, { id }), id);
+  assert.deepEqual(await q.addBulk([{ name: 'once', data: { n: 3 }, opts: { id } }]), [id]);
+  const after = await q.counts();
+  assert.equal(after.waiting - before.waiting, 1);
+  assert.deepEqual((await q.get(id)).data, { n: 1 });
+});

@@ -69,3 +69,16 @@ async def test_payload_depth_surrogates_and_wide_integers(standalone, qname):
         assert wide["state"] == "failed" and wide["failure"]["code"] == "invalid_payload"
     finally:
         await q.close()
+
+
+async def test_a_minted_id_added_twice_is_one_job(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    try:
+        job_id = q.mint_id()
+        assert await q.add("once", {"n": 1}, id=job_id) == job_id
+        assert await q.add("once", {"n": 2}, id=job_id) == job_id
+        assert await q.add_bulk([("once", {"n": 3}, {"id": job_id})]) == [job_id]
+        assert (await q.counts())["waiting"] == 1
+        assert (await q.get(job_id))["data"] == {"n": 1}
+    finally:
+        await q.close()

@@ -106,6 +106,12 @@ impl NativeQueue {
         self.q.name().to_string()
     }
 
+    /// Mints a job id now, to add later with `{ id }` (idempotent on that id).
+    #[napi]
+    pub fn mint_id(&self) -> napi::Result<String> {
+        Ok(self.q.mint_id().map_err(throw)?.to_string())
+    }
+
     /// Adds a job whose payload is JSON text; returns its id.
     #[napi]
     pub async fn add(

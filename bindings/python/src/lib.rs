@@ -510,6 +510,13 @@ impl Queue {
         self.inner.name().to_string()
     }
 
+    /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries and
+    /// process restarts).
+    fn mint_id(&self, py: Python<'_>) -> PyResult<String> {
+        let id = self.core(py)?.mint_id().map_err(|e| core_err(py, &e))?;
+        Ok(id.to_string())
+    }
+
     #[pyo3(signature = (name, data, options=None))]
     fn add<'py>(
         &self,

@@ -165,6 +165,11 @@ class Queue:
         """The queue's name."""
         return self._native.name
 
+    def mint_id(self) -> str:
+        """Mints a job id now, to pass later as ``add(..., id=...)``: adding the same id again (a
+        retry after ``ServerUnavailable``, or after a restart of this process) adds nothing."""
+        return self._native.mint_id()
+
     async def add(
         self,
         name: str,
