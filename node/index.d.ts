@@ -245,6 +245,8 @@ export declare class Queue {
   static connect(urls: string | string[], name: string): Promise<Queue>;
   readonly name: string;
   /** Adds a job (payload through `JSON.stringify`); resolves to its id. */
+  /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */
+  mintId(): JobId;
   add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId>;
   /** Adds many jobs in pipelined round trips; resolves to their ids in order. */
   addBulk<T = unknown>(jobs: BulkJob<T>[]): Promise<JobId[]>;
@@ -351,6 +353,8 @@ export type ErrorCode =
   | 'invalid_option'
   | 'invalid_payload'
   | 'server_unavailable'
+  | 'auth_failed'
+  | 'permission_denied'
   | 'incompatible_version'
   | 'cross_slot'
   | 'undeclared_key'
@@ -374,6 +378,10 @@ export declare class InvalidJobId extends EmqError { readonly code: 'invalid_job
 export declare class InvalidOption extends EmqError { readonly code: 'invalid_option'; constructor(message: string); }
 export declare class InvalidPayload extends EmqError { readonly code: 'invalid_payload'; constructor(message: string); }
 export declare class ServerUnavailable extends EmqError { readonly code: 'server_unavailable'; constructor(message: string); }
+/** The datastore refused the credentials (wrong user or password, or none: NOAUTH). */
+export declare class AuthFailed extends EmqError { readonly code: 'auth_failed'; constructor(message: string); }
+/** The datastore's ACL refuses this user the command or key (NOPERM). */
+export declare class PermissionDenied extends EmqError { readonly code: 'permission_denied'; constructor(message: string); }
 export declare class IncompatibleVersion extends EmqError { readonly code: 'incompatible_version'; constructor(message: string); }
 export declare class CrossSlot extends EmqError { readonly code: 'cross_slot'; constructor(message: string); }
 export declare class UndeclaredKey extends EmqError { readonly code: 'undeclared_key'; constructor(message: string); }

@@ -27,6 +27,8 @@ const CLASS_NAMES = {
   invalid_option: 'InvalidOption',
   invalid_payload: 'InvalidPayload',
   server_unavailable: 'ServerUnavailable',
+  auth_failed: 'AuthFailed',
+  permission_denied: 'PermissionDenied',
   incompatible_version: 'IncompatibleVersion',
   cross_slot: 'CrossSlot',
   undeclared_key: 'UndeclaredKey',
@@ -274,6 +276,11 @@ class Queue {
 
   get name() {
     return this[kNative].name;
+  }
+
+  /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */
+  mintId() {
+    return callSync(() => this[kNative].mintId());
   }
 
   /** Adds a job; resolves to its id (or, with a `dedup` key held by a live job, that job's id). */

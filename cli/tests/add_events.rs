@@ -38,6 +38,14 @@ fn add_then_events_show_it_and_follow_sees_new_ones() {
     let bad = emq(&url, &["add", "ev", "greet", "--data", "{nope"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("error[invalid_payload]"));
+    // Payloads no reader could read back as written are refused too (issue 16, defect 1).
+    let deep = format!("{}1{}", "[".repeat(128), "]".repeat(128));
+    for data in [r#"{"s":"\ud800"}"#, "1180591620717411303424", deep.as_str()] {
+        let bad = emq(&url, &["add", "ev", "greet", "--data", data]);
+        assert_eq!(bad.status.code(), Some(2), "{data}");
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains("error[invalid_payload]"), "{data}: {err}");
+    }
 
     let past = emq(&url, &["events", "ev"]);
     let text = String::from_utf8(past.stdout).unwrap();

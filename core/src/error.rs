@@ -17,8 +17,14 @@ pub enum ErrorCode {
     InvalidOption,
     /// A payload or result is not valid JSON.
     InvalidPayload,
-    /// The datastore cannot be reached, or the connection dropped.
+    /// The datastore cannot be reached, the connection dropped, or the server is not ready yet
+    /// (LOADING its data after a restart, cluster down, a failover under way): retry later.
     ServerUnavailable,
+    /// The datastore refused the credentials (wrong user or password, or none given: NOAUTH).
+    AuthFailed,
+    /// The datastore's ACL refuses this user the command or key (NOPERM), e.g. a user limited to
+    /// another tenant's queues.
+    PermissionDenied,
     /// The keyspace was written by an incompatible emq wire version.
     IncompatibleVersion,
     /// A script call would span more than one cluster slot.
@@ -47,12 +53,14 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for bindings that generate their exception classes.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidQueueName,
         ErrorCode::InvalidJobId,
         ErrorCode::InvalidOption,
         ErrorCode::InvalidPayload,
         ErrorCode::ServerUnavailable,
+        ErrorCode::AuthFailed,
+        ErrorCode::PermissionDenied,
         ErrorCode::IncompatibleVersion,
         ErrorCode::CrossSlot,
         ErrorCode::UndeclaredKey,
@@ -75,6 +83,8 @@ impl ErrorCode {
             ErrorCode::InvalidOption => "invalid_option",
             ErrorCode::InvalidPayload => "invalid_payload",
             ErrorCode::ServerUnavailable => "server_unavailable",
+            ErrorCode::AuthFailed => "auth_failed",
+            ErrorCode::PermissionDenied => "permission_denied",
             ErrorCode::IncompatibleVersion => "incompatible_version",
             ErrorCode::CrossSlot => "cross_slot",
             ErrorCode::UndeclaredKey => "undeclared_key",
@@ -150,6 +160,44 @@ impl From<redis::RedisError> for Error {
         let text = e.to_string();
         if let Some(pos) = text.find("undeclared_key") {
             return Error::new(ErrorCode::UndeclaredKey, text[pos..].to_string());
+        }
+        use redis::{ErrorKind, ServerErrorKind};
+        let code = e.code().unwrap_or_default();
+        if e.kind() == ErrorKind::AuthenticationFailed || matches!(code, "NOAUTH" | "WRONGPASS") {
+            return Error::new(
+                ErrorCode::AuthFailed,
+                format!("the datastore refused the credentials ({text}); put the right user and password in the URL (redis://user:password@host:port)"),
+            );
+        }
+        if e.kind() == ErrorKind::Server(ServerErrorKind::NoPerm)
+            || code == "NOPERM"
+            || text.contains("NOPERM")
+        {
+            return Error::new(
+                ErrorCode::PermissionDenied,
+                format!("the datastore's ACL refuses this user ({text}); a queue needs its keys emq:{{<queue>}}:* and {{emq}}:*, and the commands its scripts run"),
+            );
+        }
+        if matches!(
+            e.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::TryAgain
+            )
+        ) || matches!(code, "LOADING" | "CLUSTERDOWN" | "MASTERDOWN" | "TRYAGAIN")
+        {
+            return Error::new(
+                ErrorCode::ServerUnavailable,
+                format!("the datastore is not ready ({text}); retry shortly"),
+            );
+        }
+        if text.contains("refused to switch database") {
+            return Error::new(
+                ErrorCode::InvalidOption,
+                format!("the URL's database number is not one this server has ({text}); use /0 up to its `databases` setting minus one (a cluster has only /0)"),
+            );
         }
         if e.is_io_error()
             || e.is_connection_dropped()

@@ -8,7 +8,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EventStream;
-use crate::job::{Counts, Job, JobState};
+use crate::job::{check_payload, payload_from_text, Counts, Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::{JobPart, QueueKeys, QueueName};
 use crate::minter::IdMinter;
@@ -19,7 +19,7 @@ use crate::store::{ConnectOptions, Store};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default cap of a queue's events stream (approximate, trimmed as it grows).
 pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
@@ -178,14 +178,17 @@ impl Queue {
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
     pub async fn add(&self, name: &str, data: Value, options: JobOptions) -> Result<JobId> {
+        check_payload("the payload", &data)?;
         let data_text = serde_json::to_string(&data)?;
         self.add_text(name, data_text, options).await
     }
 
     /// Adds a job whose payload is JSON text (bindings pass their serialised payload); the text is
-    /// checked to be JSON.
+    /// refused (`invalid_payload`) unless every reader will parse it back as the same value
+    /// ([`payload_from_text`]: JSON, at most 127 levels deep, no lone surrogate, integers within 64
+    /// bits).
     pub async fn add_json(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
-        serde_json::from_str::<serde::de::IgnoredAny>(data)?;
+        payload_from_text("the payload", data)?;
         self.add_text(name, data.to_string(), options).await
     }
 
@@ -201,26 +204,44 @@ impl Queue {
             options,
         };
         let batch = [(id, &job, data)];
-        // The id is fixed before the first send, so a retry after a lost reply is a no-op.
-        let mut tries = 0;
+        let refused = self.add_call(&batch, self.retry_deadline()).await?;
+        let held = match refused.get(1) {
+            Some(holder) => JobId::parse(holder)?,
+            None => return Ok(id),
+        };
+        if held != id && job.options.debounce {
+            self.debounce(held, &job.options, &batch[0].2).await?;
+        }
+        Ok(held)
+    }
+
+    /// Until when an add started now resends while the datastore is unavailable.
+    fn retry_deadline(&self) -> Instant {
+        Instant::now() + self.store.options().retry_unavailable
+    }
+
+    /// One call of `add.lua` for `batch`, resent while the datastore is unavailable until
+    /// `deadline`. The ids were fixed before the first send and `add.lua` changes nothing for an id
+    /// whose record exists, so a resend after a lost reply (the job was written, the reply never
+    /// came) neither duplicates the job nor counts it twice. Past the deadline the error names the
+    /// ids, so the caller can add again with the same `id` option.
+    async fn add_call(
+        &self,
+        batch: &[(JobId, &NewJob, String)],
+        deadline: Instant,
+    ) -> Result<Vec<String>> {
+        let mut pause = Duration::from_millis(50);
         loop {
-            let inv = self.add_invocation(&batch)?;
+            let inv = self.add_invocation(batch)?;
             match inv.invoke::<Vec<String>>(&self.store).await {
-                Ok(refused) => {
-                    let held = match refused.get(1) {
-                        Some(holder) => JobId::parse(holder)?,
-                        None => return Ok(id),
-                    };
-                    if held != id && job.options.debounce {
-                        self.debounce(held, &job.options, &batch[0].2).await?;
+                Err(e) if e.code() == ErrorCode::ServerUnavailable => {
+                    if Instant::now() + pause >= deadline {
+                        return Err(unavailable_add(e, batch));
                     }
-                    return Ok(held);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
                 }
-                Err(e) if e.code() == ErrorCode::ServerUnavailable && tries < 3 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(100 << tries)).await;
-                }
-                Err(e) => return Err(e),
+                other => return other,
             }
         }
     }
@@ -268,6 +289,7 @@ impl Queue {
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
             job.options.validate()?;
+            check_payload("the payload", &job.data)?;
             let id = match job.options.id {
                 Some(id) => id,
                 None => self.minter.mint()?,
@@ -289,6 +311,19 @@ impl Queue {
             }
             Ok(())
         };
+        let deadline = self.retry_deadline();
+        // A call that found the datastore unavailable is resent (same ids) until the deadline.
+        let outcome = |r: Result<Vec<String>>, first: usize| {
+            let batch = &prepared[first..(first + ADD_BATCH).min(prepared.len())];
+            async move {
+                match r {
+                    Err(e) if e.code() == ErrorCode::ServerUnavailable => {
+                        self.add_call(batch, deadline).await
+                    }
+                    other => other,
+                }
+            }
+        };
         for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
             let inv = self.add_invocation(batch)?;
             let store = self.store.clone();
@@ -296,11 +331,11 @@ impl Queue {
             in_flight.push_back((n * ADD_BATCH, call));
             if in_flight.len() >= ADD_IN_FLIGHT {
                 let (first, call) = in_flight.pop_front().expect("in flight");
-                settle(joined(call.await)?, first)?;
+                settle(outcome(joined(call.await), first).await?, first)?;
             }
         }
         while let Some((first, call)) = in_flight.pop_front() {
-            settle(joined(call.await)?, first)?;
+            settle(outcome(joined(call.await), first).await?, first)?;
         }
         Ok(ids)
     }
@@ -335,7 +370,9 @@ impl Queue {
             .chunks(2)
             .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
             .collect();
-        Ok(Some(Job::from_record(id, JobState::parse(state).ok(), map)))
+        Job::from_record(id, JobState::parse(state).ok(), map)
+            .readable()
+            .map(Some)
     }
 
     /// Counts jobs per state.
@@ -852,6 +889,30 @@ impl Queue {
     pub async fn close(&self) -> Result<()> {
         self.minter.release().await
     }
+}
+
+/// An add that stayed unavailable past its retry window: the jobs may have been written (the reply
+/// may be what was lost), so the error names their ids for a retry that cannot duplicate them.
+fn unavailable_add(e: Error, batch: &[(JobId, &NewJob, String)]) -> Error {
+    let ids: Vec<String> = batch
+        .iter()
+        .take(3)
+        .map(|(id, _, _)| id.to_string())
+        .collect();
+    let more = if batch.len() > 3 {
+        format!(" and {} more", batch.len() - 3)
+    } else {
+        String::new()
+    };
+    Error::new(
+        ErrorCode::ServerUnavailable,
+        format!(
+            "{}; the add may have been written: add again with the same id ({}{more}) to be sure \
+             without a duplicate",
+            e.message(),
+            ids.join(", ")
+        ),
+    )
 }
 
 fn not_found_if_zero(n: i64, id: JobId) -> Result<()> {

@@ -227,6 +227,7 @@ impl Queue {
             return Err(invalid("end_after must be more than 0 (or None)".into()));
         }
         schedule.options.validate()?;
+        crate::job::check_payload("the scheduled job's payload", &schedule.data)?;
         let mut spec = serde_json::json!({
             "name": schedule.name,
             "data": serde_json::to_string(&schedule.data)?,

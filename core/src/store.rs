@@ -32,6 +32,9 @@ pub struct ConnectOptions {
     pub response_timeout: Duration,
     /// Deadline for opening a connection.
     pub connect_timeout: Duration,
+    /// How long an add keeps resending its call (same job ids, so it never duplicates) while the
+    /// datastore is unavailable: a restart, a failover, LOADING. Default 10 s; zero sends once.
+    pub retry_unavailable: Duration,
 }
 
 impl ConnectOptions {
@@ -50,7 +53,14 @@ impl ConnectOptions {
             ca_cert_pem: None,
             response_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
+            retry_unavailable: Duration::from_secs(10),
         }
+    }
+
+    /// Sets how long an add retries while the datastore is unavailable.
+    pub fn retry_unavailable(mut self, window: Duration) -> ConnectOptions {
+        self.retry_unavailable = window;
+        self
     }
 
     /// Sets guarded mode.

@@ -933,7 +933,17 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
-            let run = tokio::spawn(s.handler.handle(ctx).instrument(span));
+            let work = match job.unreadable() {
+                // A stored field no reader can parse fails the job with its code; the handler
+                // never sees it as null.
+                Some(e) => Box::pin(std::future::ready(Err(HandlerError::unrecoverable(
+                    e.message(),
+                )
+                .with_code(e.code().as_str()))))
+                    as futures::future::BoxFuture<'static, HandlerResult>,
+                None => s.handler.handle(ctx),
+            };
+            let run = tokio::spawn(work.instrument(span));
             flight.abort = Some(run.abort_handle());
             run
         };

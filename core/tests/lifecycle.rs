@@ -627,13 +627,7 @@ async fn tls_and_acl_from_the_url() {
         .await
         .err()
         .expect("refused");
-    assert!(
-        matches!(
-            e.code(),
-            ErrorCode::ServerUnavailable | ErrorCode::ScriptError
-        ),
-        "{e}"
-    );
+    assert_eq!(e.code(), ErrorCode::AuthFailed, "{e}");
 }
 
 /// Reads one command's call count from `INFO commandstats` text.

@@ -194,7 +194,18 @@ pub(crate) fn payload(what: &str, data: Option<Value>) -> emq::Result<Value> {
 /// Parses a JSON batch built by `index.js`; a shape error is a bad option (the payloads themselves
 /// are JSON by construction).
 pub(crate) fn parse_spec<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> emq::Result<T> {
-    serde_json::from_str(text).map_err(|e| invalid_option(format!("{what}: {e}")))
+    serde_json::from_str(text).map_err(|e| {
+        let why = e.to_string();
+        // A payload too deep or with a lone surrogate (a bad \u escape) is the payload's fault.
+        if why.contains("recursion limit") || why.contains("surrogate") || why.contains("escape") {
+            Error::new(
+                ErrorCode::InvalidPayload,
+                format!("{what}: a payload does not read back as written: {why}"),
+            )
+        } else {
+            invalid_option(format!("{what}: {e}"))
+        }
+    })
 }
 
 /// Options of a worker (times in milliseconds).

@@ -106,6 +106,12 @@ impl NativeQueue {
         self.q.name().to_string()
     }
 
+    /// Mints a job id now, to add later with `{ id }` (idempotent on that id).
+    #[napi]
+    pub fn mint_id(&self) -> napi::Result<String> {
+        Ok(self.q.mint_id().map_err(throw)?.to_string())
+    }
+
     /// Adds a job whose payload is JSON text; returns its id.
     #[napi]
     pub async fn add(
@@ -127,6 +133,10 @@ impl NativeQueue {
     /// returns their ids in order, comma-separated.
     #[napi]
     pub async fn add_bulk_json(&self, jobs: String) -> napi::Result<String> {
+        // The payloads are held to the core's rule (`invalid_payload`): integers within 64 bits
+        // here, depth and lone surrogates by the parse (the batch's array and object take two of
+        // the 127 levels).
+        emq::job::check_integer_widths("addBulk: a payload", &jobs).map_err(throw)?;
         let entries: Vec<BulkEntry> = parse_spec("addBulk", &jobs).map_err(throw)?;
         drop(jobs);
         let mut batch = Vec::with_capacity(entries.len());
@@ -152,6 +162,7 @@ impl NativeQueue {
     /// the flow's shape.
     #[napi]
     pub async fn add_flow(&self, flow: String) -> napi::Result<String> {
+        emq::job::check_integer_widths("addFlow: a payload", &flow).map_err(throw)?;
         let spec: FlowSpec = parse_spec("addFlow", &flow).map_err(throw)?;
         let job = flow_job(spec, self.q.name().as_str(), "the flow").map_err(throw)?;
         let ids = self.q.add_flow(job).await.map_err(throw)?;

@@ -1,7 +1,8 @@
 //! JSON values crossing the boundary without a text round trip: `serde_json::Value` -> Python
 //! objects, and Python objects -> `Value` for the common types (None, bool, int, float, str,
-//! list, tuple, dict with str keys). Anything else goes through `json.dumps(allow_nan=False)`, so
-//! the accepted values and the error (`InvalidPayload`) are exactly `json.dumps`'s.
+//! list, tuple, dict with str keys). Anything else goes through `json.dumps(allow_nan=False)` and
+//! then the core's payload rule (`emq::job::payload_from_text`: 127 levels at most, no lone
+//! surrogate, integers within 64 bits), so what is accepted reads back as the same value.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -105,5 +106,8 @@ pub fn py_to_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Value> 
         .import("json")?
         .call_method("dumps", (value,), Some(&kw))?
         .extract()?;
-    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
+    // The core's payload rule: at most 127 levels, and no integer beyond 64 bits (it would read
+    // back as a float).
+    emq::job::payload_from_text("the value", &text)
+        .map_err(|e| PyValueError::new_err(e.message().to_string()))
 }

@@ -449,8 +449,9 @@ impl Queue {
                 Some(opts.cast_into::<PyDict>()?)
             };
             let a = add_args(py, &t.get_item(0)?, &t.get_item(1)?, opts.as_ref())?;
-            let data = serde_json::from_str(&a.data)
-                .map_err(|e| code_err(py, ErrorCode::InvalidPayload, e.to_string()))?;
+            // The core's payload rule (depth, lone surrogates, integers within 64 bits).
+            let data = emq::job::payload_from_text("the payload", &a.data)
+                .map_err(|e| core_err(py, &e))?;
             new_jobs.push(emq::NewJob {
                 name: a.name,
                 data,
@@ -507,6 +508,13 @@ impl Queue {
     #[getter]
     fn name(&self) -> String {
         self.inner.name().to_string()
+    }
+
+    /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries and
+    /// process restarts).
+    fn mint_id(&self, py: Python<'_>) -> PyResult<String> {
+        let id = self.core(py)?.mint_id().map_err(|e| core_err(py, &e))?;
+        Ok(id.to_string())
     }
 
     #[pyo3(signature = (name, data, options=None))]

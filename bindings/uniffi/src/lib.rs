@@ -66,6 +66,8 @@ pub enum EmqException {
     InvalidOption { message: String },
     InvalidPayload { message: String },
     ServerUnavailable { message: String },
+    AuthFailed { message: String },
+    PermissionDenied { message: String },
     IncompatibleVersion { message: String },
     CrossSlot { message: String },
     UndeclaredKey { message: String },
@@ -90,6 +92,8 @@ impl EmqException {
             InvalidOption { .. } => ErrorCode::InvalidOption,
             InvalidPayload { .. } => ErrorCode::InvalidPayload,
             ServerUnavailable { .. } => ErrorCode::ServerUnavailable,
+            AuthFailed { .. } => ErrorCode::AuthFailed,
+            PermissionDenied { .. } => ErrorCode::PermissionDenied,
             IncompatibleVersion { .. } => ErrorCode::IncompatibleVersion,
             CrossSlot { .. } => ErrorCode::CrossSlot,
             UndeclaredKey { .. } => ErrorCode::UndeclaredKey,
@@ -114,6 +118,8 @@ impl EmqException {
             | InvalidOption { message }
             | InvalidPayload { message }
             | ServerUnavailable { message }
+            | AuthFailed { message }
+            | PermissionDenied { message }
             | IncompatibleVersion { message }
             | CrossSlot { message }
             | UndeclaredKey { message }
@@ -140,6 +146,8 @@ impl From<emq::Error> for EmqException {
             ErrorCode::InvalidOption => InvalidOption { message },
             ErrorCode::InvalidPayload => InvalidPayload { message },
             ErrorCode::ServerUnavailable => ServerUnavailable { message },
+            ErrorCode::AuthFailed => AuthFailed { message },
+            ErrorCode::PermissionDenied => PermissionDenied { message },
             ErrorCode::IncompatibleVersion => IncompatibleVersion { message },
             ErrorCode::CrossSlot => CrossSlot { message },
             ErrorCode::UndeclaredKey => UndeclaredKey { message },

@@ -17,6 +17,8 @@ export async function usage(): Promise<void> {
   };
   const id: JobId = await q.add<Email>('email', { to: 'a@example.com', n: 1 }, opts);
   const fixed: JobId = await q.add('retry', null, { backoff: 200, id });
+  const minted: JobId = q.mintId();
+  await q.add('minted', 1, { id: minted });
   const ids: JobId[] = await q.addBulk([{ name: 'a', data: 1 }, { name: 'b', data: 2, opts: { delay: 5 } }]);
   const job: Job<Email, string> | null = await q.get<Email, string>(id);
   if (job) {

@@ -47,6 +47,8 @@ from .errors import (
     NodeLeaseLost,
     ScriptError,
     ServerUnavailable,
+    AuthFailed,
+    PermissionDenied,
     Timeout,
     UndeclaredKey,
     Unrecoverable,
@@ -76,6 +78,8 @@ __all__ = [
     "NodeLeaseLost",
     "ScriptError",
     "ServerUnavailable",
+    "AuthFailed",
+    "PermissionDenied",
     "Timeout",
     "UndeclaredKey",
 ]
@@ -160,6 +164,11 @@ class Queue:
     def name(self) -> str:
         """The queue's name."""
         return self._native.name
+
+    def mint_id(self) -> str:
+        """Mints a job id now, to pass later as ``add(..., id=...)``: adding the same id again (a
+        retry after ``ServerUnavailable``, or after a restart of this process) adds nothing."""
+        return self._native.mint_id()
 
     async def add(
         self,

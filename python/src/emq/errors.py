@@ -17,6 +17,8 @@ __all__ = [
     "InvalidOption",
     "InvalidPayload",
     "ServerUnavailable",
+    "AuthFailed",
+    "PermissionDenied",
     "IncompatibleVersion",
     "CrossSlot",
     "UndeclaredKey",
@@ -74,9 +76,22 @@ class InvalidPayload(EmqError):
 
 
 class ServerUnavailable(EmqError):
-    """The datastore cannot be reached, or the connection dropped."""
+    """The datastore cannot be reached, the connection dropped, or the server is not ready yet
+    (``LOADING`` after a restart, cluster down): retry later."""
 
     code = "server_unavailable"
+
+
+class AuthFailed(EmqError):
+    """The datastore refused the credentials (wrong user or password, or none given: ``NOAUTH``)."""
+
+    code = "auth_failed"
+
+
+class PermissionDenied(EmqError):
+    """The datastore's ACL refuses this user the command or key (``NOPERM``)."""
+
+    code = "permission_denied"
 
 
 class IncompatibleVersion(EmqError):
@@ -163,6 +178,8 @@ _BY_CODE: Dict[str, Type[EmqError]] = {
         InvalidOption,
         InvalidPayload,
         ServerUnavailable,
+        AuthFailed,
+        PermissionDenied,
         IncompatibleVersion,
         CrossSlot,
         UndeclaredKey,

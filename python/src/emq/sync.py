@@ -36,6 +36,10 @@ class Queue:
     def name(self) -> str:
         return self._native.name
 
+    def mint_id(self) -> str:
+        """As :meth:`emq.Queue.mint_id`."""
+        return self._native.mint_id()
+
     def add(
         self,
         name: str,
