@@ -36,7 +36,7 @@ pub mod worker;
 
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
-pub use handler::{Handler, HandlerError, HandlerResult, JobContext};
+pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};
 pub use job::{Counts, Job, JobState};
 pub use job_id::JobId;
 pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
@@ -47,4 +47,4 @@ pub use options::{Backoff, JobOptions, ParentPolicy, Retention};
 pub use queue::{NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Store, Topology};
-pub use worker::{Worker, WorkerHandle, WorkerOptions, WorkerStats};
+pub use worker::{CloseReport, Worker, WorkerAborter, WorkerHandle, WorkerOptions, WorkerStats};

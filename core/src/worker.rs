@@ -25,7 +25,10 @@
 //!   the leases then expire and the sweep recovers the jobs.
 
 use crate::error::{ErrorCode, Result};
-use crate::handler::{Handler, HandlerError, HandlerResult, JobContext};
+use crate::handler::{
+    interrupt, interrupt_channel, Handler, HandlerError, HandlerResult, Interrupt, InterruptTx,
+    JobContext,
+};
 use crate::handoff;
 use crate::job::{Job, JobState};
 use crate::job_id::JobId;
@@ -108,6 +111,10 @@ struct Flight {
     lease_ms: u64,
     lost: Arc<AtomicBool>,
     abort: Option<tokio::task::AbortHandle>,
+    /// The running handler's interrupt (None while the job waits in the buffer).
+    interrupt: Option<InterruptTx>,
+    /// A cancel that arrived while the job waited in the buffer (its reason).
+    cancel: Option<String>,
 }
 
 /// A successful run waiting for the completer to record it.
@@ -150,6 +157,10 @@ struct Shared {
     /// Recent handler run time, µs (moving average; `u64::MAX` until the first job ends).
     job_us: AtomicU64,
     stopping: AtomicBool,
+    /// Set by [`WorkerAborter::abort`]: close stops waiting and releases nothing.
+    aborted: AtomicBool,
+    /// Jobs given back to wait (uncounted) so far.
+    released: AtomicU64,
     wake: Notify,
     stop: Notify,
     idle: Notify,
@@ -246,6 +257,8 @@ impl WorkerBuilder {
             unrecorded: AtomicUsize::new(0),
             job_us: AtomicU64::new(u64::MAX),
             stopping: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
+            released: AtomicU64::new(0),
             wake: Notify::new(),
             stop: Notify::new(),
             idle: Notify::new(),
@@ -342,14 +355,35 @@ impl WorkerHandle {
         self.shared.running.load(Ordering::Relaxed)
     }
 
-    /// Stops fetching, waits up to the shutdown deadline for in-flight jobs, then releases the rest.
+    /// A switch that makes a close in progress (or the next one) stop at once: see
+    /// [`WorkerAborter`]. Take it before calling `close`, which consumes the handle.
+    pub fn aborter(&self) -> WorkerAborter {
+        WorkerAborter {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Graceful shutdown with the worker's `shutdown_deadline` as the grace period; see
+    /// [`WorkerHandle::close_within`].
     pub async fn close(self) -> Result<CloseReport> {
         let deadline = self.shared.opts.shutdown_deadline;
         self.close_within(deadline).await
     }
 
-    /// As [`WorkerHandle::close`] with its own deadline.
-    pub async fn close_within(mut self, deadline: Duration) -> Result<CloseReport> {
+    /// Graceful shutdown with `grace` as the grace period:
+    ///
+    /// 1. no new jobs are taken (the worker leaves `waiters`, stops claiming);
+    /// 2. running handlers get up to `grace` to finish; their outcomes are recorded as usual;
+    /// 3. then each handler still running is told ([`Interrupt::Shutdown`]: Rust futures are
+    ///    dropped, a binding's handler is cancelled in its language) and given up to
+    ///    [`SHUTDOWN_STOP_WAIT`] to stop;
+    /// 4. every job still held (running or leased ahead) goes back to the front of wait (or its
+    ///    priority) with `release.lua`: its attempt is not counted, and it is neither failed nor
+    ///    stalled.
+    ///
+    /// [`WorkerAborter::abort`] cuts this short at any point: nothing more is waited for or
+    /// released (the leases expire and the sweep recovers the jobs, as after a crash).
+    pub async fn close_within(mut self, grace: Duration) -> Result<CloseReport> {
         let s = self.shared.clone();
         // No add hands this worker a job from now on (best effort: an entry already pushed is
         // popped by a blocked worker, or undone when its lease expires).
@@ -358,7 +392,7 @@ impl WorkerHandle {
         s.wake.notify_waiters();
         s.wake.notify_one();
         s.stop.notify_waiters();
-        let until = Instant::now() + deadline;
+        let until = Instant::now() + grace;
         // Let the fetch loop finish what it is doing (a claim in flight registers its jobs), so no
         // job it leased is left behind; it ends at its next check of `stopping`.
         if !self.tasks.is_empty() {
@@ -371,53 +405,79 @@ impl WorkerHandle {
                 )
                 .await;
         }
-        while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
-            && Instant::now() < until
-        {
-            let left = until.saturating_duration_since(Instant::now());
-            let _ =
-                tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
+        wait_idle(&s, until).await;
+        if !s.aborted.load(Ordering::SeqCst) && s.running.load(Ordering::SeqCst) > 0 {
+            // The grace period is over: tell the running handlers, and let them stop.
+            for f in s.flights.lock().expect("flights").values() {
+                if let Some(tx) = &f.interrupt {
+                    interrupt(tx, Interrupt::Shutdown);
+                }
+            }
+            wait_idle(&s, Instant::now() + SHUTDOWN_STOP_WAIT).await;
         }
         let mut report = CloseReport::default();
         let held: Vec<(JobId, String)> = {
             let mut flights = s.flights.lock().expect("flights");
             flights
-                .iter_mut()
-                .map(|(id, f)| {
+                .drain()
+                .map(|(id, mut f)| {
                     if let Some(a) = f.abort.take() {
                         a.abort();
                     }
-                    (*id, f.token.clone())
+                    (id, f.token)
                 })
                 .collect()
         };
-        if !held.is_empty() {
-            let k = s.queue.keys();
-            let mut inv = script::RELEASE
-                .prepare()
-                .key(&k.active)
-                .key(&k.leases)
-                .key(&k.wait)
-                .key(&k.paused)
-                .key(&k.meta)
-                .key(&k.events)
-                .key(&k.marker)
-                .key(&k.groups)
-                .key(&k.prioritized);
-            for (id, _) in &held {
-                inv = inv.key(&s.queue.name().job_key(*id, JobPart::Record));
-            }
-            inv = inv.arg(s.queue.max_events);
-            for (id, token) in &held {
-                inv = inv.arg(*id).arg(token);
-            }
-            let n: u64 = inv.invoke(s.queue.store()).await?;
-            report.released = n;
+        if !s.aborted.load(Ordering::SeqCst) {
+            release_jobs(&s, &held).await;
         }
+        // Released here, or by their slots when told to stop.
+        report.released = s.released.load(Ordering::SeqCst);
         for t in self.tasks.drain(..) {
             t.stop().await;
         }
         Ok(report)
+    }
+}
+
+/// Longest a graceful close waits, after the grace period, for interrupted handlers to stop
+/// before it releases their jobs anyway.
+pub const SHUTDOWN_STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits until no handler runs and no completion is unrecorded, `until` passes, or the worker is
+/// aborted.
+async fn wait_idle(s: &Shared, until: Instant) {
+    while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
+        && Instant::now() < until
+        && !s.aborted.load(Ordering::SeqCst)
+    {
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
+    }
+}
+
+/// Stops a worker at once, from anywhere (a second Ctrl-C): a close in progress stops waiting
+/// and releases nothing, running handlers are dropped (cancelled in a binding), and the jobs come
+/// back through their leases, as after a crash.
+#[derive(Clone)]
+pub struct WorkerAborter {
+    shared: Arc<Shared>,
+}
+
+impl WorkerAborter {
+    /// Aborts the worker (idempotent).
+    pub fn abort(&self) {
+        let s = &self.shared;
+        s.aborted.store(true, Ordering::SeqCst);
+        s.stopping.store(true, Ordering::SeqCst);
+        s.wake.notify_waiters();
+        s.stop.notify_waiters();
+        s.idle.notify_waiters();
+        for f in s.flights.lock().expect("flights").values_mut() {
+            if let Some(a) = f.abort.take() {
+                a.abort();
+            }
+        }
     }
 }
 
@@ -864,6 +924,8 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                     lease_ms: job_lease_ms(s, job),
                     lost: Arc::new(AtomicBool::new(false)),
                     abort: None,
+                    interrupt: None,
+                    cancel: None,
                 },
             );
         }
@@ -913,7 +975,8 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
         let id = job.id;
         let job = Arc::new(job);
         let began = Instant::now();
-        let run = {
+        let (itx, irx) = interrupt_channel();
+        let mut run = {
             let mut flights = s.flights.lock().expect("flights");
             // Gone: close released it while it waited in the buffer.
             let Some(flight) = flights.get_mut(&id) else {
@@ -922,10 +985,17 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                 next = next_or_end(&s);
                 continue;
             };
+            // A cancel that came while it waited in the buffer, or a shutdown already past its
+            // grace: the handler is told at once.
+            if let Some(reason) = flight.cancel.take() {
+                interrupt(&itx, Interrupt::Cancelled(reason));
+            }
+            flight.interrupt = Some(itx.clone());
             let ctx = JobContext {
                 job: job.clone(),
                 queue: s.queue.clone(),
                 lost: flight.lost.clone(),
+                interrupt: irx,
             };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
@@ -942,20 +1012,33 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             .get("timeout_ms")
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        let outcome: std::result::Result<HandlerResult, &'static str> = if timeout_ms > 0 {
-            let abort = run.abort_handle();
-            match tokio::time::timeout(Duration::from_millis(timeout_ms), run).await {
-                Ok(joined) => joined_outcome(joined),
-                Err(_) => {
-                    abort.abort();
-                    Ok(Err(HandlerError::new(format!(
-                        "the handler ran longer than {timeout_ms} ms"
-                    ))
-                    .with_code("timeout")))
+        // Runs until the handler ends, or until it is interrupted (its timeout, a cancel, the end
+        // of the shutdown grace): then the handler is told, and stopped — dropped, or for a
+        // cooperative (binding) handler awaited until it has stopped — before anything is
+        // recorded, so no retry of this job can overlap this run.
+        let (joined, why) = {
+            let mut watch = itx.subscribe();
+            let timed = async {
+                if timeout_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(timeout_ms)).await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            tokio::select! {
+                // An interrupt already set decides, even if the run ended meanwhile (a handler
+                // that returns when told lands here).
+                biased;
+                _ = async { let _ = watch.wait_for(Option::is_some).await; } => {
+                    (stop_run(&s, &mut run).await, itx.borrow().clone())
+                }
+                // It ended on its own: its outcome stands.
+                j = &mut run => (j, None),
+                _ = timed => {
+                    interrupt(&itx, Interrupt::TimedOut);
+                    (stop_run(&s, &mut run).await, itx.borrow().clone())
                 }
             }
-        } else {
-            joined_outcome(run.await)
         };
         let took = began.elapsed().as_micros() as u64;
         let avg = match s.job_us.load(Ordering::Relaxed) {
@@ -963,13 +1046,38 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             avg => avg - avg / 4 + took / 4,
         };
         s.job_us.store(avg, Ordering::Relaxed);
-        let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
-        let outcome = match outcome {
+        let outcome = match joined_outcome(joined) {
             Ok(o) => o,
-            Err(_cancelled) => break, // aborted by close: close releases the job
+            // Aborted by close (the second, immediate stop): nothing is recorded; close releases
+            // the job or its lease expires.
+            Err(_cancelled) => break,
         };
+        let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
         if still_ours {
-            finish(&s, &job, &token, outcome).await;
+            match (why, outcome) {
+                // Once a run is told to stop, the reason decides, whatever the handler returned.
+                (Some(Interrupt::Shutdown), _) => {
+                    release_jobs(&s, &[(id, token.clone())]).await;
+                }
+                (None, Err(e)) if e.code == HandlerError::INTERRUPTED => {
+                    // The handler's host is going down: give the job back and take no more.
+                    tracing::info!(job = %id, "the handler was interrupted by its host; the job goes back to waiting and the worker stops fetching");
+                    begin_stop(&s);
+                    release_jobs(&s, &[(id, token.clone())]).await;
+                }
+                (Some(Interrupt::TimedOut), _) => {
+                    let e =
+                        HandlerError::new(format!("the handler ran longer than {timeout_ms} ms"))
+                            .with_code("timeout");
+                    finish(&s, &job, &token, Err(e)).await;
+                }
+                (Some(Interrupt::Cancelled(reason)), _) => {
+                    let e = HandlerError::unrecoverable(Interrupt::Cancelled(reason).message())
+                        .with_code(CANCELLED);
+                    finish(&s, &job, &token, Err(e)).await;
+                }
+                (None, outcome) => finish(&s, &job, &token, outcome).await,
+            }
         }
         unreserve(&s, 1);
         next = next_or_end(&s);
@@ -984,6 +1092,82 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
     s.running.store(ready.slots, Ordering::SeqCst);
     drop(ready);
     s.idle.notify_waiters();
+}
+
+/// The failure code of a cancelled job (`Queue::cancel`).
+pub const CANCELLED: &str = "cancelled";
+
+/// How long a non-cooperative handler (a Rust closure) may go on after it was told to stop
+/// ([`JobContext::cancelled`] resolved) before the worker drops its future.
+pub const INTERRUPT_DROP_AFTER: Duration = Duration::from_millis(100);
+
+/// Stops an interrupted run: a cooperative handler is awaited (it stops once told), any other is
+/// aborted at once.
+async fn stop_run(
+    s: &Shared,
+    run: &mut tokio::task::JoinHandle<HandlerResult>,
+) -> std::result::Result<HandlerResult, tokio::task::JoinError> {
+    if !s.handler.cooperative_cancel() {
+        // A moment to react to `JobContext::cancelled` (clean up, return), then dropped.
+        if let Ok(j) = tokio::time::timeout(INTERRUPT_DROP_AFTER, &mut *run).await {
+            return j;
+        }
+        run.abort();
+        return match run.await {
+            // Aborted as asked: the interrupt decides the outcome.
+            Err(e) if e.is_cancelled() => Ok(Err(HandlerError::new("stopped"))),
+            other => other,
+        };
+    }
+    run.await
+}
+
+/// Stops taking jobs (the start of a close, without waiting for anything).
+fn begin_stop(s: &Arc<Shared>) {
+    if !s.stopping.swap(true, Ordering::SeqCst) {
+        s.wake.notify_waiters();
+        s.wake.notify_one();
+        s.stop.notify_waiters();
+        let s2 = s.clone();
+        tokio::spawn(async move { withdraw(&s2).await });
+    }
+}
+
+/// Gives leased jobs back to the front of wait (or their priority), uncounted (`release.lua`);
+/// returns how many were still this worker's.
+async fn release_jobs(s: &Shared, held: &[(JobId, String)]) -> u64 {
+    if held.is_empty() {
+        return 0;
+    }
+    let k = s.queue.keys();
+    let mut inv = script::RELEASE
+        .prepare()
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&k.wait)
+        .key(&k.paused)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
+        .key(&k.groups)
+        .key(&k.prioritized);
+    for (id, _) in held {
+        inv = inv.key(&s.queue.name().job_key(*id, JobPart::Record));
+    }
+    inv = inv.arg(s.queue.max_events);
+    for (id, token) in held {
+        inv = inv.arg(*id).arg(token);
+    }
+    match inv.invoke::<u64>(s.queue.store()).await {
+        Ok(n) => {
+            s.released.fetch_add(n, Ordering::SeqCst);
+            n
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not release jobs; they come back when their leases expire");
+            0
+        }
+    }
 }
 
 fn joined_outcome(

@@ -1,0 +1,190 @@
+"""Worker control on real servers: signals stop a worker process gracefully (the job goes back to
+waiting, its attempt not counted), timeouts stop the handler, cancel, wait for a result."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+import emq
+
+WORKER_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    import emq, emq.sync
+
+    url, queue, mode, marker = sys.argv[1:5]
+    grace = float(os.environ.get("GRACE", "0.3"))
+
+    def started(job):
+        with open(marker, "w") as f:
+            f.write(job["id"])
+
+    if mode == "async":
+        async def main():
+            q = await emq.Queue.connect(url, queue)
+            async def handle(job):
+                started(job)
+                await asyncio.sleep(60)
+                return "slept"
+            worker = emq.Worker(q, handle, shutdown_timeout=grace)
+            await worker.run()
+            await q.close()
+        asyncio.run(main())
+    elif mode == "def":
+        q = emq.sync.Queue.connect(url, queue)
+        def handle(job):
+            started(job)
+            deadline = time.monotonic() + 60
+            while not job.cancelled and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return "stopped early"
+        emq.sync.Worker(q, handle, shutdown_timeout=grace).run()
+        q.close()
+    elif mode == "asyncio-run":
+        # No worker.run(): Ctrl-C ends asyncio.run, which cancels every task (the handler's too).
+        async def main():
+            q = await emq.Queue.connect(url, queue)
+            async def handle(job):
+                started(job)
+                await asyncio.sleep(60)
+            worker = emq.Worker(q, handle)
+            await asyncio.sleep(3600)
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            pass
+        time.sleep(1.0)  # the released job's script call is on its way
+    print("worker exited", flush=True)
+    """
+)
+
+
+async def _state(q: emq.Queue, job_id: str) -> dict:
+    job = await q.get(job_id)
+    assert job is not None
+    return job
+
+
+def _start_worker(url: str, qname: str, mode: str, marker: str, grace: float = 0.3) -> subprocess.Popen:
+    script = os.path.join(os.path.dirname(marker), "worker.py")
+    with open(script, "w") as f:
+        f.write(WORKER_SCRIPT)
+    env = dict(os.environ, EMQ_GUARD="1", PYTHONUNBUFFERED="1", GRACE=str(grace))
+    return subprocess.Popen(
+        [sys.executable, script, url, qname, mode, marker],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+async def _wait_started(proc: subprocess.Popen, marker: str, limit: float = 20.0) -> None:
+    deadline = time.monotonic() + limit
+    while not os.path.exists(marker) or os.path.getsize(marker) == 0:
+        if proc.poll() is not None:
+            pytest.fail(f"the worker exited early: {proc.stdout.read()}")
+        assert time.monotonic() < deadline, "the worker never started the job"
+        await asyncio.sleep(0.05)
+
+
+async def _wait_exit(proc: subprocess.Popen, limit: float = 15.0) -> str:
+    deadline = time.monotonic() + limit
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            pytest.fail("the worker did not exit after the signal")
+        await asyncio.sleep(0.05)
+    return proc.stdout.read()
+
+
+async def _run_to_completion(q: emq.Queue, job_id: str) -> dict:
+    async def handle(job):
+        return "finished elsewhere"
+
+    worker = emq.Worker(q, handle)
+    try:
+        deadline = time.monotonic() + 20
+        while (job := await _state(q, job_id))["state"] != "completed":
+            assert time.monotonic() < deadline, job
+            await asyncio.sleep(0.05)
+    finally:
+        await worker.close()
+    return job
+
+
+@pytest.mark.parametrize("mode", ["async", "def"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_signal_mid_job_releases_it_uncounted(standalone, qname, mode, sig):
+    q = await emq.Queue.connect(standalone, qname)
+    job_id = await q.add("long", {"n": 1}, attempts=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        marker = os.path.join(tmp, "started")
+        proc = _start_worker(standalone, qname, mode, marker)
+        await _wait_started(proc, marker)
+        assert (await _state(q, job_id))["state"] == "active"
+        began = time.monotonic()
+        proc.send_signal(sig)
+        out = await _wait_exit(proc)
+        took = time.monotonic() - began
+    assert proc.returncode == 0, out
+    assert "worker exited" in out, out
+    assert took < 8.0, took
+    job = await _state(q, job_id)
+    assert job["state"] == "waiting", job
+    assert job["attempts_made"] == 0, job
+    assert job["stalls"] == 0, job
+    assert job.get("failure") is None, job
+    counts = await q.counts()
+    assert counts["failed"] == 0 and counts["stalled"] == 0, counts
+    done = await _run_to_completion(q, job_id)
+    assert done["result"] == "finished elsewhere" and done["attempts_made"] == 1
+    await q.close()
+
+
+async def test_ctrl_c_on_asyncio_run_never_fails_the_job(standalone, qname):
+    # Without worker.run(), asyncio.run cancels the handler's task on Ctrl-C; that used to be
+    # recorded as the job's failure ("the handler's coroutine was cancelled").
+    q = await emq.Queue.connect(standalone, qname)
+    job_id = await q.add("long", {"n": 1}, attempts=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        marker = os.path.join(tmp, "started")
+        proc = _start_worker(standalone, qname, "asyncio-run", marker)
+        await _wait_started(proc, marker)
+        proc.send_signal(signal.SIGINT)
+        out = await _wait_exit(proc)
+    job = await _state(q, job_id)
+    assert job["state"] == "waiting", (job, out)
+    assert job["attempts_made"] == 0 and job.get("failure") is None, job
+    await _run_to_completion(q, job_id)
+    await q.close()
+
+
+async def test_second_signal_stops_at_once(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    job_id = await q.add("long", {"n": 1})
+    with tempfile.TemporaryDirectory() as tmp:
+        marker = os.path.join(tmp, "started")
+        # A long grace: only the second signal can end the process soon.
+        proc = _start_worker(standalone, qname, "async", marker, grace=30.0)
+        await _wait_started(proc, marker)
+        proc.send_signal(signal.SIGINT)
+        await asyncio.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out = await _wait_exit(proc, limit=5.0)
+    assert proc.returncode == 0, out
+    job = await _state(q, job_id)
+    # Nothing was released: the job comes back through its lease, as after a crash.
+    assert job["state"] == "active", job
+    assert job["attempts_made"] == 0 and job.get("failure") is None, job
+    await q.close()
