@@ -172,3 +172,104 @@ async fn abort_during_close_releases_nothing() {
     w2.close().await.unwrap();
     audit_ok(&q).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timeout_stops_the_run_before_its_retry_starts() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-timeout").await;
+    let id = q
+        .add(
+            "slow",
+            json!(1),
+            JobOptions {
+                attempts: 3,
+                timeout_ms: 100,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let runs: Runs = Arc::new(Mutex::new(Vec::new()));
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            ..fast()
+        })
+        .handler(Stubborn {
+            runs: runs.clone(),
+            told: told.clone(),
+        })
+        .run()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while q.get(id).await.unwrap().unwrap().state != Some(JobState::Failed) {
+        assert!(
+            Instant::now() < until,
+            "not failed after 20 s: {:?}, runs {:?}",
+            q.get(id).await.unwrap(),
+            runs.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.close().await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for pair in runs.windows(2) {
+        let end = pair[0].1.expect("the first run ended");
+        assert!(
+            pair[1].0 >= end,
+            "a retry started {:?} before the timed-out run ended",
+            end - pair[1].0
+        );
+    }
+    assert!(told
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|t| *t == Some(Interrupt::TimedOut)));
+    let job = q.get(id).await.unwrap().unwrap();
+    assert_eq!(job.attempts_made, 3);
+    assert_eq!(job.failure.unwrap().code, "timeout");
+    audit_ok(&q).await;
+}
+
+/// A handler like a binding's: its work runs on a thread of its own that stops only when it
+/// looks at the interrupt, and takes a while to wind down; the worker must wait for it.
+type Runs = Arc<Mutex<Vec<(Instant, Option<Instant>)>>>;
+
+struct Stubborn {
+    runs: Runs,
+    told: Arc<Mutex<Vec<Option<Interrupt>>>>,
+}
+
+impl emq::Handler for Stubborn {
+    fn handle(&self, job: JobContext) -> futures::future::BoxFuture<'static, emq::HandlerResult> {
+        let (runs, told) = (self.runs.clone(), self.told.clone());
+        Box::pin(async move {
+            let n = {
+                let mut r = runs.lock().unwrap();
+                r.push((Instant::now(), None));
+                r.len() - 1
+            };
+            let j = job.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                for _ in 0..100 {
+                    if j.is_cancelled() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                std::thread::sleep(Duration::from_millis(150));
+                runs.lock().unwrap()[n].1 = Some(Instant::now());
+            })
+            .await;
+            told.lock().unwrap().push(job.interrupt());
+            Ok(json!("late"))
+        })
+    }
+
+    fn cooperative_cancel(&self) -> bool {
+        true
+    }
+}

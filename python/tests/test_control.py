@@ -188,3 +188,43 @@ async def test_second_signal_stops_at_once(standalone, qname):
     assert job["state"] == "active", job
     assert job["attempts_made"] == 0 and job.get("failure") is None, job
     await q.close()
+
+
+@pytest.mark.parametrize("kind", ["async", "def"])
+async def test_timeout_stops_the_handler_before_the_retry(standalone, qname, kind):
+    q = await emq.Queue.connect(standalone, qname)
+    job_id = await q.add("slow", {}, attempts=3, timeout=0.2)
+    runs = []  # [start, end] per run
+
+    async def handle_async(job):
+        run = [time.monotonic(), None]
+        runs.append(run)
+        try:
+            await asyncio.sleep(5)
+        finally:
+            await asyncio.sleep(0.15)  # winding down after the cancel takes a while
+            run[1] = time.monotonic()
+
+    def handle_def(job):
+        run = [time.monotonic(), None]
+        runs.append(run)
+        deadline = time.monotonic() + 5
+        while not getattr(job, "cancelled", False) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.15)
+        run[1] = time.monotonic()
+        return "late"
+
+    worker = emq.Worker(q, handle_async if kind == "async" else handle_def, concurrency=1)
+    try:
+        deadline = time.monotonic() + 20
+        while (job := await _state(q, job_id))["state"] != "failed":
+            assert time.monotonic() < deadline, (job, runs)
+            await asyncio.sleep(0.05)
+    finally:
+        await worker.close()
+    assert len(runs) == 3, runs
+    for before, after in zip(runs, runs[1:]):
+        assert before[1] is not None and after[0] >= before[1], f"runs overlap: {runs}"
+    assert job["attempts_made"] == 3 and job["failure"]["code"] == "timeout", job
+    await q.close()
