@@ -26,7 +26,9 @@ call('HINCRBY', KEYS[8], 'stalled_total', 1)
 -- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a
 -- crash never fails a job that had one attempt.
 local atts = call('HINCRBY', KEYS[1], 'atts', 1)
-if stalls <= tonumber(ARGV[2]) then
+-- A job cancelled while it ran (its worker died before it could stop it) does not run again.
+local cancel = call('HGET', KEYS[1], 'cancel')
+if stalls <= tonumber(ARGV[2]) and not cancel then
   -- The re-run starts again under its group's limit.
   local group = call('HGET', KEYS[1], 'group')
   if group and call('HEXISTS', KEYS[8], 'grl_max') == 1 then call('HSET', KEYS[11], id, group) end
@@ -40,9 +42,13 @@ end
 local now = now_ms()
 local dedup = call('HGET', KEYS[1], 'dedup')
 if dedup and dedup ~= '' and call('HGET', KEYS[7], dedup) == id then call('HDEL', KEYS[7], dedup) end
-call('HSET', KEYS[1], 'failure', cjson.encode({code = 'stalled', message = 'the job stalled ' .. stalls ..
-  ' time(s): its worker stopped renewing the lease (crashed, or blocked longer than the lease)'}),
-  'finished_ms', now)
+local failure = {code = 'stalled', message = 'the job stalled ' .. stalls ..
+  ' time(s): its worker stopped renewing the lease (crashed, or blocked longer than the lease)'}
+if cancel then
+  failure = {code = 'cancelled', message = 'the job was cancelled'}
+  if cancel ~= '' then failure.message = failure.message .. ': ' .. cancel end
+end
+call('HSET', KEYS[1], 'failure', cjson.encode(failure), 'finished_ms', now)
 if ARGV[3] == '1' then
   call('ZADD', KEYS[6], now, id)
 else

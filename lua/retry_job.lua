@@ -15,7 +15,7 @@
 local id = ARGV[1]
 if call('ZREM', KEYS[2], id) == 0 then return 0 end
 call('HSET', KEYS[1], 'atts', 0, 'stalls', 0)
-call('HDEL', KEYS[1], 'failure', 'finished_ms', 'processed_ms')
+call('HDEL', KEYS[1], 'failure', 'finished_ms', 'processed_ms', 'cancel')
 local paused = call('HGET', KEYS[5], 'paused') == '1'
 local k = {wait = KEYS[3], paused = KEYS[4], prioritized = KEYS[8], meta = KEYS[5]}
 emq_ready(k, {id}, {call('HGET', KEYS[1], 'priority')}, false, paused)

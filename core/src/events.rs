@@ -1,8 +1,10 @@
 //! [`EventStream`]: a subscriber on a queue's events stream (`emq:{q}:events`).
 //!
 //! Every transition appends an entry (`ev` = added, active, completed, retrying, failed, stalled,
-//! released, removed, progress, paused, resumed; `id` = the job, or `ids` = the jobs of a batch
-//! transition, read back as one [`Event`] per job). The stream is capped
+//! released, removed, progress, paused, resumed, cancelling (a running job's cancel was asked,
+//! with its `reason`); `id` = the job, or `ids` = the jobs of a batch transition, read back as one
+//! [`Event`] per job). A job cancelled before it ran is `failed` with `code` = `cancelled` and
+//! its `reason`. The stream is capped
 //! (approximately) by the queue, so memory stays bounded. Reading blocks on a dedicated connection
 //! to the node that owns the queue, never on the shared one.
 

@@ -123,6 +123,9 @@ pub struct Job {
     pub dedup: Option<String>,
     /// In a flow, its parent as `<queue>:<id>`.
     pub parent: Option<String>,
+    /// Set once [`Queue::cancel`](crate::Queue::cancel) was called for it: the reason given
+    /// (possibly empty). A cancelled job ends failed, its failure code `cancelled`.
+    pub cancelled: Option<String>,
 }
 
 fn json_field(map: &HashMap<String, String>, k: &str) -> Option<Value> {
@@ -160,6 +163,7 @@ impl Job {
             options: json_field(&map, "opts").unwrap_or_else(|| Value::Object(Default::default())),
             dedup: map.get("dedup").filter(|d| !d.is_empty()).cloned(),
             parent: map.get("parent").filter(|d| !d.is_empty()).cloned(),
+            cancelled: map.get("cancel").cloned(),
         }
     }
 

@@ -44,7 +44,7 @@ pub use limits::{GroupRateLimit, RateLimit};
 pub use metrics::{prometheus_text, QueueMetrics};
 pub use minter::IdMinter;
 pub use options::{Backoff, JobOptions, ParentPolicy, Retention};
-pub use queue::{NewJob, Queue};
+pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Store, Topology};
 pub use worker::{CloseReport, Worker, WorkerAborter, WorkerHandle, WorkerOptions, WorkerStats};

@@ -161,6 +161,9 @@ struct Shared {
     aborted: AtomicBool,
     /// Jobs given back to wait (uncounted) so far.
     released: AtomicU64,
+    /// Cancel requests read from the `cancels` stream for jobs not (yet) registered here: a job
+    /// leased by a claim still on its way is cancelled as it registers. Locked after `flights`.
+    early_cancels: Mutex<HashMap<JobId, (String, Instant)>>,
     wake: Notify,
     stop: Notify,
     idle: Notify,
@@ -259,6 +262,7 @@ impl WorkerBuilder {
             stopping: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
             released: AtomicU64::new(0),
+            early_cancels: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             stop: Notify::new(),
             idle: Notify::new(),
@@ -275,6 +279,7 @@ impl WorkerBuilder {
             TaskHandle::spawn(sweep_loop(shared.clone())),
             TaskHandle::spawn(trim_loop(shared.clone())),
             TaskHandle::spawn(scheduler_loop(shared.clone())),
+            TaskHandle::spawn(cancel_loop(shared.clone())),
         ];
         Ok(WorkerHandle {
             shared,
@@ -916,6 +921,7 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
     }
     {
         let mut flights = s.flights.lock().expect("flights");
+        let mut early = s.early_cancels.lock().expect("early cancels");
         for (job, token) in &jobs {
             flights.insert(
                 job.id,
@@ -925,7 +931,7 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                     lost: Arc::new(AtomicBool::new(false)),
                     abort: None,
                     interrupt: None,
-                    cancel: None,
+                    cancel: early.remove(&job.id).map(|(reason, _)| reason),
                 },
             );
         }
@@ -985,10 +991,23 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                 next = next_or_end(&s);
                 continue;
             };
-            // A cancel that came while it waited in the buffer, or a shutdown already past its
-            // grace: the handler is told at once.
+            // Cancelled while it waited in the buffer: it does not run.
             if let Some(reason) = flight.cancel.take() {
-                interrupt(&itx, Interrupt::Cancelled(reason));
+                flights.remove(&id);
+                drop(flights);
+                let e = HandlerError::unrecoverable(Interrupt::Cancelled(reason).message())
+                    .with_code(CANCELLED);
+                let s2 = s.clone();
+                let job2 = job.clone();
+                // Recorded off the slot's path; the slot goes on with its next job.
+                s.unrecorded.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    finish(&s2, &job2, &token, Err(e)).await;
+                    recorded(&s2, 1);
+                });
+                unreserve(&s, 1);
+                next = next_or_end(&s);
+                continue;
             }
             flight.interrupt = Some(itx.clone());
             let ctx = JobContext {
@@ -1520,6 +1539,68 @@ async fn sweep_once(s: &Shared) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Follows the queue's `cancels` stream (a blocking XREAD on a dedicated connection, so a
+/// request reaches the worker within one round trip) and tells the handler of each cancelled job
+/// this worker holds; a request for a job not registered yet is kept for a while, for a claim on
+/// its way.
+async fn cancel_loop(s: Arc<Shared>) {
+    let k = s.queue.keys();
+    let mut backoff = Duration::from_millis(100);
+    let mut stream = loop {
+        match crate::events::EventStream::new(s.queue.store().clone(), k.cancels.clone(), None)
+            .await
+        {
+            Ok(st) => break st,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot follow the cancels stream; will retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    };
+    loop {
+        match stream.next_batch(s.opts.block_timeout, 100).await {
+            Ok(events) => {
+                backoff = Duration::from_millis(100);
+                for ev in events {
+                    let Some(id) = ev.job_id else { continue };
+                    let reason = ev.fields.get("reason").cloned().unwrap_or_default();
+                    cancel_held(&s, id, reason);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the cancels stream failed; will retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// How long a cancel request for a job this worker does not hold (yet) is kept.
+const EARLY_CANCEL_TTL: Duration = Duration::from_secs(5);
+
+/// Tells the handler of a held job that it is cancelled (or marks a buffered one), or keeps the
+/// request for a job not registered yet.
+fn cancel_held(s: &Shared, id: JobId, reason: String) {
+    let mut flights = s.flights.lock().expect("flights");
+    if let Some(f) = flights.get_mut(&id) {
+        match &f.interrupt {
+            Some(tx) => {
+                interrupt(tx, Interrupt::Cancelled(reason));
+            }
+            None => f.cancel = Some(reason),
+        }
+        return;
+    }
+    let mut early = s.early_cancels.lock().expect("early cancels");
+    let now = Instant::now();
+    early.retain(|_, (_, at)| now.duration_since(*at) < EARLY_CANCEL_TTL);
+    if early.len() < 10_000 {
+        early.insert(id, (reason, now));
+    }
 }
 
 /// Fires due job schedulers (exactly once across workers: the fire script re-checks due-ness).

@@ -273,3 +273,128 @@ impl emq::Handler for Stubborn {
         true
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_a_waiting_a_delayed_and_a_running_job() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-cancel").await;
+    let waiting = q.add("w", json!(1), JobOptions::default()).await.unwrap();
+    let delayed = q
+        .add(
+            "d",
+            json!(2),
+            JobOptions {
+                delay_ms: 300,
+                dedup: Some("d-key".into()),
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        q.cancel(waiting, "not needed").await.unwrap(),
+        emq::CancelOutcome::Cancelled
+    );
+    assert_eq!(
+        q.cancel(delayed, "").await.unwrap(),
+        emq::CancelOutcome::Cancelled
+    );
+    for (id, msg) in [
+        (waiting, "the job was cancelled: not needed"),
+        (delayed, "the job was cancelled"),
+    ] {
+        let job = q.get(id).await.unwrap().unwrap();
+        assert_eq!(job.state, Some(JobState::Failed));
+        let f = job.failure.unwrap();
+        assert_eq!((f.code.as_str(), f.message.as_str()), ("cancelled", msg));
+        assert!(job.cancelled.is_some());
+        assert_eq!(job.attempts_made, 0);
+    }
+    // The dedup key is free again.
+    let again = q
+        .add(
+            "d",
+            json!(3),
+            JobOptions {
+                dedup: Some("d-key".into()),
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_ne!(again, delayed);
+    q.remove(again).await.unwrap();
+    assert_eq!(
+        q.cancel(waiting, "twice").await.unwrap(),
+        emq::CancelOutcome::Finished
+    );
+
+    // A running job: its handler is told at once and the job ends cancelled, not retried.
+    let running = q
+        .add(
+            "r",
+            json!(4),
+            JobOptions {
+                attempts: 3,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let told = Arc::new(Mutex::new(None::<(Interrupt, Instant)>));
+    let runs = Arc::new(Mutex::new(0));
+    let (told2, runs2) = (told.clone(), runs.clone());
+    let w = Worker::builder(q.clone())
+        .options(fast())
+        .handler(move |job: JobContext| {
+            let (told, runs) = (told2.clone(), runs2.clone());
+            async move {
+                *runs.lock().unwrap() += 1;
+                let why = job.cancelled().await;
+                *told.lock().unwrap() = Some((why, Instant::now()));
+                Ok(json!("ignored"))
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until("the job to run", Duration::from_secs(10), || async {
+        w.running() == 1
+    })
+    .await;
+    // Let the worker settle into its blocking waits.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked = Instant::now();
+    assert_eq!(
+        q.cancel(running, "user asked").await.unwrap(),
+        emq::CancelOutcome::Requested
+    );
+    wait_until("the handler to be told", Duration::from_secs(5), || async {
+        told.lock().unwrap().is_some()
+    })
+    .await;
+    let (why, at) = told.lock().unwrap().clone().unwrap();
+    let latency = at.duration_since(asked);
+    println!("cancel -> handler told: {latency:?}");
+    assert_eq!(why, Interrupt::Cancelled("user asked".into()));
+    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    wait_until(
+        "the job to end cancelled",
+        Duration::from_secs(5),
+        || async { q.get(running).await.unwrap().unwrap().state == Some(JobState::Failed) },
+    )
+    .await;
+    let job = q.get(running).await.unwrap().unwrap();
+    let f = job.failure.unwrap();
+    assert_eq!(f.code, "cancelled");
+    assert_eq!(f.message, "the job was cancelled: user asked");
+    assert_eq!(job.attempts_made, 1);
+    assert!(job.result.is_none());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(*runs.lock().unwrap(), 1, "not retried");
+    w.close().await.unwrap();
+    assert_eq!(
+        q.cancel(running, "").await.unwrap(),
+        emq::CancelOutcome::Finished
+    );
+    audit_ok(&q).await;
+}

@@ -15,6 +15,7 @@ import time
 import pytest
 
 import emq
+import emq.sync
 
 WORKER_SCRIPT = textwrap.dedent(
     """
@@ -227,4 +228,85 @@ async def test_timeout_stops_the_handler_before_the_retry(standalone, qname, kin
     for before, after in zip(runs, runs[1:]):
         assert before[1] is not None and after[0] >= before[1], f"runs overlap: {runs}"
     assert job["attempts_made"] == 3 and job["failure"]["code"] == "timeout", job
+    await q.close()
+
+
+async def test_cancel_waiting_and_delayed_jobs(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    waiting = await q.add("w", 1)
+    delayed = await q.add("d", 2, delay=0.3)
+    assert await q.cancel(waiting, "not needed") == "cancelled"
+    assert await q.cancel(delayed) == "cancelled"
+    ran = []
+
+    async def handle(job):
+        ran.append(job["id"])
+
+    worker = emq.Worker(q, handle)
+    await asyncio.sleep(0.8)  # past the delay: neither runs
+    await worker.close()
+    assert ran == []
+    for job_id, message in ((waiting, "the job was cancelled: not needed"), (delayed, "the job was cancelled")):
+        job = await _state(q, job_id)
+        assert job["state"] == "failed" and job["attempts_made"] == 0, job
+        assert job["failure"]["code"] == "cancelled" and job["failure"]["message"] == message, job
+        assert job["cancelled"] is not None
+    assert await q.cancel(waiting) == "finished"
+    with pytest.raises(emq.InvalidJobId):
+        await q.cancel("nope")
+    sq = emq.sync.Queue.connect(standalone, qname)
+    another = sq.add("x", 3)
+    assert sq.cancel(another, "sync") == "cancelled"
+    sq.close()
+    await q.close()
+
+
+@pytest.mark.parametrize("kind", ["async", "def"])
+async def test_cancel_a_running_job(standalone, qname, kind):
+    q = await emq.Queue.connect(standalone, qname)
+    job_id = await q.add("r", 1, attempts=3)
+    seen = {}
+    started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    async def handle_async(job):
+        seen["runs"] = seen.get("runs", 0) + 1
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen["told"] = time.monotonic()
+            seen["reason"] = job.cancel_reason
+            raise
+
+    def handle_def(job):
+        seen["runs"] = seen.get("runs", 0) + 1
+        loop.call_soon_threadsafe(started.set)
+        deadline = time.monotonic() + 30
+        while not job.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen["told"] = time.monotonic()
+        seen["reason"] = job.cancel_reason
+        return "stopped"
+
+    worker = emq.Worker(q, handle_async if kind == "async" else handle_def)
+    try:
+        await asyncio.wait_for(started.wait(), 10)
+        await asyncio.sleep(0.2)
+        asked = time.monotonic()
+        assert await q.cancel(job_id, "user asked") == "requested"
+        deadline = time.monotonic() + 10
+        while (job := await _state(q, job_id))["state"] != "failed":
+            assert time.monotonic() < deadline, job
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+    finally:
+        await worker.close()
+    latency = seen["told"] - asked
+    print(f"cancel -> {kind} handler told: {latency * 1000:.1f} ms")
+    assert latency < 0.5, latency
+    assert seen["reason"] == "user asked" and seen["runs"] == 1
+    assert job["failure"]["code"] == "cancelled", job
+    assert job["failure"]["message"] == "the job was cancelled: user asked"
+    assert job["attempts_made"] == 1 and job.get("result") is None, job
     await q.close()

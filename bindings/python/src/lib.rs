@@ -13,6 +13,7 @@
 //! which resolves the asyncio future on the loop; tokio threads never take the GIL for it.
 //! Blocking methods (the sync facade) release the GIL while they wait.
 
+mod control;
 mod convert;
 mod dispatch;
 mod extras;
@@ -743,6 +744,19 @@ impl Queue {
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
         run(py, self.change_priority_future(py, id, priority)?, blocking)
+    }
+
+    /// Cancels a job; `"cancelled"`, `"requested"` (running: its worker stops it), `"finished"` or
+    /// `"not_found"`.
+    #[pyo3(signature = (id, reason=String::new(), blocking=false))]
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        reason: String,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.cancel_future(py, id, reason)?, blocking)
     }
 
     #[pyo3(signature = (blocking=false))]

@@ -351,6 +351,16 @@ class Queue:
         when it is due."""
         return await self._native.change_priority(job_id, priority)
 
+    async def cancel(self, job_id: str, reason: str = "") -> str:
+        """Cancels a job. One that has not run yet (waiting, delayed, …) never runs: it ends
+        failed with the failure code ``"cancelled"`` and ``reason`` in its message (``job["cancelled"]``
+        holds the reason), not retried; returns ``"cancelled"``. For a running job the worker
+        holding it is told at once — an ``async def`` handler's task is cancelled
+        (``asyncio.CancelledError``), a ``def`` handler sees ``job.cancelled`` — and the job ends
+        the same way; returns ``"requested"``. ``"finished"``: it had finished, nothing done;
+        ``"not_found"``: no such job."""
+        return await self._native.cancel(job_id, reason)
+
     async def logs(self, job_id: str) -> List[str]:
         """A job's log lines (``job.log`` in a handler), oldest first."""
         return await self._native.job_op("logs", job_id)

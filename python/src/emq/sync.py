@@ -144,6 +144,10 @@ class Queue:
     def change_priority(self, job_id: str, priority: int) -> bool:
         return self._native.change_priority(job_id, priority, blocking=True)
 
+    def cancel(self, job_id: str, reason: str = "") -> str:
+        """Cancels a job (see :meth:`emq.Queue.cancel`)."""
+        return self._native.cancel(job_id, reason, blocking=True)
+
     def logs(self, job_id: str) -> List[str]:
         return self._native.job_op("logs", job_id, blocking=True)
 
