@@ -50,5 +50,5 @@ local dedup = call('HGET', KEYS[1], 'dedup')
 if dedup and dedup ~= '' and call('HGET', KEYS[10], dedup) == id then call('HDEL', KEYS[10], dedup) end
 call('HINCRBY', KEYS[13], 'f:' .. math.floor(now / 60000), 1)
 call('XADD', KEYS[12], 'MAXLEN', '~', ARGV[3], '*', 'ev', 'failed', 'id', id, 'code', 'cancelled',
-  'reason', reason)
+  'message', string.sub(message, 1, 512), 'reason', reason)
 return 'cancelled'

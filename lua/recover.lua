@@ -55,5 +55,6 @@ else
   call('DEL', KEYS[1], KEYS[2])
   call('HINCRBY', KEYS[8], 'gone', 1)
 end
-call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts)
+call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts,
+  'code', failure.code, 'message', failure.message)
 return 'failed'

@@ -86,6 +86,22 @@ pub struct Failure {
     pub stack: Option<String>,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl From<Failure> for Error {
+    /// A job's failure as an error of the caller (`handler_failed`, the failure's code and
+    /// message in the text).
+    fn from(f: Failure) -> Error {
+        Error::new(ErrorCode::HandlerFailed, f.to_string())
+    }
+}
+
 /// A job as stored.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Job {

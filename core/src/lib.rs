@@ -37,7 +37,7 @@ pub mod worker;
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
 pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};
-pub use job::{Counts, Job, JobState};
+pub use job::{Counts, Failure, Job, JobState};
 pub use job_id::JobId;
 pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
 pub use limits::{GroupRateLimit, RateLimit};

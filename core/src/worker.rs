@@ -1045,14 +1045,13 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                 }
             };
             tokio::select! {
-                // An interrupt already set decides, even if the run ended meanwhile (a handler
-                // that returns when told lands here).
                 biased;
                 _ = async { let _ = watch.wait_for(Option::is_some).await; } => {
                     (stop_run(&s, &mut run).await, itx.borrow().clone())
                 }
-                // It ended on its own: its outcome stands.
-                j = &mut run => (j, None),
+                // It ended: its outcome stands, unless it was told to stop meanwhile (a handler
+                // that returns when told lands here too).
+                j = &mut run => (j, itx.borrow().clone()),
                 _ = timed => {
                     interrupt(&itx, Interrupt::TimedOut);
                     (stop_run(&s, &mut run).await, itx.borrow().clone())

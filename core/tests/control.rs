@@ -398,3 +398,173 @@ async fn cancel_a_waiting_a_delayed_and_a_running_job() {
     );
     audit_ok(&q).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_a_result_before_and_after_it_finished_failed_and_timed_out() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-wait").await;
+    let quick = q
+        .add("quick", json!(1), JobOptions::default())
+        .await
+        .unwrap();
+    let big = q
+        .add(
+            "big",
+            json!(2),
+            JobOptions {
+                remove_on_complete: false,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let doomed = q
+        .add(
+            "doomed",
+            json!(3),
+            JobOptions {
+                attempts: 2,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let never = q
+        .add(
+            "never",
+            json!(4),
+            JobOptions {
+                delay_ms: 60_000,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let gate2 = gate.clone();
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 4,
+            ..fast()
+        })
+        .handler(move |job: JobContext| {
+            let gate = gate2.clone();
+            async move {
+                match job.job().name.as_str() {
+                    "quick" => Ok(json!({"n": 1})),
+                    "big" => {
+                        gate.notified().await;
+                        Ok(json!("x".repeat(10_000)))
+                    }
+                    _ => Err(emq::HandlerError::new("it broke").with_stack("at doomed()")),
+                }
+            }
+        })
+        .run()
+        .unwrap();
+    // Finished before the wait began.
+    wait_until("quick to complete", Duration::from_secs(10), || async {
+        q.get(quick).await.unwrap().unwrap().state == Some(JobState::Completed)
+    })
+    .await;
+    assert_eq!(
+        q.wait(quick, Duration::from_secs(1)).await.unwrap(),
+        Ok(json!({"n": 1}))
+    );
+    // Finishes after the wait began, with a result longer than events carry.
+    let waiter = {
+        let q = q.clone();
+        tokio::spawn(async move { q.wait(big, Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiter.is_finished());
+    let released = Instant::now();
+    gate.notify_one();
+    let got = waiter.await.unwrap().unwrap().unwrap();
+    println!(
+        "wait: result seen {:?} after the handler was let go",
+        released.elapsed()
+    );
+    assert_eq!(got, json!("x".repeat(10_000)));
+    // A failure: code, message and stack.
+    let failure = q
+        .wait(doomed, Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(failure.code, "handler_failed");
+    assert_eq!(failure.message, "it broke");
+    assert_eq!(failure.stack.as_deref(), Some("at doomed()"));
+    let as_error: emq::Error = failure.into();
+    assert_eq!(as_error.code(), emq::ErrorCode::HandlerFailed);
+    // Timed out.
+    let began = Instant::now();
+    let e = q.wait(never, Duration::from_millis(300)).await.unwrap_err();
+    assert_eq!(e.code(), emq::ErrorCode::Timeout);
+    assert!(began.elapsed() >= Duration::from_millis(300));
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
+    // A cancelled job's wait ends with the cancellation.
+    assert_eq!(
+        q.cancel(never, "stop").await.unwrap(),
+        emq::CancelOutcome::Cancelled
+    );
+    let f = q
+        .wait(never, Duration::from_secs(1))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(f.code, "cancelled");
+    w.close().await.unwrap();
+    audit_ok(&q).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_carry_results_and_failure_reasons() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-events").await;
+    let mut events = q.events(None).await.unwrap();
+    let ok = q.add("ok", json!(1), JobOptions::default()).await.unwrap();
+    let bad = q.add("bad", json!(2), JobOptions::default()).await.unwrap();
+    let w = Worker::builder(q.clone())
+        .options(fast())
+        .handler(|job: JobContext| async move {
+            if job.job().name == "ok" {
+                Ok(json!({"v": 7}))
+            } else {
+                Err(emq::HandlerError::new("no luck"))
+            }
+        })
+        .run()
+        .unwrap();
+    let mut seen = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 2 && Instant::now() < until {
+        for e in events
+            .next_batch(Duration::from_millis(500), 100)
+            .await
+            .unwrap()
+        {
+            if e.kind == "completed" || e.kind == "failed" {
+                seen.push(e);
+            }
+        }
+    }
+    w.close().await.unwrap();
+    let done = seen
+        .iter()
+        .find(|e| e.job_id == Some(ok))
+        .expect("completed");
+    assert_eq!(
+        done.fields.get("result").map(String::as_str),
+        Some(r#"{"v":7}"#)
+    );
+    assert!(done.fields.keys().all(|k| !k.starts_with("r:")));
+    let failed = seen.iter().find(|e| e.job_id == Some(bad)).expect("failed");
+    assert_eq!(failed.fields["code"], "handler_failed");
+    assert_eq!(failed.fields["message"], "no luck");
+    audit_ok(&q).await;
+}

@@ -310,3 +310,61 @@ async def test_cancel_a_running_job(standalone, qname, kind):
     assert job["failure"]["message"] == "the job was cancelled: user asked"
     assert job["attempts_made"] == 1 and job.get("result") is None, job
     await q.close()
+
+
+async def test_wait_for_results(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    before = await q.add("quick", {"n": 2})
+    later = await q.add("later", {"n": 3})
+    doomed = await q.add("doomed", {}, attempts=1)
+    never = await q.add("never", {}, delay=60)
+    gate = asyncio.Event()
+
+    async def handle(job):
+        if job["name"] == "quick":
+            return {"double": job["data"]["n"] * 2}
+        if job["name"] == "later":
+            await gate.wait()
+            return "finally"
+        raise ValueError("it broke")
+
+    worker = emq.Worker(q, handle, concurrency=4)
+    try:
+        deadline = time.monotonic() + 10
+        while (await _state(q, before))["state"] != "completed":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        # Finished before the wait began.
+        assert await q.wait(before, 1.0) == {"double": 4}
+        # Finishes after the wait began.
+        waiting = asyncio.ensure_future(q.wait(later, 10.0))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        gate.set()
+        assert await waiting == "finally"
+        # Failed: the failure, with its traceback.
+        with pytest.raises(emq.HandlerFailed) as info:
+            await q.wait(doomed, 10.0)
+        assert info.value.code == "handler_failed" and info.value.failure_code == "handler_failed"
+        assert info.value.message == "it broke"
+        assert "Traceback" in info.value.stack and "ValueError" in info.value.stack
+        # Timed out.
+        began = time.monotonic()
+        with pytest.raises(emq.Timeout):
+            await q.wait(never, 0.3)
+        assert 0.3 <= time.monotonic() - began < 2.0
+        # Cancelled: the wait says so.
+        assert await q.cancel(never, "stop") == "cancelled"
+        with pytest.raises(emq.HandlerFailed) as info:
+            await q.wait(never, 1.0)
+        assert info.value.failure_code == "cancelled"
+        with pytest.raises(emq.InvalidJobId):
+            await q.wait("nope", 1.0)
+    finally:
+        await worker.close()
+    sq = emq.sync.Queue.connect(standalone, qname)
+    assert sq.wait(before, 1.0) == {"double": 4}
+    with pytest.raises(emq.Timeout):
+        sq.wait(await q.add("x", delay=60), 0.1)
+    sq.close()
+    await q.close()

@@ -759,6 +759,18 @@ impl Queue {
         run(py, self.cancel_future(py, id, reason)?, blocking)
     }
 
+    /// Waits for a job's outcome (see `emq.Queue.wait`).
+    #[pyo3(signature = (id, timeout, blocking=false))]
+    fn wait(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.wait_future(py, id, timeout)?, blocking)
+    }
+
     #[pyo3(signature = (blocking=false))]
     fn retry_failed(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         run(py, self.retry_failed_future(py)?, blocking)

@@ -361,6 +361,15 @@ class Queue:
         ``"not_found"``: no such job."""
         return await self._native.cancel(job_id, reason)
 
+    async def wait(self, job_id: str, timeout: Seconds = 30.0) -> Any:
+        """Waits up to ``timeout`` seconds for the job to finish and returns its result; works for
+        a job that finished before the call. A job that failed for good raises
+        :class:`HandlerFailed` (``exc.failure_code``: ``"handler_failed"``, ``"timeout"``,
+        ``"cancelled"``, ``"stalled"``…, ``exc.message``, ``exc.stack``: the traceback when
+        recorded, ``exc.failure``: the whole failure dict). Not finished in time:
+        :class:`Timeout`; no such job (or removed): :class:`JobNotFound`."""
+        return _outcome(await self._native.wait(job_id, timeout))
+
     async def logs(self, job_id: str) -> List[str]:
         """A job's log lines (``job.log`` in a handler), oldest first."""
         return await self._native.job_op("logs", job_id)
@@ -388,6 +397,18 @@ class Queue:
 
 
 Handler = Callable[["Job"], Any]
+
+
+def _outcome(out: Dict[str, Any]) -> Any:
+    """A job's result, or its failure raised as :class:`HandlerFailed`."""
+    if out["ok"]:
+        return out["result"]
+    failure = out["failure"]
+    exc = HandlerFailed(failure.get("message", ""))
+    exc.failure = failure  # type: ignore[attr-defined]
+    exc.failure_code = failure.get("code", "handler_failed")  # type: ignore[attr-defined]
+    exc.stack = failure.get("stack")  # type: ignore[attr-defined]
+    raise exc
 
 
 class Job(dict):

@@ -16,7 +16,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, Job, JobSpec, Seconds, Url, _bulk, _options, _urls
+from . import Backoff, Job, JobSpec, Seconds, Url, _bulk, _options, _outcome, _urls
 from .errors import InvalidOption
 
 __all__ = ["Queue", "Worker"]
@@ -147,6 +147,10 @@ class Queue:
     def cancel(self, job_id: str, reason: str = "") -> str:
         """Cancels a job (see :meth:`emq.Queue.cancel`)."""
         return self._native.cancel(job_id, reason, blocking=True)
+
+    def wait(self, job_id: str, timeout: Seconds = 30.0) -> Any:
+        """Waits for the job's result (see :meth:`emq.Queue.wait`)."""
+        return _outcome(self._native.wait(job_id, timeout, blocking=True))
 
     def logs(self, job_id: str) -> List[str]:
         return self._native.job_op("logs", job_id, blocking=True)
