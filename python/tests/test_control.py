@@ -368,3 +368,26 @@ async def test_wait_for_results(standalone, qname):
         sq.wait(await q.add("x", delay=60), 0.1)
     sq.close()
     await q.close()
+
+
+async def test_a_handler_raising_cancelled_error_itself_fails_its_job(standalone, qname):
+    # Only a cancel of the handler's task gives the job back; a CancelledError the handler's own
+    # code raises is an ordinary failure, and the worker goes on.
+    q = await emq.Queue.connect(standalone, qname)
+    odd = await q.add("odd", {}, attempts=1)
+    fine = await q.add("fine", {})
+
+    async def handle(job):
+        if job["name"] == "odd":
+            raise asyncio.CancelledError("mine")
+        return "ok"
+
+    worker = emq.Worker(q, handle)
+    try:
+        with pytest.raises(emq.HandlerFailed) as info:
+            await q.wait(odd, 10.0)
+        assert "CancelledError" in info.value.message
+        assert await q.wait(fine, 10.0) == "ok"
+    finally:
+        await worker.close()
+    await q.close()

@@ -500,10 +500,19 @@ async def _run_async(
     """Runs one job of an async handler (a task on the worker's loop) and reports its outcome."""
     try:
         result = await handler(job)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)
+        if cancelling is not None and cancelling() == 0:
+            # Raised by the handler's own code, not a cancel of its task: an ordinary failure.
+            call.fail(RuntimeError(f"the handler raised CancelledError: {exc}"))
+            return
+        call.fail(exc)  # the worker (cancel, timeout, shutdown) or asyncio.run cancelled it
+        raise
     except BaseException as exc:
         call.fail(exc)
         if not isinstance(exc, Exception):
-            raise  # cancellation, KeyboardInterrupt, SystemExit
+            raise  # KeyboardInterrupt, SystemExit
         return
     finally:
         if tasks.get(job_id) is asyncio.current_task():
