@@ -276,7 +276,13 @@ impl emq::Handler for Stubborn {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_a_waiting_a_delayed_and_a_running_job() {
-    let store = common::standalone().await;
+    for (topology, store) in common::both().await {
+        println!("{topology}");
+        cancel_on(store).await;
+    }
+}
+
+async fn cancel_on(store: emq::Store) {
     let q = queue_on(&store, "ctl-cancel").await;
     let waiting = q.add("w", json!(1), JobOptions::default()).await.unwrap();
     let delayed = q
