@@ -20,9 +20,15 @@
 //! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
 //!   recovers each job (`sweep.lua`, then `recover.lua` per id).
 //! - **Retention**: finished jobs are trimmed by count and age in the background.
-//! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within a
-//!   deadline, then releases the rest to the front of wait. Dropping the handle aborts everything;
-//!   the leases then expire and the sweep recovers the jobs.
+//! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within the
+//!   grace period (`shutdown_deadline`), then tells the handlers still running to stop
+//!   ([`Interrupt::Shutdown`]) and releases their jobs to the front of wait, attempts not counted.
+//!   [`WorkerAborter::abort`] (a second Ctrl-C) and dropping the handle stop at once; the leases
+//!   then expire and the sweep recovers the jobs.
+//! - **Interrupts**: a cancel ([`Queue::cancel`], learned from the queue's `cancels` stream, which
+//!   a task follows with a blocking XREAD), a job's timeout, or the end of the grace period tells
+//!   the run through its [`JobContext`]; the run is stopped (dropped, or awaited for a cooperative
+//!   binding handler) before its outcome is recorded, so a retry never overlaps it.
 
 use crate::error::{ErrorCode, Result};
 use crate::handler::{
@@ -57,7 +63,9 @@ pub struct WorkerOptions {
     pub max_stalls: u32,
     /// Longest single wait for work.
     pub block_timeout: Duration,
-    /// How long `close` waits for in-flight jobs before releasing them.
+    /// The shutdown grace period: how long `close` lets running handlers finish before it tells
+    /// them to stop and releases their jobs (uncounted). Bindings call it `shutdown_timeout`
+    /// (Python: seconds; Node: `shutdownTimeout`, ms).
     pub shutdown_deadline: Duration,
     /// Retention of completed jobs.
     pub completed: Retention,
@@ -339,7 +347,8 @@ impl Drop for WorkerHandle {
 /// What a graceful close did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CloseReport {
-    /// Jobs still running at the deadline, given back to wait.
+    /// Jobs given back to wait, uncounted: those still running at the end of the grace period
+    /// and those leased ahead (0 after [`WorkerAborter::abort`]).
     pub released: u64,
 }
 
