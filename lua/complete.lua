@@ -28,6 +28,10 @@
 -- ARGV[4..] job        groups of 5: id, token, result (JSON), keep ("1" keep the record in
 --                      completed, "0" delete it now), dedup ("" none)
 -- Returns {{1 or 0 per job: completed, or its lease was lost}, {next due in ms or -1, id, token, …}}.
+-- The 'completed' event (one entry per call, `ids`) carries each job's result as a field
+-- 'r:<id>' when the result is at most EVENT_VALUE_CAP bytes and the entry's results stay within
+-- EVENT_ENTRY_CAP bytes in all; a result left out is read from the record (core/src/events.rs).
+local EVENT_VALUE_CAP, EVENT_ENTRY_CAP = 512, 4096
 local now_us_ = now_us()
 local now = math.floor(now_us_ / 1000)
 local n = (#ARGV - 3) / 5
@@ -35,6 +39,7 @@ local ids = {}
 for j = 0, n - 1 do ids[#ids + 1] = ARGV[4 + j * 5] end
 local leases = call('HMGET', K.leases, unpack(ids))
 local status, done, kept, dropped, dropped_keys = {}, {}, {}, 0, {}
+local results, budget = {}, EVENT_ENTRY_CAP
 for j = 0, n - 1 do
   local a = 4 + j * 5
   local id = ARGV[a]
@@ -42,6 +47,12 @@ for j = 0, n - 1 do
   if lease and string.match(lease, '^([^|]*)|') == ARGV[a + 1] then
     status[#status + 1] = 1
     done[#done + 1] = id
+    local result = ARGV[a + 2]
+    if #result <= EVENT_VALUE_CAP and #result <= budget then
+      budget = budget - #result
+      results[#results + 1] = 'r:' .. id
+      results[#results + 1] = result
+    end
     local record, logs = KEYS[19 + j * 2], KEYS[20 + j * 2]
     local dedup = ARGV[a + 4]
     if dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
@@ -67,7 +78,8 @@ if #done > 0 then
     call('DEL', unpack(dropped_keys))
     call('HINCRBY', K.meta, 'gone', dropped)
   end
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '))
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '),
+    unpack(results))
   call('HINCRBY', K.metrics, 'c:' .. math.floor(now / 60000), #done)
 end
 if #done < n then call('HINCRBY', K.meta, 'lease_lost', n - #done) end

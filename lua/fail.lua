@@ -24,6 +24,9 @@
 -- ARGV[6] keep         "1" keep the record in failed, "0" delete it
 -- ARGV[7] max_events   stream cap
 -- Returns 'retry' or 'failed', or a lease_lost error.
+-- The 'retrying' and 'failed' events carry the failure's code and its message, cut to
+-- EVENT_VALUE_CAP bytes (the record keeps it whole, with the stack).
+local EVENT_VALUE_CAP = 512
 local id = ARGV[1]
 local lease = call('HGET', K.leases, id)
 if not lease or string.match(lease, '^([^|]*)|') ~= ARGV[2] then
@@ -33,6 +36,12 @@ local now = now_ms()
 call('ZREM', K.active, id)
 call('HDEL', K.leases, id)
 local atts = call('HINCRBY', K.record, 'atts', 1)
+local ok, decoded = pcall(cjson.decode, ARGV[3])
+local fcode, fmessage = 'handler_failed', ''
+if ok and type(decoded) == 'table' then
+  if type(decoded.code) == 'string' then fcode = decoded.code end
+  if type(decoded.message) == 'string' then fmessage = string.sub(decoded.message, 1, EVENT_VALUE_CAP) end
+end
 local most = tonumber(call('HGET', K.record, 'attempts') or '1')
 call('HSET', K.record, 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'))
 if ARGV[5] == '1' and atts < most then
@@ -51,7 +60,8 @@ if ARGV[5] == '1' and atts < most then
     if not paused then call('LPUSH', K.marker, '1') end
   end
   if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts)
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts,
+    'code', fcode, 'message', fmessage)
   return 'retry'
 end
 local dedup = call('HGET', K.record, 'dedup')
@@ -65,5 +75,6 @@ else
 end
 call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)
 if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts,
+  'code', fcode, 'message', fmessage)
 return 'failed'

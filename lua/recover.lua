@@ -26,7 +26,9 @@ call('HINCRBY', K.meta, 'stalled_total', 1)
 -- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a
 -- crash never fails a job that had one attempt.
 local atts = call('HINCRBY', K.record, 'atts', 1)
-if stalls <= tonumber(ARGV[2]) then
+-- A job cancelled while it ran (its worker died before it could stop it) does not run again.
+local cancel = call('HGET', K.record, 'cancel')
+if stalls <= tonumber(ARGV[2]) and not cancel then
   -- The re-run starts again under its group's limit.
   local group = call('HGET', K.record, 'group')
   if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
@@ -39,14 +41,19 @@ end
 local now = now_ms()
 local dedup = call('HGET', K.record, 'dedup')
 if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
-call('HSET', K.record, 'failure', cjson.encode({code = 'stalled', message = 'the job stalled ' .. stalls ..
-  ' time(s): its worker stopped renewing the lease (crashed, or blocked longer than the lease)'}),
-  'finished_ms', now)
+local failure = {code = 'stalled', message = 'the job stalled ' .. stalls ..
+  ' time(s): its worker stopped renewing the lease (crashed, or blocked longer than the lease)'}
+if cancel then
+  failure = {code = 'cancelled', message = 'the job was cancelled'}
+  if cancel ~= '' then failure.message = failure.message .. ': ' .. cancel end
+end
+call('HSET', K.record, 'failure', cjson.encode(failure), 'finished_ms', now)
 if ARGV[3] == '1' then
   call('ZADD', K.failed, now, id)
 else
   call('DEL', K.record, K.logs)
   call('HINCRBY', K.meta, 'gone', 1)
 end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts,
+  'code', failure.code, 'message', failure.message)
 return 'failed'

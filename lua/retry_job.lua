@@ -15,7 +15,7 @@
 local id = ARGV[1]
 if call('ZREM', K.failed, id) == 0 then return 0 end
 call('HSET', K.record, 'atts', 0, 'stalls', 0)
-call('HDEL', K.record, 'failure', 'finished_ms', 'processed_ms')
+call('HDEL', K.record, 'failure', 'finished_ms', 'processed_ms', 'cancel')
 local paused = call('HGET', K.meta, 'paused') == '1'
 emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, false, paused)
 if not paused then call('LPUSH', K.marker, '1') end

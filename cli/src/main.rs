@@ -88,6 +88,9 @@ enum Command {
     /// Give a job that has not finished a new priority (0: none; lower runs first).
     Priority(commands::admin::PriorityArgs),
 
+    /// Cancel a job: one not running yet never runs; a running one's worker stops it.
+    Cancel(commands::admin::CancelArgs),
+
     /// Move every failed job back to waiting.
     RetryFailed(commands::admin::QueueArgs),
 
@@ -156,6 +159,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
             let action = admin::JobAction::Priority(args.priority);
             admin::run_job(&cli.urls, action, &args.job).await
         }
+        Command::Cancel(args) => admin::run_cancel(&cli.urls, &args).await,
         Command::RetryFailed(args) => {
             admin::run_queue(&cli.urls, admin::QueueAction::RetryFailed, &args).await
         }

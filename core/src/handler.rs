@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// Why a handler failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +43,17 @@ impl HandlerError {
         }
     }
 
+    /// The handler did not finish because its host is shutting down (an event loop cancelled its
+    /// task, a runtime went away): not a failure of the job. The worker gives the job back to
+    /// waiting without counting the attempt, and takes no new jobs from then on (it is going
+    /// down). Code [`HandlerError::INTERRUPTED`].
+    pub fn interrupted(message: impl Into<String>) -> HandlerError {
+        HandlerError::new(message).with_code(HandlerError::INTERRUPTED)
+    }
+
+    /// The code of [`HandlerError::interrupted`].
+    pub const INTERRUPTED: &'static str = "interrupted";
+
     /// Sets the code.
     pub fn with_code(mut self, code: impl Into<String>) -> HandlerError {
         self.code = code.into();
@@ -68,6 +80,23 @@ pub type HandlerResult = std::result::Result<Value, HandlerError>;
 pub trait Handler: Send + Sync + 'static {
     /// Runs one job.
     fn handle(&self, job: JobContext) -> BoxFuture<'static, HandlerResult>;
+
+    /// How the worker stops a run it interrupts ([`Interrupt`]: a cancel, a timeout, the end of
+    /// the shutdown grace period). It always tells the handler first
+    /// ([`JobContext::cancelled`] resolves, [`JobContext::interrupt`] says why); then
+    ///
+    /// - `false` (the default, right for Rust closures): it drops the handler's future if it has
+    ///   not ended [`crate::worker::INTERRUPT_DROP_AFTER`] (100 ms) later;
+    /// - `true` (bindings): it waits for the future to end, which the binding guarantees happens
+    ///   once the foreign handler has stopped (it cancels the handler's task / coroutine / signal
+    ///   when `cancelled` resolves). A foreign handler that ignores the request keeps its job
+    ///   (leased, renewed) until it returns.
+    ///
+    /// Either way the outcome (a timeout failure, a cancellation, a release) is recorded only after
+    /// the run has stopped, so no retry of the job can overlap it.
+    fn cooperative_cancel(&self) -> bool {
+        false
+    }
 }
 
 impl<F, Fut> Handler for F
@@ -80,12 +109,69 @@ where
     }
 }
 
+/// Why the worker asks a running handler to stop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Interrupt {
+    /// [`Queue::cancel`] was called for the job (with its reason): the job ends failed with the
+    /// failure code `cancelled`, without a retry.
+    Cancelled(String),
+    /// The run went past the job's `timeout`: the job fails with the code `timeout` (and retries
+    /// while attempts remain).
+    TimedOut,
+    /// The worker is closing and the shutdown grace period is over: the job goes back to waiting,
+    /// its attempt not counted.
+    Shutdown,
+}
+
+impl Interrupt {
+    /// A short name: `cancelled`, `timeout` or `shutdown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Interrupt::Cancelled(_) => "cancelled",
+            Interrupt::TimedOut => "timeout",
+            Interrupt::Shutdown => "shutdown",
+        }
+    }
+
+    /// A sentence for logs and the handler.
+    pub fn message(&self) -> String {
+        match self {
+            Interrupt::Cancelled(r) if r.is_empty() => "the job was cancelled".into(),
+            Interrupt::Cancelled(r) => format!("the job was cancelled: {r}"),
+            Interrupt::TimedOut => "the job ran past its timeout".into(),
+            Interrupt::Shutdown => "the worker is shutting down".into(),
+        }
+    }
+}
+
+/// The sending half of a run's interrupt: the worker holds it, the context reads it.
+pub(crate) type InterruptTx = Arc<watch::Sender<Option<Interrupt>>>;
+
+/// A new interrupt channel for one run.
+pub(crate) fn interrupt_channel() -> (InterruptTx, watch::Receiver<Option<Interrupt>>) {
+    let (tx, rx) = watch::channel(None);
+    (Arc::new(tx), rx)
+}
+
+/// Sets a run's interrupt unless one is set already (the first reason wins).
+pub(crate) fn interrupt(tx: &InterruptTx, why: Interrupt) -> bool {
+    tx.send_if_modified(|v| {
+        if v.is_none() {
+            *v = Some(why);
+            true
+        } else {
+            false
+        }
+    })
+}
+
 /// A leased job as its handler sees it.
 #[derive(Clone)]
 pub struct JobContext {
     pub(crate) job: Arc<Job>,
     pub(crate) queue: Queue,
     pub(crate) lost: Arc<AtomicBool>,
+    pub(crate) interrupt: watch::Receiver<Option<Interrupt>>,
 }
 
 impl JobContext {
@@ -113,6 +199,30 @@ impl JobContext {
     /// it); a long handler should stop early.
     pub fn lease_lost(&self) -> bool {
         self.lost.load(Ordering::Relaxed)
+    }
+
+    /// Why the worker asked this run to stop, once it did (a cancel, a timeout, shutdown).
+    pub fn interrupt(&self) -> Option<Interrupt> {
+        self.interrupt.borrow().clone()
+    }
+
+    /// True once the worker asked this run to stop (see [`JobContext::interrupt`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.interrupt.borrow().is_some()
+    }
+
+    /// Resolves when the worker asks this run to stop — the job was cancelled
+    /// ([`Queue::cancel`]), ran past its timeout, or the worker's shutdown grace period ended —
+    /// with the reason. Pending forever otherwise. Use it in `tokio::select!` around long work,
+    /// or let the worker drop the handler's future (the default for Rust handlers).
+    pub async fn cancelled(&self) -> Interrupt {
+        let mut rx = self.interrupt.clone();
+        let got = rx.wait_for(Option::is_some).await.map(|v| v.clone());
+        match got {
+            Ok(Some(why)) => why,
+            // The worker dropped the run's sender: the run is over for it.
+            _ => std::future::pending().await,
+        }
     }
 
     /// Records progress.

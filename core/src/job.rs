@@ -86,6 +86,22 @@ pub struct Failure {
     pub stack: Option<String>,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl From<Failure> for Error {
+    /// A job's failure as an error of the caller (`handler_failed`, the failure's code and
+    /// message in the text).
+    fn from(f: Failure) -> Error {
+        Error::new(ErrorCode::HandlerFailed, f.to_string())
+    }
+}
+
 /// A job as stored.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Job {
@@ -127,6 +143,9 @@ pub struct Job {
     /// as `null` above, and [`Job::readable`] turns this into the error readers must see.
     #[serde(skip)]
     pub(crate) unreadable: Option<Error>,
+    /// Set once [`Queue::cancel`](crate::Queue::cancel) was called for it: the reason given
+    /// (possibly empty). A cancelled job ends failed, its failure code `cancelled`.
+    pub cancelled: Option<String>,
 }
 
 /// Deepest nesting of arrays and objects a payload may have. The core reads every stored payload
@@ -305,6 +324,7 @@ impl Job {
             dedup: map.get("dedup").filter(|d| !d.is_empty()).cloned(),
             parent: map.get("parent").filter(|d| !d.is_empty()).cloned(),
             unreadable: bad,
+            cancelled: map.get("cancel").cloned(),
         }
     }
 

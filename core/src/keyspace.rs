@@ -190,6 +190,8 @@ pub struct QueueKeys {
     pub handoff: Key,
     /// `emq:{q}:delayed-priority`
     pub delayed_priority: Key,
+    /// `emq:{q}:cancels`
+    pub cancels: Key,
 }
 
 impl QueueName {
@@ -222,6 +224,7 @@ impl QueueName {
             waiters: self.key(Family::Waiters),
             handoff: self.key(Family::Handoff),
             delayed_priority: self.key(Family::DelayedPriority),
+            cancels: self.key(Family::Cancels),
         }
     }
 }
@@ -337,11 +340,13 @@ pub enum Family {
     /// a delay, retried after a backoff, or held by their group's limit), so the claim that
     /// promotes a due job puts it in `prioritized`, not `wait`, without reading its record.
     DelayedPriority,
+    /// STREAM: cancel requests for running jobs (id, reason), read by every worker; capped.
+    Cancels,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 26] = [
+    pub const ALL: [Family; 27] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -368,6 +373,7 @@ impl Family {
         Family::Waiters,
         Family::Handoff,
         Family::DelayedPriority,
+        Family::Cancels,
     ];
 
     /// The `<type>` part of the key.
@@ -399,6 +405,7 @@ impl Family {
             Family::Waiters => "waiters",
             Family::Handoff => "handoff",
             Family::DelayedPriority => "delayed-priority",
+            Family::Cancels => "cancels",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -429,7 +436,7 @@ impl Family {
             | Family::Failed
             | Family::WaitingChildren => "zset",
             Family::Stalled => "set",
-            Family::Events => "stream",
+            Family::Events | Family::Cancels => "stream",
             Family::Meta
             | Family::Dedup
             | Family::Leases

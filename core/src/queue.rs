@@ -880,6 +880,46 @@ impl Queue {
         self.outcome(id, n).await
     }
 
+    /// Cancels a job. One that has not run yet (waiting, paused, prioritized, delayed, stalled, a
+    /// flow parent waiting for children) does not run: it moves to failed at once, its failure
+    /// code `cancelled` and message "the job was cancelled: <reason>", without a retry. For a
+    /// running job the request goes on the queue's `cancels` stream: the worker holding it tells
+    /// its handler at once ([`JobContext::cancelled`](crate::JobContext::cancelled) resolves with
+    /// [`Interrupt::Cancelled`](crate::Interrupt::Cancelled); a binding cancels its task), then
+    /// fails it the same way. A job that finished is left as it is.
+    pub async fn cancel(&self, id: JobId, reason: &str) -> Result<CancelOutcome> {
+        let k = &self.keys;
+        let r: String = script::CANCEL
+            .prepare()
+            .key(&self.name.job_key(id, JobPart::Record))
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.active)
+            .key(&k.delayed)
+            .key(&k.prioritized)
+            .key(&k.stalled)
+            .key(&k.waiting_children)
+            .key(&k.failed)
+            .key(&k.dedup)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.metrics)
+            .key(&k.groups)
+            .key(&k.delayed_priority)
+            .key(&k.cancels)
+            .arg(id)
+            .arg(reason)
+            .arg(self.max_events)
+            .invoke(&self.store)
+            .await?;
+        Ok(match r.as_str() {
+            "cancelled" => CancelOutcome::Cancelled,
+            "running" => CancelOutcome::Requested,
+            "finished" => CancelOutcome::Finished,
+            _ => CancelOutcome::NotFound,
+        })
+    }
+
     /// Follows the queue's events from now on (or after a stream id).
     pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
         EventStream::new(self.store.clone(), self.keys.events.clone(), after).await
@@ -913,6 +953,32 @@ fn unavailable_add(e: Error, batch: &[(JobId, &NewJob, String)]) -> Error {
             ids.join(", ")
         ),
     )
+}
+
+/// What [`Queue::cancel`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelOutcome {
+    /// It had not run: it is failed now, cancelled.
+    Cancelled,
+    /// It is running: its worker is told, stops the handler and fails it, cancelled.
+    Requested,
+    /// It had finished (completed or failed): nothing was done.
+    Finished,
+    /// No such job.
+    NotFound,
+}
+
+impl CancelOutcome {
+    /// `cancelled`, `requested`, `finished` or `not_found`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelOutcome::Cancelled => "cancelled",
+            CancelOutcome::Requested => "requested",
+            CancelOutcome::Finished => "finished",
+            CancelOutcome::NotFound => "not_found",
+        }
+    }
 }
 
 fn not_found_if_zero(n: i64, id: JobId) -> Result<()> {

@@ -534,6 +534,8 @@ scripts! {
     PROMOTE_JOB => "promote_job",
     /// Gives a job that has not finished a new priority.
     CHANGE_PRIORITY => "change_priority",
+    /// Cancels a job: one not running yet ends cancelled, a running one's worker is told.
+    CANCEL => "cancel",
     /// Replaces a delayed dedup holder's data and pushes its due time.
     DEBOUNCE => "debounce",
     /// Drops dedup keys whose TTL hold has ended.

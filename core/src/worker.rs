@@ -20,12 +20,21 @@
 //! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
 //!   recovers each job (`sweep.lua`, then `recover.lua` per id).
 //! - **Retention**: finished jobs are trimmed by count and age in the background.
-//! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within a
-//!   deadline, then releases the rest to the front of wait. Dropping the handle aborts everything;
-//!   the leases then expire and the sweep recovers the jobs.
+//! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within the
+//!   grace period (`shutdown_deadline`), then tells the handlers still running to stop
+//!   ([`Interrupt::Shutdown`]) and releases their jobs to the front of wait, attempts not counted.
+//!   [`WorkerAborter::abort`] (a second Ctrl-C) and dropping the handle stop at once; the leases
+//!   then expire and the sweep recovers the jobs.
+//! - **Interrupts**: a cancel ([`Queue::cancel`], learned from the queue's `cancels` stream, which
+//!   a task follows with a blocking XREAD), a job's timeout, or the end of the grace period tells
+//!   the run through its [`JobContext`]; the run is stopped (dropped, or awaited for a cooperative
+//!   binding handler) before its outcome is recorded, so a retry never overlaps it.
 
 use crate::error::{ErrorCode, Result};
-use crate::handler::{Handler, HandlerError, HandlerResult, JobContext};
+use crate::handler::{
+    interrupt, interrupt_channel, Handler, HandlerError, HandlerResult, Interrupt, InterruptTx,
+    JobContext,
+};
 use crate::handoff;
 use crate::job::{Job, JobState};
 use crate::job_id::JobId;
@@ -54,7 +63,9 @@ pub struct WorkerOptions {
     pub max_stalls: u32,
     /// Longest single wait for work.
     pub block_timeout: Duration,
-    /// How long `close` waits for in-flight jobs before releasing them.
+    /// The shutdown grace period: how long `close` lets running handlers finish before it tells
+    /// them to stop and releases their jobs (uncounted). Bindings call it `shutdown_timeout`
+    /// (Python: seconds; Node: `shutdownTimeout`, ms).
     pub shutdown_deadline: Duration,
     /// Retention of completed jobs.
     pub completed: Retention,
@@ -108,6 +119,10 @@ struct Flight {
     lease_ms: u64,
     lost: Arc<AtomicBool>,
     abort: Option<tokio::task::AbortHandle>,
+    /// The running handler's interrupt (None while the job waits in the buffer).
+    interrupt: Option<InterruptTx>,
+    /// A cancel that arrived while the job waited in the buffer (its reason).
+    cancel: Option<String>,
 }
 
 /// A successful run waiting for the completer to record it.
@@ -150,6 +165,13 @@ struct Shared {
     /// Recent handler run time, µs (moving average; `u64::MAX` until the first job ends).
     job_us: AtomicU64,
     stopping: AtomicBool,
+    /// Set by [`WorkerAborter::abort`]: close stops waiting and releases nothing.
+    aborted: AtomicBool,
+    /// Jobs given back to wait (uncounted) so far.
+    released: AtomicU64,
+    /// Cancel requests read from the `cancels` stream for jobs not (yet) registered here: a job
+    /// leased by a claim still on its way is cancelled as it registers. Locked after `flights`.
+    early_cancels: Mutex<HashMap<JobId, (String, Instant)>>,
     wake: Notify,
     stop: Notify,
     idle: Notify,
@@ -242,6 +264,9 @@ impl WorkerBuilder {
             unrecorded: AtomicUsize::new(0),
             job_us: AtomicU64::new(u64::MAX),
             stopping: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
+            released: AtomicU64::new(0),
+            early_cancels: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             stop: Notify::new(),
             idle: Notify::new(),
@@ -258,6 +283,7 @@ impl WorkerBuilder {
             TaskHandle::spawn(sweep_loop(shared.clone())),
             TaskHandle::spawn(trim_loop(shared.clone())),
             TaskHandle::spawn(scheduler_loop(shared.clone())),
+            TaskHandle::spawn(cancel_loop(shared.clone())),
         ];
         Ok(WorkerHandle {
             shared,
@@ -317,7 +343,8 @@ impl Drop for WorkerHandle {
 /// What a graceful close did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CloseReport {
-    /// Jobs still running at the deadline, given back to wait.
+    /// Jobs given back to wait, uncounted: those still running at the end of the grace period
+    /// and those leased ahead (0 after [`WorkerAborter::abort`]).
     pub released: u64,
 }
 
@@ -338,14 +365,35 @@ impl WorkerHandle {
         self.shared.running.load(Ordering::Relaxed)
     }
 
-    /// Stops fetching, waits up to the shutdown deadline for in-flight jobs, then releases the rest.
+    /// A switch that makes a close in progress (or the next one) stop at once: see
+    /// [`WorkerAborter`]. Take it before calling `close`, which consumes the handle.
+    pub fn aborter(&self) -> WorkerAborter {
+        WorkerAborter {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Graceful shutdown with the worker's `shutdown_deadline` as the grace period; see
+    /// [`WorkerHandle::close_within`].
     pub async fn close(self) -> Result<CloseReport> {
         let deadline = self.shared.opts.shutdown_deadline;
         self.close_within(deadline).await
     }
 
-    /// As [`WorkerHandle::close`] with its own deadline.
-    pub async fn close_within(mut self, deadline: Duration) -> Result<CloseReport> {
+    /// Graceful shutdown with `grace` as the grace period:
+    ///
+    /// 1. no new jobs are taken (the worker leaves `waiters`, stops claiming);
+    /// 2. running handlers get up to `grace` to finish; their outcomes are recorded as usual;
+    /// 3. then each handler still running is told ([`Interrupt::Shutdown`]: Rust futures are
+    ///    dropped, a binding's handler is cancelled in its language) and given up to
+    ///    [`SHUTDOWN_STOP_WAIT`] to stop;
+    /// 4. every job still held (running or leased ahead) goes back to the front of wait (or its
+    ///    priority) with `release.lua`: its attempt is not counted, and it is neither failed nor
+    ///    stalled.
+    ///
+    /// [`WorkerAborter::abort`] cuts this short at any point: nothing more is waited for or
+    /// released (the leases expire and the sweep recovers the jobs, as after a crash).
+    pub async fn close_within(mut self, grace: Duration) -> Result<CloseReport> {
         let s = self.shared.clone();
         // No add hands this worker a job from now on (best effort: an entry already pushed is
         // popped by a blocked worker, or undone when its lease expires).
@@ -354,7 +402,7 @@ impl WorkerHandle {
         s.wake.notify_waiters();
         s.wake.notify_one();
         s.stop.notify_waiters();
-        let until = Instant::now() + deadline;
+        let until = Instant::now() + grace;
         // Let the fetch loop finish what it is doing (a claim in flight registers its jobs), so no
         // job it leased is left behind; it ends at its next check of `stopping`.
         if !self.tasks.is_empty() {
@@ -367,53 +415,79 @@ impl WorkerHandle {
                 )
                 .await;
         }
-        while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
-            && Instant::now() < until
-        {
-            let left = until.saturating_duration_since(Instant::now());
-            let _ =
-                tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
+        wait_idle(&s, until).await;
+        if !s.aborted.load(Ordering::SeqCst) && s.running.load(Ordering::SeqCst) > 0 {
+            // The grace period is over: tell the running handlers, and let them stop.
+            for f in s.flights.lock().expect("flights").values() {
+                if let Some(tx) = &f.interrupt {
+                    interrupt(tx, Interrupt::Shutdown);
+                }
+            }
+            wait_idle(&s, Instant::now() + SHUTDOWN_STOP_WAIT).await;
         }
         let mut report = CloseReport::default();
         let held: Vec<(JobId, String)> = {
             let mut flights = s.flights.lock().expect("flights");
             flights
-                .iter_mut()
-                .map(|(id, f)| {
+                .drain()
+                .map(|(id, mut f)| {
                     if let Some(a) = f.abort.take() {
                         a.abort();
                     }
-                    (*id, f.token.clone())
+                    (id, f.token)
                 })
                 .collect()
         };
-        if !held.is_empty() {
-            let k = s.queue.keys();
-            let mut inv = script::RELEASE
-                .prepare()
-                .key(&k.active)
-                .key(&k.leases)
-                .key(&k.wait)
-                .key(&k.paused)
-                .key(&k.meta)
-                .key(&k.events)
-                .key(&k.marker)
-                .key(&k.groups)
-                .key(&k.prioritized);
-            for (id, _) in &held {
-                inv = inv.key(&s.queue.name().job_key(*id, JobPart::Record));
-            }
-            inv = inv.arg(s.queue.max_events);
-            for (id, token) in &held {
-                inv = inv.arg(*id).arg(token);
-            }
-            let n: u64 = inv.invoke(s.queue.store()).await?;
-            report.released = n;
+        if !s.aborted.load(Ordering::SeqCst) {
+            release_jobs(&s, &held).await;
         }
+        // Released here, or by their slots when told to stop.
+        report.released = s.released.load(Ordering::SeqCst);
         for t in self.tasks.drain(..) {
             t.stop().await;
         }
         Ok(report)
+    }
+}
+
+/// Longest a graceful close waits, after the grace period, for interrupted handlers to stop
+/// before it releases their jobs anyway.
+pub const SHUTDOWN_STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits until no handler runs and no completion is unrecorded, `until` passes, or the worker is
+/// aborted.
+async fn wait_idle(s: &Shared, until: Instant) {
+    while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
+        && Instant::now() < until
+        && !s.aborted.load(Ordering::SeqCst)
+    {
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
+    }
+}
+
+/// Stops a worker at once, from anywhere (a second Ctrl-C): a close in progress stops waiting
+/// and releases nothing, running handlers are dropped (cancelled in a binding), and the jobs come
+/// back through their leases, as after a crash.
+#[derive(Clone)]
+pub struct WorkerAborter {
+    shared: Arc<Shared>,
+}
+
+impl WorkerAborter {
+    /// Aborts the worker (idempotent).
+    pub fn abort(&self) {
+        let s = &self.shared;
+        s.aborted.store(true, Ordering::SeqCst);
+        s.stopping.store(true, Ordering::SeqCst);
+        s.wake.notify_waiters();
+        s.stop.notify_waiters();
+        s.idle.notify_waiters();
+        for f in s.flights.lock().expect("flights").values_mut() {
+            if let Some(a) = f.abort.take() {
+                a.abort();
+            }
+        }
     }
 }
 
@@ -860,6 +934,7 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
     }
     {
         let mut flights = s.flights.lock().expect("flights");
+        let mut early = s.early_cancels.lock().expect("early cancels");
         for (job, token) in &jobs {
             flights.insert(
                 job.id,
@@ -868,6 +943,8 @@ fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                     lease_ms: job_lease_ms(s, job),
                     lost: Arc::new(AtomicBool::new(false)),
                     abort: None,
+                    interrupt: None,
+                    cancel: early.remove(&job.id).map(|(reason, _)| reason),
                 },
             );
         }
@@ -917,7 +994,8 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
         let id = job.id;
         let job = Arc::new(job);
         let began = Instant::now();
-        let run = {
+        let (itx, irx) = interrupt_channel();
+        let mut run = {
             let mut flights = s.flights.lock().expect("flights");
             // Gone: close released it while it waited in the buffer.
             let Some(flight) = flights.get_mut(&id) else {
@@ -926,10 +1004,30 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                 next = next_or_end(&s);
                 continue;
             };
+            // Cancelled while it waited in the buffer: it does not run.
+            if let Some(reason) = flight.cancel.take() {
+                flights.remove(&id);
+                drop(flights);
+                let e = HandlerError::unrecoverable(Interrupt::Cancelled(reason).message())
+                    .with_code(CANCELLED);
+                let s2 = s.clone();
+                let job2 = job.clone();
+                // Recorded off the slot's path; the slot goes on with its next job.
+                s.unrecorded.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    finish(&s2, &job2, &token, Err(e)).await;
+                    recorded(&s2, 1);
+                });
+                unreserve(&s, 1);
+                next = next_or_end(&s);
+                continue;
+            }
+            flight.interrupt = Some(itx.clone());
             let ctx = JobContext {
                 job: job.clone(),
                 queue: s.queue.clone(),
                 lost: flight.lost.clone(),
+                interrupt: irx,
             };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
@@ -956,20 +1054,32 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             .get("timeout_ms")
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        let outcome: std::result::Result<HandlerResult, &'static str> = if timeout_ms > 0 {
-            let abort = run.abort_handle();
-            match tokio::time::timeout(Duration::from_millis(timeout_ms), run).await {
-                Ok(joined) => joined_outcome(joined),
-                Err(_) => {
-                    abort.abort();
-                    Ok(Err(HandlerError::new(format!(
-                        "the handler ran longer than {timeout_ms} ms"
-                    ))
-                    .with_code("timeout")))
+        // Runs until the handler ends, or until it is interrupted (its timeout, a cancel, the end
+        // of the shutdown grace): then the handler is told, and stopped — dropped, or for a
+        // cooperative (binding) handler awaited until it has stopped — before anything is
+        // recorded, so no retry of this job can overlap this run.
+        let (joined, why) = {
+            let mut watch = itx.subscribe();
+            let timed = async {
+                if timeout_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(timeout_ms)).await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = async { let _ = watch.wait_for(Option::is_some).await; } => {
+                    (stop_run(&s, &mut run).await, itx.borrow().clone())
+                }
+                // It ended: its outcome stands, unless it was told to stop meanwhile (a handler
+                // that returns when told lands here too).
+                j = &mut run => (j, itx.borrow().clone()),
+                _ = timed => {
+                    interrupt(&itx, Interrupt::TimedOut);
+                    (stop_run(&s, &mut run).await, itx.borrow().clone())
                 }
             }
-        } else {
-            joined_outcome(run.await)
         };
         let took = began.elapsed().as_micros() as u64;
         let avg = match s.job_us.load(Ordering::Relaxed) {
@@ -977,13 +1087,38 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             avg => avg - avg / 4 + took / 4,
         };
         s.job_us.store(avg, Ordering::Relaxed);
-        let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
-        let outcome = match outcome {
+        let outcome = match joined_outcome(joined) {
             Ok(o) => o,
-            Err(_cancelled) => break, // aborted by close: close releases the job
+            // Aborted by close (the second, immediate stop): nothing is recorded; close releases
+            // the job or its lease expires.
+            Err(_cancelled) => break,
         };
+        let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
         if still_ours {
-            finish(&s, &job, &token, outcome).await;
+            match (why, outcome) {
+                // Once a run is told to stop, the reason decides, whatever the handler returned.
+                (Some(Interrupt::Shutdown), _) => {
+                    release_jobs(&s, &[(id, token.clone())]).await;
+                }
+                (None, Err(e)) if e.code == HandlerError::INTERRUPTED => {
+                    // The handler's host is going down: give the job back and take no more.
+                    tracing::info!(job = %id, "the handler was interrupted by its host; the job goes back to waiting and the worker stops fetching");
+                    begin_stop(&s);
+                    release_jobs(&s, &[(id, token.clone())]).await;
+                }
+                (Some(Interrupt::TimedOut), _) => {
+                    let e =
+                        HandlerError::new(format!("the handler ran longer than {timeout_ms} ms"))
+                            .with_code("timeout");
+                    finish(&s, &job, &token, Err(e)).await;
+                }
+                (Some(Interrupt::Cancelled(reason)), _) => {
+                    let e = HandlerError::unrecoverable(Interrupt::Cancelled(reason).message())
+                        .with_code(CANCELLED);
+                    finish(&s, &job, &token, Err(e)).await;
+                }
+                (None, outcome) => finish(&s, &job, &token, outcome).await,
+            }
         }
         unreserve(&s, 1);
         next = next_or_end(&s);
@@ -998,6 +1133,82 @@ async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
     s.running.store(ready.slots, Ordering::SeqCst);
     drop(ready);
     s.idle.notify_waiters();
+}
+
+/// The failure code of a cancelled job (`Queue::cancel`).
+pub const CANCELLED: &str = "cancelled";
+
+/// How long a non-cooperative handler (a Rust closure) may go on after it was told to stop
+/// ([`JobContext::cancelled`] resolved) before the worker drops its future.
+pub const INTERRUPT_DROP_AFTER: Duration = Duration::from_millis(100);
+
+/// Stops an interrupted run: a cooperative handler is awaited (it stops once told), any other is
+/// aborted at once.
+async fn stop_run(
+    s: &Shared,
+    run: &mut tokio::task::JoinHandle<HandlerResult>,
+) -> std::result::Result<HandlerResult, tokio::task::JoinError> {
+    if !s.handler.cooperative_cancel() {
+        // A moment to react to `JobContext::cancelled` (clean up, return), then dropped.
+        if let Ok(j) = tokio::time::timeout(INTERRUPT_DROP_AFTER, &mut *run).await {
+            return j;
+        }
+        run.abort();
+        return match run.await {
+            // Aborted as asked: the interrupt decides the outcome.
+            Err(e) if e.is_cancelled() => Ok(Err(HandlerError::new("stopped"))),
+            other => other,
+        };
+    }
+    run.await
+}
+
+/// Stops taking jobs (the start of a close, without waiting for anything).
+fn begin_stop(s: &Arc<Shared>) {
+    if !s.stopping.swap(true, Ordering::SeqCst) {
+        s.wake.notify_waiters();
+        s.wake.notify_one();
+        s.stop.notify_waiters();
+        let s2 = s.clone();
+        tokio::spawn(async move { withdraw(&s2).await });
+    }
+}
+
+/// Gives leased jobs back to the front of wait (or their priority), uncounted (`release.lua`);
+/// returns how many were still this worker's.
+async fn release_jobs(s: &Shared, held: &[(JobId, String)]) -> u64 {
+    if held.is_empty() {
+        return 0;
+    }
+    let k = s.queue.keys();
+    let mut inv = script::RELEASE
+        .prepare()
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&k.wait)
+        .key(&k.paused)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
+        .key(&k.groups)
+        .key(&k.prioritized);
+    for (id, _) in held {
+        inv = inv.key(&s.queue.name().job_key(*id, JobPart::Record));
+    }
+    inv = inv.arg(s.queue.max_events);
+    for (id, token) in held {
+        inv = inv.arg(*id).arg(token);
+    }
+    match inv.invoke::<u64>(s.queue.store()).await {
+        Ok(n) => {
+            s.released.fetch_add(n, Ordering::SeqCst);
+            n
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not release jobs; they come back when their leases expire");
+            0
+        }
+    }
 }
 
 fn joined_outcome(
@@ -1350,6 +1561,68 @@ async fn sweep_once(s: &Shared) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Follows the queue's `cancels` stream (a blocking XREAD on a dedicated connection, so a
+/// request reaches the worker within one round trip) and tells the handler of each cancelled job
+/// this worker holds; a request for a job not registered yet is kept for a while, for a claim on
+/// its way.
+async fn cancel_loop(s: Arc<Shared>) {
+    let k = s.queue.keys();
+    let mut backoff = Duration::from_millis(100);
+    let mut stream = loop {
+        match crate::events::EventStream::new(s.queue.store().clone(), k.cancels.clone(), None)
+            .await
+        {
+            Ok(st) => break st,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot follow the cancels stream; will retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    };
+    loop {
+        match stream.next_batch(s.opts.block_timeout, 100).await {
+            Ok(events) => {
+                backoff = Duration::from_millis(100);
+                for ev in events {
+                    let Some(id) = ev.job_id else { continue };
+                    let reason = ev.fields.get("reason").cloned().unwrap_or_default();
+                    cancel_held(&s, id, reason);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the cancels stream failed; will retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// How long a cancel request for a job this worker does not hold (yet) is kept.
+const EARLY_CANCEL_TTL: Duration = Duration::from_secs(5);
+
+/// Tells the handler of a held job that it is cancelled (or marks a buffered one), or keeps the
+/// request for a job not registered yet.
+fn cancel_held(s: &Shared, id: JobId, reason: String) {
+    let mut flights = s.flights.lock().expect("flights");
+    if let Some(f) = flights.get_mut(&id) {
+        match &f.interrupt {
+            Some(tx) => {
+                interrupt(tx, Interrupt::Cancelled(reason));
+            }
+            None => f.cancel = Some(reason),
+        }
+        return;
+    }
+    let mut early = s.early_cancels.lock().expect("early cancels");
+    let now = Instant::now();
+    early.retain(|_, (_, at)| now.duration_since(*at) < EARLY_CANCEL_TTL);
+    if early.len() < 10_000 {
+        early.insert(id, (reason, now));
+    }
 }
 
 /// Fires due job schedulers (exactly once across workers: the fire script re-checks due-ness).

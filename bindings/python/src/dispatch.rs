@@ -40,7 +40,9 @@ pub fn handler_error(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerError {
         .and_then(|cls| value.is_instance(&cls))
         .unwrap_or(false);
     if cancelled {
-        return HandlerError::new("the handler's coroutine was cancelled");
+        // Cancelled by the worker (a cancel, a timeout, shutdown: the core knows which and records
+        // that), or by asyncio itself (the loop is shutting down): never the job's failure.
+        return HandlerError::interrupted("the handler's task was cancelled");
     }
     let message = value.str().map(|s| s.to_string()).unwrap_or_default();
     let type_name = value
@@ -148,6 +150,27 @@ impl Call {
     #[getter]
     fn lease_lost(&self) -> bool {
         self.ctx.lease_lost()
+    }
+
+    /// True once the worker asked this run to stop (cancelled, timed out, or shut down).
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.ctx.is_cancelled()
+    }
+
+    /// Why the worker asked this run to stop: None, `"cancelled"`, `"timeout"` or `"shutdown"`.
+    #[getter]
+    fn interrupt(&self) -> Option<&'static str> {
+        self.ctx.interrupt().map(|i| i.as_str())
+    }
+
+    /// The reason given to `Queue.cancel`, once the job was cancelled.
+    #[getter]
+    fn cancel_reason(&self) -> Option<String> {
+        match self.ctx.interrupt() {
+            Some(emq::Interrupt::Cancelled(r)) => Some(r),
+            _ => None,
+        }
     }
 
     /// Records progress (any JSON value).
@@ -321,7 +344,7 @@ impl Done {
     fn __call__(&self, py: Python<'_>, cf: &Bound<'_, PyAny>) -> PyResult<()> {
         let call = self.call.get();
         if cf.call_method0("cancelled")?.is_truthy()? {
-            call.send(Err(HandlerError::new(
+            call.send(Err(HandlerError::interrupted(
                 "the handler's coroutine was cancelled",
             )));
         } else {
@@ -373,16 +396,29 @@ fn run_threaded(py: Python<'_>, entry: &Py<PyAny>, event_loop: Option<&Py<PyAny>
     }
 }
 
+/// The job never reached its handler or its outcome never came back: the event loop went away.
+/// Not the job's failure: it goes back to waiting.
 fn dropped() -> HandlerError {
-    HandlerError::new("the event loop dropped the handler's job (was it closed?)")
+    HandlerError::interrupted("the event loop dropped the handler's job (was it closed?)")
+}
+
+async fn ctx_cancelled(ctx: &JobContext) {
+    ctx.cancelled().await;
 }
 
 impl emq::Handler for PyHandler {
+    /// Python handlers are cancelled in Python (the task, or `job.cancelled` for a `def`), and
+    /// their future ends once they stopped.
+    fn cooperative_cancel(&self) -> bool {
+        true
+    }
+
     fn handle(&self, ctx: JobContext) -> BoxFuture<'static, HandlerResult> {
         let (tx, rx) = oneshot::channel();
         match self {
             PyHandler::Batched(dispatch) => {
                 let id = ctx.id();
+                let cancel = ctx.clone();
                 dispatch.lock().jobs.push((ctx, tx));
                 dispatch.pipe.wake();
                 let waiter = Waiter {
@@ -390,11 +426,23 @@ impl emq::Handler for PyHandler {
                     id,
                     done: false,
                 };
+                let dispatch = dispatch.clone();
                 Box::pin(async move {
                     let mut waiter = waiter;
-                    let r = rx.await.unwrap_or_else(|_| Err(dropped()));
+                    let mut rx = rx;
+                    let r = tokio::select! {
+                        r = &mut rx => r,
+                        _ = ctx_cancelled(&cancel) => {
+                            // The worker asks the run to stop: the loop cancels its task on the
+                            // next drain, and the task's end (CancelledError, or whatever the
+                            // handler made of it) comes back here.
+                            dispatch.lock().abandoned.push(id);
+                            dispatch.pipe.wake();
+                            rx.await
+                        }
+                    };
                     waiter.disarm();
-                    r
+                    r.unwrap_or_else(|_| Err(dropped()))
                 })
             }
             PyHandler::Threaded { entry, event_loop } => {

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn job_id(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<JobId> {
+pub(crate) fn job_id(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<JobId> {
     let text: String = v.extract().map_err(|_| {
         code_err(
             py,

@@ -13,6 +13,7 @@
 //! which resolves the asyncio future on the loop; tokio threads never take the GIL for it.
 //! Blocking methods (the sync facade) release the GIL while they wait.
 
+mod control;
 mod convert;
 mod dispatch;
 mod extras;
@@ -753,6 +754,31 @@ impl Queue {
         run(py, self.change_priority_future(py, id, priority)?, blocking)
     }
 
+    /// Cancels a job; `"cancelled"`, `"requested"` (running: its worker stops it), `"finished"` or
+    /// `"not_found"`.
+    #[pyo3(signature = (id, reason=String::new(), blocking=false))]
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        reason: String,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.cancel_future(py, id, reason)?, blocking)
+    }
+
+    /// Waits for a job's outcome (see `emq.Queue.wait`).
+    #[pyo3(signature = (id, timeout, blocking=false))]
+    fn wait(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        run(py, self.wait_future(py, id, timeout)?, blocking)
+    }
+
     #[pyo3(signature = (blocking=false))]
     fn retry_failed(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         run(py, self.retry_failed_future(py)?, blocking)
@@ -799,6 +825,7 @@ impl Queue {
 #[pyclass(module = "emq._emq", frozen)]
 struct Worker {
     handle: Mutex<Option<emq::WorkerHandle>>,
+    aborter: emq::WorkerAborter,
     dispatch: Option<Arc<Dispatch>>,
 }
 
@@ -807,7 +834,8 @@ impl Worker {
     /// `entry(call)` is called per job with an `emq._emq.Call` (threaded mode). With `batched`,
     /// jobs are queued for the event loop instead: it watches `wake_fd` and calls `take`.
     #[new]
-    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=1, lease=None, batched=false))]
+    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=1, lease=None, batched=false, shutdown_timeout=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         queue: &Queue,
@@ -816,6 +844,7 @@ impl Worker {
         concurrency: i64,
         lease: Option<&Bound<'_, PyAny>>,
         batched: bool,
+        shutdown_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Worker> {
         let q = queue.core(py)?;
         if concurrency < 1 {
@@ -832,17 +861,21 @@ impl Worker {
         let (handler, dispatch) = dispatch::new_handler(py, entry, event_loop, batched)?;
         let rt = runtime()?;
         let _guard = rt.enter();
-        let opts = emq::WorkerOptions {
+        let mut opts = emq::WorkerOptions {
             concurrency: concurrency as usize,
             lease: Duration::from_millis(lease_ms),
             ..Default::default()
         };
+        if let Some(t) = shutdown_timeout {
+            opts.shutdown_deadline = Duration::from_millis(seconds_ms(py, "shutdown_timeout", t)?);
+        }
         let handle = emq::Worker::builder(q)
             .options(opts)
             .handler(handler)
             .run()
             .map_err(|e| core_err(py, &e))?;
         Ok(Worker {
+            aborter: handle.aborter(),
             handle: Mutex::new(Some(handle)),
             dispatch,
         })
@@ -874,6 +907,26 @@ impl Worker {
                 Ok(Out::None)
             }),
         )
+    }
+
+    /// The blocking twin of `close` (GIL released), for the sync facade.
+    fn close_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        block(
+            py,
+            Box::pin(async move {
+                if let Some(h) = handle {
+                    h.close().await?;
+                }
+                Ok(Out::None)
+            }),
+        )
+    }
+
+    /// Stops at once (a second Ctrl-C): a close in progress stops waiting and releases nothing;
+    /// the jobs come back through their leases.
+    fn abort(&self) {
+        self.aborter.abort();
     }
 
     /// Jobs completed, failed, refused for a lost lease, recovered.

@@ -1,7 +1,7 @@
-//! The commands that change a queue: `retry`, `promote`, `remove`, `priority` (one job),
+//! The commands that change a queue: `retry`, `promote`, `remove`, `priority`, `cancel` (one job),
 //! `retry-failed`, `pause`, `resume`, `drain` and `clean`. Each prints one line saying what it did.
 
-use crate::commands::job::parse_target;
+use crate::commands::job::{not_found, parse_target};
 use crate::connect::open_queue;
 use clap::Args as ClapArgs;
 use emq::{Error, ErrorCode, JobState, QueueName};
@@ -164,5 +164,38 @@ pub async fn run_clean(urls: &[String], args: &CleanArgs) -> emq::Result<()> {
         state.as_str(),
         opened.queue.name().as_str()
     );
+    Ok(())
+}
+
+/// `emq cancel` options.
+#[derive(ClapArgs, Debug)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Why (kept in the job's failure).
+    #[arg(long, default_value = "")]
+    pub reason: String,
+}
+
+/// Runs `emq cancel <queue> <id> [--reason R]`: a job that has not run ends cancelled (failed,
+/// code `cancelled`); a running one's worker is told to stop it.
+pub async fn run_cancel(urls: &[String], args: &CancelArgs) -> emq::Result<()> {
+    let id = parse_target(&args.job.queue, &args.job.id)?;
+    let opened = open_queue(urls, &args.job.queue).await?;
+    let q = &opened.queue;
+    let name = q.name().as_str();
+    match q.cancel(id, &args.reason).await? {
+        emq::CancelOutcome::Cancelled => println!("cancelled job {id} in queue {name}"),
+        emq::CancelOutcome::Requested => {
+            println!("job {id} in queue {name} is running; its worker was told to cancel it")
+        }
+        emq::CancelOutcome::Finished => {
+            return Err(Error::new(
+                ErrorCode::InvalidState,
+                format!("job {id} in queue {name} has finished; there is nothing to cancel"),
+            ))
+        }
+        emq::CancelOutcome::NotFound => return Err(not_found(name, id)),
+    }
     Ok(())
 }

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import signal
 from datetime import timedelta
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -359,6 +360,25 @@ class Queue:
         when it is due."""
         return await self._native.change_priority(job_id, priority)
 
+    async def cancel(self, job_id: str, reason: str = "") -> str:
+        """Cancels a job. One that has not run yet (waiting, delayed, …) never runs: it ends
+        failed with the failure code ``"cancelled"`` and ``reason`` in its message (``job["cancelled"]``
+        holds the reason), not retried; returns ``"cancelled"``. For a running job the worker
+        holding it is told at once — an ``async def`` handler's task is cancelled
+        (``asyncio.CancelledError``), a ``def`` handler sees ``job.cancelled`` — and the job ends
+        the same way; returns ``"requested"``. ``"finished"``: it had finished, nothing done;
+        ``"not_found"``: no such job."""
+        return await self._native.cancel(job_id, reason)
+
+    async def wait(self, job_id: str, timeout: Seconds = 30.0) -> Any:
+        """Waits up to ``timeout`` seconds for the job to finish and returns its result; works for
+        a job that finished before the call. A job that failed for good raises
+        :class:`HandlerFailed` (``exc.failure_code``: ``"handler_failed"``, ``"timeout"``,
+        ``"cancelled"``, ``"stalled"``…, ``exc.message``, ``exc.stack``: the traceback when
+        recorded, ``exc.failure``: the whole failure dict). Not finished in time:
+        :class:`Timeout`; no such job (or removed): :class:`JobNotFound`."""
+        return _outcome(await self._native.wait(job_id, timeout))
+
     async def logs(self, job_id: str) -> List[str]:
         """A job's log lines (``job.log`` in a handler), oldest first."""
         return await self._native.job_op("logs", job_id)
@@ -388,6 +408,18 @@ class Queue:
 Handler = Callable[["Job"], Any]
 
 
+def _outcome(out: Dict[str, Any]) -> Any:
+    """A job's result, or its failure raised as :class:`HandlerFailed`."""
+    if out["ok"]:
+        return out["result"]
+    failure = out["failure"]
+    exc = HandlerFailed(failure.get("message", ""))
+    exc.failure = failure  # type: ignore[attr-defined]
+    exc.failure_code = failure.get("code", "handler_failed")  # type: ignore[attr-defined]
+    exc.stack = failure.get("stack")  # type: ignore[attr-defined]
+    raise exc
+
+
 class Job(dict):
     """The job a handler receives: a dict (``id``, ``name``, ``data``, ``attempts_made``,
     ``parent``…, as :meth:`Queue.get` returns it) with a few methods on the running job."""
@@ -403,6 +435,26 @@ class Job(dict):
         """True once the worker learned that its lease on this job is gone (another worker may
         run it): a long handler should stop early."""
         return self._call.lease_lost
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the worker asked this run to stop: the job was cancelled
+        (:meth:`Queue.cancel`), ran past its ``timeout``, or the worker's shutdown grace period
+        ended. An ``async def`` handler is cancelled (``asyncio.CancelledError``) at that moment;
+        a plain ``def`` handler should poll this and return (or raise) soon. Until it does, its
+        job stays leased to it (so a retry never overlaps it)."""
+        return self._call.cancelled
+
+    @property
+    def interrupt(self) -> Optional[str]:
+        """Why the worker asked this run to stop: None, ``"cancelled"``, ``"timeout"`` or
+        ``"shutdown"``."""
+        return self._call.interrupt
+
+    @property
+    def cancel_reason(self) -> Optional[str]:
+        """The reason given to :meth:`Queue.cancel`, once the job was cancelled."""
+        return self._call.cancel_reason
 
     async def progress(self, value: Any) -> None:
         """Records progress (any JSON value) and announces it on the events stream."""
@@ -457,10 +509,19 @@ async def _run_async(
     """Runs one job of an async handler (a task on the worker's loop) and reports its outcome."""
     try:
         result = await handler(job)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)
+        if cancelling is not None and cancelling() == 0:
+            # Raised by the handler's own code, not a cancel of its task: an ordinary failure.
+            call.fail(RuntimeError(f"the handler raised CancelledError: {exc}"))
+            return
+        call.fail(exc)  # the worker (cancel, timeout, shutdown) or asyncio.run cancelled it
+        raise
     except BaseException as exc:
         call.fail(exc)
         if not isinstance(exc, Exception):
-            raise  # cancellation, KeyboardInterrupt, SystemExit
+            raise  # KeyboardInterrupt, SystemExit
         return
     finally:
         if tasks.get(job_id) is asyncio.current_task():
@@ -478,11 +539,27 @@ class Worker:
     (one task per job; the loop is woken once per batch of jobs, not per job); a plain ``def``
     runs in a thread. An exception fails the run (its message and traceback are recorded; the
     job retries while attempts remain); raising :class:`Unrecoverable` fails the job at once. A
-    run longer than the job's ``timeout`` fails, and its task is cancelled. ``lease`` is in
+    run longer than the job's ``timeout`` is stopped (its task cancelled; a ``def`` handler sees
+    ``job.cancelled``) and, once it has stopped, fails with the code ``timeout``. ``lease`` is in
     seconds.
+
+    Shutdown: :meth:`close` (or :meth:`run`, which closes on SIGINT/SIGTERM) takes no new jobs
+    and gives running handlers ``shutdown_timeout`` seconds (default 10) to finish; a handler
+    still running then is cancelled (``job.cancelled`` for a ``def``) and its job goes back to
+    waiting, its attempt not counted — a shutdown is never the job's failure. A task cancelled
+    by asyncio itself (``asyncio.run`` ending on Ctrl-C) also gives its job back, and the worker
+    then takes no new jobs.
     """
 
-    def __init__(self, queue: Queue, handler: Handler, concurrency: int = 1, lease: Seconds = 30.0) -> None:
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Handler,
+        concurrency: int = 1,
+        lease: Seconds = 30.0,
+        *,
+        shutdown_timeout: Seconds = 10.0,
+    ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
         try:
@@ -497,7 +574,9 @@ class Worker:
         self._tasks: Dict[str, "asyncio.Task[None]"] = {}  # running jobs (batched), by id
         if is_async:
             self._handler = handler
-            self._native = _emq.Worker(queue._native, handler, loop, concurrency, lease, batched=True)
+            self._native = _emq.Worker(
+                queue._native, handler, loop, concurrency, lease, batched=True, shutdown_timeout=shutdown_timeout
+            )
             self._fd = self._native.wake_fd
             loop.add_reader(self._fd, self._drain)  # type: ignore[union-attr]
         else:
@@ -505,27 +584,70 @@ class Worker:
             def entry(call: "_emq.Call") -> Any:
                 return handler(Job(call))
 
-            self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease)
+            self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease, shutdown_timeout=shutdown_timeout)
 
     def _drain(self) -> None:
         """On the loop, when jobs are queued: cancel the tasks of jobs the core gave up on
         (timeouts), then start a task for each new job."""
         calls, abandoned = self._native.take()
         tasks = self._tasks
-        for job_id in abandoned:
-            task = tasks.pop(job_id, None)
-            if task is not None:
-                task.cancel()
         handler = self._handler
         create_task = self._loop.create_task  # type: ignore[union-attr]
         for call in calls:
             job = Job(call)
             job_id = job["id"]
             tasks[job_id] = create_task(_run_async(handler, job, call, job_id, tasks))
+        # After the starts: a job cancelled before its task ran never runs.
+        for job_id in abandoned:
+            task = tasks.pop(job_id, None)
+            if task is not None:
+                task.cancel()
+
+    async def run(self) -> None:
+        """Runs until SIGINT or SIGTERM, then closes gracefully (see :meth:`close`); a second
+        signal during the close stops at once (nothing more is waited for: the jobs still held
+        come back when their leases expire, as after a crash). Call it from the main thread's
+        event loop (elsewhere the signals cannot be caught: it then runs until cancelled). If
+        :meth:`run` is cancelled, it closes gracefully too before re-raising."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        seen = 0
+
+        def on_signal() -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 1:
+                stop.set()
+            else:
+                self._native.abort()
+
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, on_signal)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            try:
+                await stop.wait()
+            except asyncio.CancelledError:
+                await self.close()
+                raise
+            await self.close()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def abort(self) -> None:
+        """Stops at once: a :meth:`close` in progress stops waiting and releases nothing (the jobs
+        come back when their leases expire)."""
+        self._native.abort()
 
     async def close(self) -> None:
-        """Stops fetching, waits for running jobs (up to the shutdown deadline), then gives the
-        rest back to the queue."""
+        """Stops fetching, gives running jobs ``shutdown_timeout`` seconds to finish, then
+        cancels those still running and gives their jobs (and any leased ahead) back to waiting,
+        attempts not counted."""
         try:
             await self._native.close()
         finally:

@@ -155,7 +155,9 @@ class Closed(EmqError):
 
 
 class HandlerFailed(EmqError):
-    """A handler failed (used in failure records)."""
+    """A job failed for good: raised by ``Queue.wait`` with ``failure_code`` (``handler_failed``,
+    ``timeout``, ``cancelled``, ``stalled``…), ``stack`` (the traceback, when recorded) and
+    ``failure`` (the whole failure dict); also the code of failure records."""
 
     code = "handler_failed"
 

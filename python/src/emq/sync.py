@@ -10,19 +10,22 @@ Each call blocks the calling thread (with the GIL released) until the core answe
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+import inspect
+import signal
+import threading
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, JobSpec, Seconds, Url, _bulk, _options, _urls
+from . import Backoff, Job, JobSpec, Seconds, Url, _bulk, _options, _outcome, _urls
+from .errors import InvalidOption
 
-__all__ = ["Queue"]
+__all__ = ["Queue", "Worker"]
 
 
 class Queue:
     """The blocking twin of :class:`emq.Queue` (``add``, ``add_bulk``, ``get``, ``counts``,
     flows, schedulers, limits, recent events, maintenance, ``close``); see there for each method.
-    There is no worker here: workers need an event loop (or run plain ``def`` handlers from
-    :class:`emq.Worker` created outside one)."""
+    Its worker is :class:`Worker` (plain ``def`` handlers)."""
 
     def __init__(self, native: "_emq.Queue") -> None:
         self._native = native
@@ -145,6 +148,14 @@ class Queue:
     def change_priority(self, job_id: str, priority: int) -> bool:
         return self._native.change_priority(job_id, priority, blocking=True)
 
+    def cancel(self, job_id: str, reason: str = "") -> str:
+        """Cancels a job (see :meth:`emq.Queue.cancel`)."""
+        return self._native.cancel(job_id, reason, blocking=True)
+
+    def wait(self, job_id: str, timeout: Seconds = 30.0) -> Any:
+        """Waits for the job's result (see :meth:`emq.Queue.wait`)."""
+        return _outcome(self._native.wait(job_id, timeout, blocking=True))
+
     def logs(self, job_id: str) -> List[str]:
         return self._native.job_op("logs", job_id, blocking=True)
 
@@ -162,6 +173,85 @@ class Queue:
         self._native.close_blocking()
 
     def __enter__(self) -> "Queue":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Worker:
+    """A worker for plain ``def`` handlers without an event loop: each job runs in a thread.
+    Same handler contract and options as :class:`emq.Worker`::
+
+        def handle(job):
+            while not job.cancelled:      # long work polls it, to stop on cancel/timeout/shutdown
+                ...
+            return {"done": True}
+
+        Worker(Queue.connect(url, "emails"), handle, concurrency=4).run()   # until SIGINT/SIGTERM
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Callable[[Job], Any],
+        concurrency: int = 1,
+        lease: Seconds = 30.0,
+        *,
+        shutdown_timeout: Seconds = 10.0,
+    ) -> None:
+        if not callable(handler):
+            raise InvalidOption("the handler must be callable")
+        if inspect.iscoroutinefunction(handler):
+            raise InvalidOption("emq.sync.Worker runs plain def handlers; use emq.Worker for async ones")
+
+        def entry(call: "_emq.Call") -> Any:
+            return handler(Job(call))
+
+        self._native = _emq.Worker(queue._native, entry, None, concurrency, lease, shutdown_timeout=shutdown_timeout)
+
+    def run(self) -> None:
+        """Blocks until SIGINT or SIGTERM, then closes gracefully (see :meth:`close`); a second
+        signal during the close stops at once (the jobs still held come back when their leases
+        expire). From the main thread only (signals are delivered there)."""
+        if threading.current_thread() is not threading.main_thread():
+            raise InvalidOption("Worker.run() catches signals, so it must be called from the main thread")
+        stop = threading.Event()
+        seen = [0]
+
+        def on_signal(signum: int, frame: Any) -> None:
+            seen[0] += 1
+            if seen[0] == 1:
+                stop.set()
+            else:
+                self._native.abort()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not stop.wait(0.2):
+                pass
+            # The close blocks in native code; run it on a thread so this (main) thread stays
+            # free to handle a second signal.
+            closer = threading.Thread(target=self.close, name="emq-worker-close", daemon=True)
+            closer.start()
+            while closer.is_alive():
+                closer.join(0.1)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def abort(self) -> None:
+        """Stops at once (see :meth:`emq.Worker.abort`)."""
+        self._native.abort()
+
+    def close(self) -> None:
+        """Graceful close (see :meth:`emq.Worker.close`)."""
+        self._native.close_blocking()
+
+    def stats(self) -> Dict[str, int]:
+        return self._native.stats()
+
+    def __enter__(self) -> "Worker":
         return self
 
     def __exit__(self, *exc: Any) -> None:
