@@ -52,7 +52,6 @@ PROVIDED_AS = {
 
 # (op, lang) pairs absent on purpose, with the reason.
 ABSENT = {
-    ("Queue.events", "uniffi"): "Kotlin/Swift read events through recent_events until a Flow wrapper exists",
 }
 
 

@@ -12,6 +12,7 @@
 
 use emq::{ErrorCode, HandlerError, JobContext};
 use futures::future::BoxFuture;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -251,7 +252,7 @@ pub struct JobFailure {
 
 /// A job as read back (by `Queue.get`) or as a handler receives it. (Not `Job`: Kotlin's
 /// generated code imports `kotlinx.coroutines.Job`.)
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
 pub struct JobRecord {
     pub id: String,
     pub name: String,
@@ -267,6 +268,20 @@ pub struct JobRecord {
     pub result_json: Option<String>,
     /// The last failure, if a run failed.
     pub failure: Option<JobFailure>,
+    /// Times it stalled.
+    pub stalls: u32,
+    /// Server ms when it was added.
+    pub created_ms: u64,
+    /// Server ms when its last run started.
+    pub processed_ms: Option<u64>,
+    /// Server ms when it finished.
+    pub finished_ms: Option<u64>,
+    /// The last progress reported (`updateProgress`), as JSON text.
+    pub progress_json: Option<String>,
+    /// In a flow, its parent as `<queue>:<id>`.
+    pub parent: Option<String>,
+    /// The options it was added with.
+    pub options: JobOptions,
 }
 
 impl From<&emq::Job> for JobRecord {
@@ -285,6 +300,17 @@ impl From<&emq::Job> for JobRecord {
                 message: f.message.clone(),
                 stack: f.stack.clone(),
             }),
+            stalls: j.stalls,
+            created_ms: j.created_ms,
+            processed_ms: j.processed_ms,
+            finished_ms: j.finished_ms,
+            progress_json: j.progress.as_ref().map(|p| p.to_string()),
+            parent: j.parent.clone(),
+            // The record stores the options that differ from the defaults; the core reads an
+            // unreadable one as the defaults (`Job::from_record`), and so does this.
+            options: JobOptions::from(
+                &serde_json::from_value::<emq::JobOptions>(j.options.clone()).unwrap_or_default(),
+            ),
         }
     }
 }
@@ -319,7 +345,75 @@ impl From<emq::Counts> for Counts {
     }
 }
 
-/// Options of one job. Durations are milliseconds (`Double`), checked by the core.
+/// How long to wait before a failed job's next attempt (the core's `Backoff`; no backoff, retrying
+/// at once, is a null `backoff` option). Durations in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, uniffi::Enum)]
+pub enum Backoff {
+    /// The same wait before every retry.
+    Fixed { delay_ms: f64 },
+    /// `delay_ms * 2^(attempt-1)`, capped at `max_ms` (0: no cap).
+    Exponential { delay_ms: f64, max_ms: f64 },
+}
+
+impl Backoff {
+    fn to_core(self) -> Result<emq::Backoff, EmqException> {
+        Ok(match self {
+            Backoff::Fixed { delay_ms } => emq::Backoff::Fixed {
+                delay_ms: emq::options::millis("backoff.delay_ms", delay_ms)?,
+            },
+            Backoff::Exponential { delay_ms, max_ms } => emq::Backoff::Exponential {
+                delay_ms: emq::options::millis("backoff.delay_ms", delay_ms)?,
+                max_ms: emq::options::millis("backoff.max_ms", max_ms)?,
+            },
+        })
+    }
+
+    fn from_core(b: emq::Backoff) -> Option<Backoff> {
+        match b {
+            emq::Backoff::None => None,
+            emq::Backoff::Fixed { delay_ms } => Some(Backoff::Fixed {
+                delay_ms: delay_ms as f64,
+            }),
+            emq::Backoff::Exponential { delay_ms, max_ms } => Some(Backoff::Exponential {
+                delay_ms: delay_ms as f64,
+                max_ms: max_ms as f64,
+            }),
+        }
+    }
+}
+
+/// In a flow: what a child's final failure does to its parent (the core's `ParentPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum ParentPolicy {
+    /// The parent fails.
+    Fail,
+    /// The child counts as done; its failure is recorded for the parent to read
+    /// (`childrenResults`).
+    Ignore,
+    /// The dependency is dropped.
+    Remove,
+}
+
+impl ParentPolicy {
+    fn to_core(self) -> emq::ParentPolicy {
+        match self {
+            ParentPolicy::Fail => emq::ParentPolicy::Fail,
+            ParentPolicy::Ignore => emq::ParentPolicy::Ignore,
+            ParentPolicy::Remove => emq::ParentPolicy::Remove,
+        }
+    }
+
+    fn from_core(p: emq::ParentPolicy) -> ParentPolicy {
+        match p {
+            emq::ParentPolicy::Fail => ParentPolicy::Fail,
+            emq::ParentPolicy::Ignore => ParentPolicy::Ignore,
+            emq::ParentPolicy::Remove => ParentPolicy::Remove,
+        }
+    }
+}
+
+/// Options of one job: the core's `JobOptions`, field for field. Durations are milliseconds
+/// (`Double`); every value is checked by the core.
 #[derive(Debug, Clone, PartialEq, uniffi::Record)]
 pub struct JobOptions {
     /// Run no sooner than this after the server receives the job.
@@ -331,15 +425,24 @@ pub struct JobOptions {
     /// Most attempts (at least 1).
     #[uniffi(default = 1)]
     pub attempts: i32,
-    /// Fixed wait between attempts (0: retry at once).
+    /// Wait between attempts; null retries at once.
+    #[uniffi(default = None)]
+    pub backoff: Option<Backoff>,
+    /// Fraction (0..=1) of each backoff taken off at random, to spread retries.
     #[uniffi(default = 0.0)]
-    pub backoff_ms: f64,
+    pub jitter: f64,
+    /// Lease length for this job (0: the worker's).
+    #[uniffi(default = 0.0)]
+    pub lease_ms: f64,
     /// Run before the jobs already waiting.
     #[uniffi(default = false)]
     pub lifo: bool,
     /// Delete the job as soon as it completes.
     #[uniffi(default = false)]
     pub remove_on_complete: bool,
+    /// Delete the job as soon as it finally fails.
+    #[uniffi(default = false)]
+    pub remove_on_fail: bool,
     /// Time limit for one run of the handler (0: none).
     #[uniffi(default = 0.0)]
     pub timeout_ms: f64,
@@ -347,10 +450,17 @@ pub struct JobOptions {
     /// returns the first one's id. Data, never a key name.
     #[uniffi(default = None)]
     pub dedup: Option<String>,
+    /// With `dedup` and `delay_ms`: when the holder of the key is still delayed, replace its data
+    /// and push its due time to now + `delay_ms` instead of dropping the new job.
+    #[uniffi(default = false)]
+    pub debounce: bool,
     /// With `dedup`: hold the key this long after the add, whatever becomes of the job (0: while
     /// the job lives).
     #[uniffi(default = 0.0)]
     pub dedup_ttl_ms: f64,
+    /// In a flow: what this job's final failure does to its parent (null: `Fail`).
+    #[uniffi(default = None)]
+    pub parent_policy: Option<ParentPolicy>,
     /// The job's group for the queue's per-group rate limit.
     #[uniffi(default = None)]
     pub group: Option<String>,
@@ -358,17 +468,33 @@ pub struct JobOptions {
 
 impl Default for JobOptions {
     fn default() -> JobOptions {
+        JobOptions::from(&emq::JobOptions::default())
+    }
+}
+
+impl From<&emq::JobOptions> for JobOptions {
+    /// The core's options as a binding reads them back (`JobRecord.options`); a default parent
+    /// policy reads as null, like the default it is.
+    fn from(o: &emq::JobOptions) -> JobOptions {
         JobOptions {
-            delay_ms: 0.0,
-            priority: 0,
-            attempts: 1,
-            backoff_ms: 0.0,
-            lifo: false,
-            remove_on_complete: false,
-            timeout_ms: 0.0,
-            dedup: None,
-            dedup_ttl_ms: 0.0,
-            group: None,
+            delay_ms: o.delay_ms as f64,
+            priority: i32::try_from(o.priority).unwrap_or(i32::MAX),
+            attempts: i32::try_from(o.attempts).unwrap_or(i32::MAX),
+            backoff: Backoff::from_core(o.backoff),
+            jitter: o.jitter,
+            lease_ms: o.lease_ms as f64,
+            lifo: o.lifo,
+            remove_on_complete: o.remove_on_complete,
+            remove_on_fail: o.remove_on_fail,
+            timeout_ms: o.timeout_ms as f64,
+            dedup: o.dedup.clone(),
+            debounce: o.debounce,
+            dedup_ttl_ms: o.dedup_ttl_ms as f64,
+            parent_policy: match o.parent_policy {
+                emq::ParentPolicy::Fail => None,
+                p => Some(ParentPolicy::from_core(p)),
+            },
+            group: o.group.clone(),
         }
     }
 }
@@ -380,28 +506,160 @@ impl JobOptions {
             .map_err(|_| invalid_option(format!("priority must be >= 0, got {}", self.priority)))?;
         let attempts = u32::try_from(self.attempts)
             .map_err(|_| invalid_option(format!("attempts must be >= 1, got {}", self.attempts)))?;
-        let backoff_ms = emq::options::millis("backoff_ms", self.backoff_ms)?;
         let opts = emq::JobOptions {
             delay_ms: emq::options::millis("delay_ms", self.delay_ms)?,
             priority,
             attempts,
-            backoff: if backoff_ms == 0 {
-                emq::Backoff::None
-            } else {
-                emq::Backoff::Fixed {
-                    delay_ms: backoff_ms,
-                }
+            backoff: match self.backoff {
+                Some(b) => b.to_core()?,
+                None => emq::Backoff::None,
             },
+            jitter: self.jitter,
+            lease_ms: emq::options::millis("lease_ms", self.lease_ms)?,
             lifo: self.lifo,
             remove_on_complete: self.remove_on_complete,
+            remove_on_fail: self.remove_on_fail,
             timeout_ms: emq::options::millis("timeout_ms", self.timeout_ms)?,
             dedup: self.dedup.clone(),
+            debounce: self.debounce,
             dedup_ttl_ms: emq::options::millis("dedup_ttl_ms", self.dedup_ttl_ms)?,
+            parent_policy: self
+                .parent_policy
+                .map(ParentPolicy::to_core)
+                .unwrap_or_default(),
             group: self.group.clone(),
             ..emq::JobOptions::default()
         };
         opts.validate()?;
         Ok(opts)
+    }
+}
+
+/// Parses JSON text a caller passed in (`invalid_payload` when it is not JSON).
+fn json(text: &str) -> Result<serde_json::Value, EmqException> {
+    serde_json::from_str(text).map_err(|e| EmqException::from(emq::Error::from(e)))
+}
+
+/// One job of a bulk add.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct NewJob {
+    pub name: String,
+    /// The payload as JSON text.
+    pub data_json: String,
+    #[uniffi(default = None)]
+    pub options: Option<JobOptions>,
+}
+
+impl NewJob {
+    fn to_core(&self) -> Result<emq::NewJob, EmqException> {
+        Ok(emq::NewJob {
+            name: self.name.clone(),
+            data: json(&self.data_json)?,
+            options: self.options.clone().unwrap_or_default().to_core()?,
+        })
+    }
+}
+
+/// A job of a flow and the children it waits for (each in its own queue or this one).
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct FlowJob {
+    pub name: String,
+    /// The payload as JSON text.
+    pub data_json: String,
+    /// Its options (`parent_policy` says what its failure does to its parent; a parent takes no
+    /// delay).
+    #[uniffi(default = None)]
+    pub options: Option<JobOptions>,
+    /// The queue it goes to (null: the queue adding the flow; any queue on the same server).
+    #[uniffi(default = None)]
+    pub queue: Option<String>,
+    /// Jobs that must finish before it runs.
+    #[uniffi(default = [])]
+    pub children: Vec<FlowJob>,
+}
+
+impl FlowJob {
+    fn to_core(&self, default_queue: &str) -> Result<emq::FlowJob, EmqException> {
+        Ok(emq::FlowJob {
+            queue: self
+                .queue
+                .clone()
+                .unwrap_or_else(|| default_queue.to_string()),
+            name: self.name.clone(),
+            data: json(&self.data_json)?,
+            options: self.options.clone().unwrap_or_default().to_core()?,
+            children: self
+                .children
+                .iter()
+                .map(|c| c.to_core(default_queue))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// The ids a flow was given, in the flow's shape.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct FlowIds {
+    pub queue: String,
+    pub id: String,
+    pub children: Vec<FlowIds>,
+}
+
+impl From<&emq::FlowIds> for FlowIds {
+    fn from(f: &emq::FlowIds) -> FlowIds {
+        FlowIds {
+            queue: f.queue.clone(),
+            id: f.id.to_string(),
+            children: f.children.iter().map(FlowIds::from).collect(),
+        }
+    }
+}
+
+/// Jobs finished in one minute.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct MinuteCount {
+    /// Minutes since the Unix epoch (server time).
+    pub minute: u64,
+    pub count: u64,
+}
+
+/// A snapshot of a queue's metrics.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct QueueMetrics {
+    pub queue: String,
+    /// Jobs per state.
+    pub counts: Counts,
+    /// Jobs completed per minute, oldest first, within the last hour.
+    pub completed_per_minute: Vec<MinuteCount>,
+    /// Jobs failed per minute, oldest first, within the last hour.
+    pub failed_per_minute: Vec<MinuteCount>,
+    /// Jobs ever added.
+    pub added: u64,
+    /// Job records ever deleted (removed, trimmed, or removed on completion or failure).
+    pub deleted: u64,
+    /// Completions refused because the lease was lost.
+    pub lease_lost: u64,
+    /// Stalled jobs recovered.
+    pub stalled: u64,
+}
+
+impl From<emq::QueueMetrics> for QueueMetrics {
+    fn from(m: emq::QueueMetrics) -> QueueMetrics {
+        let minutes = |v: Vec<(u64, u64)>| {
+            v.into_iter()
+                .map(|(minute, count)| MinuteCount { minute, count })
+                .collect()
+        };
+        QueueMetrics {
+            queue: m.queue,
+            counts: m.counts.into(),
+            completed_per_minute: minutes(m.completed_per_minute),
+            failed_per_minute: minutes(m.failed_per_minute),
+            added: m.added,
+            deleted: m.deleted,
+            lease_lost: m.lease_lost,
+            stalled: m.stalled,
+        }
     }
 }
 
@@ -645,6 +903,93 @@ impl Queue {
         Ok(id.to_string())
     }
 
+    /// Adds many jobs (a few hundred per script call, the calls pipelined); returns their ids in
+    /// order (a deduplicated job's id is the holder's).
+    pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<String>, EmqException> {
+        let jobs = jobs
+            .iter()
+            .map(NewJob::to_core)
+            .collect::<Result<Vec<_>, _>>()?;
+        let q = self.inner.clone();
+        let ids = on_runtime(async move { q.add_bulk(jobs).await }).await?;
+        Ok(ids.iter().map(|id| id.to_string()).collect())
+    }
+
+    /// Adds a flow: the parent waits (in `WaitingChildren`) until every child is done, then runs.
+    /// Idempotent per id. Returns the ids in the flow's shape.
+    pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds, EmqException> {
+        let flow = flow.to_core(self.inner.name().as_str())?;
+        let q = self.inner.clone();
+        let ids = on_runtime(async move { q.add_flow(flow).await }).await?;
+        Ok(FlowIds::from(&ids))
+    }
+
+    /// The results of a parent's children as JSON text, by `<queue>:<id>` (a failed child under
+    /// the `Ignore` policy reads as `{"failed": …}`).
+    pub async fn children_results(
+        &self,
+        parent: String,
+    ) -> Result<HashMap<String, String>, EmqException> {
+        let parent = emq::JobId::parse(&parent)?;
+        let q = self.inner.clone();
+        let results = on_runtime(async move { q.children_results(parent).await }).await?;
+        Ok(results
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect())
+    }
+
+    /// Records a job's progress (JSON text) and announces it on the events stream;
+    /// `JobNotFound` when there is no such job.
+    pub async fn update_progress(
+        &self,
+        id: String,
+        progress_json: String,
+    ) -> Result<(), EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let progress = json(&progress_json)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.update_progress(id, &progress).await }).await
+    }
+
+    /// Appends a line to a job's log; returns the number of lines kept. `JobNotFound` when there
+    /// is no such job.
+    pub async fn log(&self, id: String, line: String) -> Result<u64, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.log(id, &line).await }).await
+    }
+
+    /// The queue's metrics: counts, jobs finished per minute, lifetime counters.
+    pub async fn metrics(&self) -> Result<QueueMetrics, EmqException> {
+        let q = self.inner.clone();
+        Ok(on_runtime(async move { q.metrics().await }).await?.into())
+    }
+
+    /// Follows the queue's events from now on, or after the stream id `after`.
+    #[uniffi::method(default(after = None))]
+    pub async fn events(&self, after: Option<String>) -> Result<Arc<EventStream>, EmqException> {
+        let q = self.inner.clone();
+        let stream = on_runtime(async move { q.events(after).await }).await?;
+        Ok(Arc::new(EventStream::new(stream)))
+    }
+
+    /// The newest `limit` events, oldest first, without waiting.
+    #[uniffi::method(default(limit = 100))]
+    pub async fn recent_events(&self, limit: u32) -> Result<Vec<Event>, EmqException> {
+        let q = self.inner.clone();
+        let events = on_runtime(async move { q.recent_events(limit as usize).await }).await?;
+        Ok(events.iter().map(Event::from).collect())
+    }
+
+    /// Releases the queue's node-id lease: it (and the queues opened from it) can add no more
+    /// jobs. Kotlin names it `shutdown()`: its objects are `AutoCloseable`, whose `close()`
+    /// destroys the handle.
+    pub async fn close(&self) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.close().await }).await
+    }
+
     /// Reads a job; null when there is no such job.
     pub async fn get(&self, id: String) -> Result<Option<JobRecord>, EmqException> {
         let q = self.inner.clone();
@@ -750,6 +1095,12 @@ impl Queue {
     pub async fn pause(&self) -> Result<(), EmqException> {
         let q = self.inner.clone();
         on_runtime(async move { q.pause().await }).await
+    }
+
+    /// True while paused.
+    pub async fn is_paused(&self) -> Result<bool, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.is_paused().await }).await
     }
 
     /// Hands out jobs again.
@@ -898,6 +1249,85 @@ impl Drop for WorkerHandle {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/// One event of a queue's events stream.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Event {
+    /// The stream entry id (server ms and sequence); pass it as `after` to resume.
+    pub stream_id: String,
+    /// What happened: added, active, completed, retrying, failed, stalled, released, removed,
+    /// progress, paused, resumed, …
+    pub kind: String,
+    /// The job it happened to, when there is one.
+    pub job_id: Option<String>,
+    /// Every field of the entry.
+    pub fields: HashMap<String, String>,
+}
+
+impl From<&emq::events::Event> for Event {
+    fn from(e: &emq::events::Event) -> Event {
+        Event {
+            stream_id: e.stream_id.clone(),
+            kind: e.kind.clone(),
+            job_id: e.job_id.map(|id| id.to_string()),
+            fields: e.fields.clone(),
+        }
+    }
+}
+
+/// A subscriber on a queue's events (`Queue.events`): reads them in order, each read waiting up
+/// to a bound. `close()` (Kotlin: `shutdown()`) ends it, and a read in progress returns `[]` at
+/// once.
+#[derive(uniffi::Object)]
+pub struct EventStream {
+    stream: Arc<tokio::sync::Mutex<emq::events::EventStream>>,
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl EventStream {
+    fn new(stream: emq::events::EventStream) -> EventStream {
+        EventStream {
+            stream: Arc::new(tokio::sync::Mutex::new(stream)),
+            closed: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl EventStream {
+    /// The next events (at most `count`), waiting up to `wait_ms` for the first; empty when none
+    /// came, or once closed.
+    #[uniffi::method(default(wait_ms = 1000.0, count = 100))]
+    pub async fn next(&self, wait_ms: f64, count: u32) -> Result<Vec<Event>, EmqException> {
+        let wait = Duration::from_millis(emq::options::millis("wait_ms", wait_ms)?.max(1));
+        let count = (count as usize).max(1);
+        let stream = self.stream.clone();
+        let mut closed = self.closed.subscribe();
+        let events = on_runtime(async move {
+            if *closed.borrow() {
+                return Ok(Vec::new());
+            }
+            let mut stream = tokio::select! {
+                s = stream.lock() => s,
+                _ = closed.wait_for(|c| *c) => return Ok(Vec::new()),
+            };
+            tokio::select! {
+                r = stream.next_batch(wait, count) => r,
+                _ = closed.wait_for(|c| *c) => Ok(Vec::new()),
+            }
+        })
+        .await?;
+        Ok(events.iter().map(Event::from).collect())
+    }
+
+    /// Ends the subscription (a read in progress returns `[]`). Kotlin names it `shutdown()`.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -917,7 +1347,7 @@ mod tests {
     fn options_convert_and_validate() {
         let o = JobOptions {
             delay_ms: 1.6,
-            backoff_ms: 50.0,
+            backoff: Some(Backoff::Fixed { delay_ms: 50.0 }),
             attempts: 2,
             ..Default::default()
         }
@@ -945,11 +1375,63 @@ mod tests {
                 ..Default::default()
             },
             JobOptions {
-                backoff_ms: -5.0,
+                backoff: Some(Backoff::Fixed { delay_ms: -5.0 }),
+                ..Default::default()
+            },
+            JobOptions {
+                backoff: Some(Backoff::Exponential {
+                    delay_ms: 10.0,
+                    max_ms: f64::NAN,
+                }),
+                ..Default::default()
+            },
+            JobOptions {
+                jitter: 1.5,
+                ..Default::default()
+            },
+            JobOptions {
+                lease_ms: -1.0,
+                ..Default::default()
+            },
+            JobOptions {
+                debounce: true,
                 ..Default::default()
             },
         ] {
             assert_eq!(bad(o), ErrorCode::InvalidOption);
         }
+    }
+
+    #[test]
+    fn every_option_round_trips_through_the_core_type() {
+        assert_eq!(
+            JobOptions::default().to_core().unwrap(),
+            emq::JobOptions::default()
+        );
+        let o = JobOptions {
+            delay_ms: 5.0,
+            priority: 3,
+            attempts: 4,
+            backoff: Some(Backoff::Exponential {
+                delay_ms: 10.0,
+                max_ms: 80.0,
+            }),
+            jitter: 0.25,
+            lease_ms: 2000.0,
+            lifo: true,
+            remove_on_complete: true,
+            remove_on_fail: true,
+            timeout_ms: 700.0,
+            dedup: Some("k".into()),
+            debounce: true,
+            dedup_ttl_ms: 900.0,
+            parent_policy: Some(ParentPolicy::Ignore),
+            group: Some("g".into()),
+        };
+        let core = o.to_core().unwrap();
+        assert_eq!(JobOptions::from(&core), o);
+        // As the record stores them (the fields that differ from the defaults) and reads them back.
+        let stored: emq::JobOptions = serde_json::from_str(&core.compact_json()).unwrap();
+        assert_eq!(JobOptions::from(&stored), o);
     }
 }
