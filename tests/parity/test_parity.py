@@ -52,7 +52,6 @@ PROVIDED_AS = {
 
 # (op, lang) pairs absent on purpose, with the reason.
 ABSENT = {
-    ("Queue.events", "uniffi"): "Kotlin/Swift read events through recent_events until a Flow wrapper exists",
 }
 
 
@@ -106,12 +105,17 @@ def _rs_methods(text, struct):
     return names
 
 
+def _uniffi_sources():
+    """The uniffi binding's sources (one file per exported type), concatenated."""
+    return "\n".join(p.read_text() for p in sorted((ROOT / "bindings/uniffi/src").rglob("*.rs")))
+
+
 def binding_methods():
     """lang -> class -> method names, read off each binding's sources."""
     py = (ROOT / "python/src/emq/__init__.py").read_text()
     sync = (ROOT / "python/src/emq/sync.py").read_text()
     js = (ROOT / "node/index.js").read_text()
-    uni = (ROOT / "bindings/uniffi/src/lib.rs").read_text()
+    uni = _uniffi_sources()
     classes = {
         "python": {c: _py_methods(py, c) for c in ("Queue", "Worker", "Job")},
         "python_sync": {c: _py_methods(sync, c) for c in ("Queue", "Worker", "Job")},
@@ -196,7 +200,7 @@ def test_job_options_fields_reach_every_binding():
     assert "delay_ms" in fields and "priority" in fields
     js = (ROOT / "node/index.js").read_text() + (ROOT / "bindings/node/src/options.rs").read_text()
     py = (ROOT / "python/src/emq/__init__.py").read_text() + (ROOT / "bindings/python/src/convert.rs").read_text()
-    uni = _block((ROOT / "bindings/uniffi/src/lib.rs").read_text(), r"^pub struct JobOptions \{")
+    uni = _block(_uniffi_sources(), r"^pub struct JobOptions \{")
     # The binding spelling of each field: durations drop their unit suffix (Python takes seconds,
     # Node ms, uniffi keeps `_ms`), Node is camelCase.
     missing = []

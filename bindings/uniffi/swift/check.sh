@@ -39,6 +39,30 @@ expect 'func resume\(\) ?async throws' 'Queue.resume()'
 expect 'func startWorker\(handler: JobHandler, concurrency: Int32 = 1, leaseMs: Double = Double\(30000.0\)\) ?throws +-> WorkerHandle' 'Queue.startWorker(handler:concurrency:leaseMs:)'
 expect 'open func close\(\) ?async throws +-> UInt64' 'WorkerHandle.close() async throws -> UInt64'
 expect 'public func errorCode\(message: String\) +-> String' 'errorCode(message:)'
+expect 'func addBulk\(jobs: \[NewJob\]\) ?async throws +-> \[String\]' 'Queue.addBulk(jobs:)'
+expect 'func addFlow\(flow: FlowJob\) ?async throws +-> FlowIds' 'Queue.addFlow(flow:)'
+expect 'func childrenResults\(parent: String\) ?async throws +-> \[String: String\]' 'Queue.childrenResults(parent:)'
+expect 'func updateProgress\(id: String, progressJson: String\) ?async throws' 'Queue.updateProgress(id:progressJson:)'
+expect 'func log\(id: String, line: String\) ?async throws +-> UInt64' 'Queue.log(id:line:)'
+expect 'func metrics\(\) ?async throws +-> QueueMetrics' 'Queue.metrics()'
+expect 'func isPaused\(\) ?async throws +-> Bool' 'Queue.isPaused()'
+expect 'func events\(after: String\? = nil\) ?async throws +-> EventStream' 'Queue.events(after:)'
+expect 'open func close\(\) ?async throws +\{' 'Queue.close() async throws'
+expect '^open class EventStream\b' 'class EventStream'
+expect 'func next\(waitMs: Double = Double\(1000.0\), count: UInt32 = UInt32\(100\)\) ?async throws +-> \[Event\]' 'EventStream.next(waitMs:count:)'
+expect '^public struct Event\b' 'struct Event'
+expect '^public struct NewJob\b' 'struct NewJob'
+expect '^public struct FlowJob\b' 'struct FlowJob'
+expect '^public struct FlowIds\b' 'struct FlowIds'
+expect '^public struct QueueMetrics\b' 'struct QueueMetrics'
+expect '^public enum Backoff\b' 'enum Backoff'
+expect 'case exponential\(delayMs: Double, maxMs: Double' 'Backoff.exponential(delayMs:maxMs:)'
+expect '^public enum ParentPolicy\b' 'enum ParentPolicy'
+# Every field of the core's JobOptions.
+for f in delayMs priority attempts backoff jitter leaseMs lifo removeOnComplete removeOnFail \
+    timeoutMs dedup debounce dedupTtlMs parentPolicy group; do
+    expect "public var $f: " "JobOptions.$f"
+done
 # One EmqException case per core error code.
 for code in InvalidQueueName InvalidJobId InvalidOption InvalidPayload ServerUnavailable \
     IncompatibleVersion CrossSlot UndeclaredKey ScriptError LeaseLost NodeLeaseLost JobNotFound \

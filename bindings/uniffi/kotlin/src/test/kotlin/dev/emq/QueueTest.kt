@@ -160,7 +160,7 @@ class QueueTest {
         }
         val worker = q.startWorker(handler, 2, 5_000.0)
         try {
-            val flaky = q.add("flaky", "null", JobOptions(attempts = 2, backoffMs = 20.0))
+            val flaky = q.add("flaky", "null", JobOptions(attempts = 2, backoff = Backoff.Fixed(20.0)))
             val always = q.add("always", "null", JobOptions(attempts = 2))
             val done = q.waitFor(flaky, JobState.COMPLETED)
             assertEquals("2", done.resultJson)

@@ -1,0 +1,346 @@
+//! A handle on one queue: every queue operation, each converting its arguments into the core's
+//! types and running the core's call on the binding's runtime.
+
+use crate::error::{invalid_option, EmqException};
+use crate::events::{Event, EventStream};
+use crate::flow::{FlowIds, FlowJob};
+use crate::handler::{ForeignHandler, JobHandler};
+use crate::job::{Counts, JobRecord, JobState};
+use crate::metrics::QueueMetrics;
+use crate::options::{json, JobOptions, NewJob, RateLimit};
+use crate::runtime::{on_runtime, runtime};
+use crate::schedule::{Schedule, SchedulerInfo};
+use crate::worker::WorkerHandle;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A handle on one queue.
+#[derive(uniffi::Object)]
+pub struct Queue {
+    inner: emq::Queue,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Queue {
+    /// Connects to the datastore at `url` and opens the queue `name`.
+    #[uniffi::constructor]
+    pub async fn connect(url: String, name: String) -> Result<Arc<Queue>, EmqException> {
+        // The name is checked first, so a bad name fails without a server.
+        emq::QueueName::new(&name)?;
+        let inner =
+            on_runtime(
+                async move { emq::Queue::connect(emq::ConnectOptions::new(url), &name).await },
+            )
+            .await?;
+        Ok(Arc::new(Queue { inner }))
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// Adds a job with a JSON payload; returns its id.
+    #[uniffi::method(default(options = None))]
+    pub async fn add(
+        &self,
+        name: String,
+        data_json: String,
+        options: Option<JobOptions>,
+    ) -> Result<String, EmqException> {
+        let opts = options.unwrap_or_default().to_core()?;
+        let q = self.inner.clone();
+        let id = on_runtime(async move { q.add_json(&name, &data_json, opts).await }).await?;
+        Ok(id.to_string())
+    }
+
+    /// Adds many jobs (a few hundred per script call, the calls pipelined); returns their ids in
+    /// order (a deduplicated job's id is the holder's).
+    pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<String>, EmqException> {
+        let jobs = jobs
+            .iter()
+            .map(NewJob::to_core)
+            .collect::<Result<Vec<_>, _>>()?;
+        let q = self.inner.clone();
+        let ids = on_runtime(async move { q.add_bulk(jobs).await }).await?;
+        Ok(ids.iter().map(|id| id.to_string()).collect())
+    }
+
+    /// Adds a flow: the parent waits (in `WaitingChildren`) until every child is done, then runs.
+    /// Idempotent per id. Returns the ids in the flow's shape.
+    pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds, EmqException> {
+        let flow = flow.to_core(self.inner.name().as_str())?;
+        let q = self.inner.clone();
+        let ids = on_runtime(async move { q.add_flow(flow).await }).await?;
+        Ok(FlowIds::from(&ids))
+    }
+
+    /// The results of a parent's children as JSON text, by `<queue>:<id>` (a failed child under
+    /// the `Ignore` policy reads as `{"failed": …}`).
+    pub async fn children_results(
+        &self,
+        parent: String,
+    ) -> Result<HashMap<String, String>, EmqException> {
+        let parent = emq::JobId::parse(&parent)?;
+        let q = self.inner.clone();
+        let results = on_runtime(async move { q.children_results(parent).await }).await?;
+        Ok(results
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect())
+    }
+
+    /// Records a job's progress (JSON text) and announces it on the events stream;
+    /// `JobNotFound` when there is no such job.
+    pub async fn update_progress(
+        &self,
+        id: String,
+        progress_json: String,
+    ) -> Result<(), EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let progress = json(&progress_json)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.update_progress(id, &progress).await }).await
+    }
+
+    /// Appends a line to a job's log; returns the number of lines kept. `JobNotFound` when there
+    /// is no such job.
+    pub async fn log(&self, id: String, line: String) -> Result<u64, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.log(id, &line).await }).await
+    }
+
+    /// The queue's metrics: counts, jobs finished per minute, lifetime counters.
+    pub async fn metrics(&self) -> Result<QueueMetrics, EmqException> {
+        let q = self.inner.clone();
+        Ok(on_runtime(async move { q.metrics().await }).await?.into())
+    }
+
+    /// Follows the queue's events from now on, or after the stream id `after`.
+    #[uniffi::method(default(after = None))]
+    pub async fn events(&self, after: Option<String>) -> Result<Arc<EventStream>, EmqException> {
+        let q = self.inner.clone();
+        let stream = on_runtime(async move { q.events(after).await }).await?;
+        Ok(Arc::new(EventStream::new(stream)))
+    }
+
+    /// The newest `limit` events, oldest first, without waiting.
+    #[uniffi::method(default(limit = 100))]
+    pub async fn recent_events(&self, limit: u32) -> Result<Vec<Event>, EmqException> {
+        let q = self.inner.clone();
+        let events = on_runtime(async move { q.recent_events(limit as usize).await }).await?;
+        Ok(events.iter().map(Event::from).collect())
+    }
+
+    /// Releases the queue's node-id lease: it (and the queues opened from it) can add no more
+    /// jobs. Kotlin names it `shutdown()`: its objects are `AutoCloseable`, whose `close()`
+    /// destroys the handle.
+    pub async fn close(&self) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.close().await }).await
+    }
+
+    /// Reads a job; null when there is no such job.
+    pub async fn get(&self, id: String) -> Result<Option<JobRecord>, EmqException> {
+        let q = self.inner.clone();
+        let job = on_runtime(async move { q.get_str(&id).await }).await?;
+        Ok(job.as_ref().map(JobRecord::from))
+    }
+
+    /// Counts jobs per state.
+    pub async fn counts(&self) -> Result<Counts, EmqException> {
+        let q = self.inner.clone();
+        Ok(on_runtime(async move { q.counts().await }).await?.into())
+    }
+
+    /// Sends a failed job back to wait with its attempts reset; false when it is not failed.
+    pub async fn retry(&self, id: String) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.retry(id).await.map(|m| m.is_moved()) }).await
+    }
+
+    /// Runs a delayed job now; false when it is not delayed.
+    pub async fn promote(&self, id: String) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.promote(id).await.map(|m| m.is_moved()) }).await
+    }
+
+    /// Deletes a job that is not active; false when there is no such job.
+    pub async fn remove(&self, id: String) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.remove(id).await.map(|m| m.is_moved()) }).await
+    }
+
+    /// Gives a job that has not finished a new priority (0: none, lower runs first); false when
+    /// there is no such job or it has finished. A waiting job moves at once; a delayed one when due.
+    pub async fn change_priority(&self, id: String, priority: i32) -> Result<bool, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let priority = u32::try_from(priority)
+            .map_err(|_| invalid_option(format!("priority must be >= 0, got {priority}")))?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.change_priority(id, priority).await.map(|m| m.is_moved()) }).await
+    }
+
+    /// A job's log lines, oldest first.
+    pub async fn logs(&self, id: String) -> Result<Vec<String>, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.logs(id).await }).await
+    }
+
+    /// Jobs in one state, a page at a time (waiting states oldest first; completed and failed
+    /// newest first).
+    #[uniffi::method(default(offset = 0, limit = 100))]
+    pub async fn list(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobRecord>, EmqException> {
+        let q = self.inner.clone();
+        let jobs = on_runtime(async move { q.list(state.to_core(), offset, limit).await }).await?;
+        Ok(jobs.iter().map(JobRecord::from).collect())
+    }
+
+    /// Retries every failed job; returns how many.
+    pub async fn retry_failed(&self) -> Result<u64, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.retry_failed().await }).await
+    }
+
+    /// Removes every waiting, paused and prioritized job (and the delayed ones with `delayed`);
+    /// returns how many.
+    #[uniffi::method(default(delayed = false))]
+    pub async fn drain(&self, delayed: bool) -> Result<u64, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.drain(delayed).await }).await
+    }
+
+    /// Removes up to `limit` completed or failed jobs that finished more than `grace_ms` ago;
+    /// returns how many. Any other state is an `InvalidOption`.
+    #[uniffi::method(default(grace_ms = 0.0, limit = 1000))]
+    pub async fn clean(
+        &self,
+        state: JobState,
+        grace_ms: f64,
+        limit: u64,
+    ) -> Result<u64, EmqException> {
+        let grace = Duration::from_millis(emq::options::millis("grace_ms", grace_ms)?);
+        let q = self.inner.clone();
+        on_runtime(async move { q.clean(state.to_core(), grace, limit).await }).await
+    }
+
+    /// Deletes the whole queue, every job and key; refuses (`InvalidState`) while jobs are active
+    /// unless `force`. Returns how many jobs it removed.
+    #[uniffi::method(default(force = false))]
+    pub async fn obliterate(&self, force: bool) -> Result<u64, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.obliterate(force).await }).await
+    }
+
+    /// Stops handing out jobs (adds still land, in paused).
+    pub async fn pause(&self) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.pause().await }).await
+    }
+
+    /// True while paused.
+    pub async fn is_paused(&self) -> Result<bool, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.is_paused().await }).await
+    }
+
+    /// Hands out jobs again.
+    pub async fn resume(&self) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.resume().await }).await
+    }
+
+    /// At most `max` jobs of this queue active at once across all workers (null lifts it).
+    pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_global_concurrency(max).await }).await
+    }
+
+    /// At most `max` jobs start per `window_ms` (null lifts it).
+    pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), EmqException> {
+        let limit = limit.map(|l| l.to_core()).transpose()?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_rate_limit(limit).await }).await
+    }
+
+    /// Each job group (the `group` option) starts at most `max` jobs per `window_ms`, every group
+    /// on its own (null lifts it).
+    pub async fn set_group_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), EmqException> {
+        let limit = limit
+            .map(|l| {
+                l.to_core().map(|c| emq::GroupRateLimit {
+                    max: c.max,
+                    window: c.window,
+                })
+            })
+            .transpose()?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_group_rate_limit(limit).await }).await
+    }
+
+    /// Creates or replaces the job scheduler `id` (data, never a key); true when created.
+    pub async fn upsert_scheduler(
+        &self,
+        id: String,
+        schedule: Schedule,
+    ) -> Result<bool, EmqException> {
+        let schedule = schedule.to_core()?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.upsert_scheduler(&id, schedule).await }).await
+    }
+
+    /// Deletes the job scheduler `id`; true when it existed.
+    pub async fn remove_scheduler(&self, id: String) -> Result<bool, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.remove_scheduler(&id).await }).await
+    }
+
+    /// The queue's job schedulers.
+    pub async fn schedulers(&self) -> Result<Vec<SchedulerInfo>, EmqException> {
+        let q = self.inner.clone();
+        let list = on_runtime(async move { q.schedulers().await }).await?;
+        Ok(list.into_iter().map(SchedulerInfo::from).collect())
+    }
+
+    /// Starts a worker running `handler` on this queue, `concurrency` jobs at once, with leases of
+    /// `lease_ms`. Keep the returned handle: dropping (or destroying) it stops the worker at once;
+    /// its `close()` (Kotlin: `shutdown()`) stops it gracefully.
+    #[uniffi::method(default(concurrency = 1, lease_ms = 30000.0))]
+    pub fn start_worker(
+        &self,
+        handler: Arc<dyn JobHandler>,
+        concurrency: i32,
+        lease_ms: f64,
+    ) -> Result<Arc<WorkerHandle>, EmqException> {
+        if concurrency < 1 {
+            return Err(invalid_option(format!(
+                "concurrency must be at least 1, got {concurrency}"
+            )));
+        }
+        let lease = Duration::from_millis(emq::options::millis("lease_ms", lease_ms)?);
+        let opts = emq::WorkerOptions {
+            concurrency: concurrency as usize,
+            lease,
+            ..emq::WorkerOptions::default()
+        };
+        let _guard = runtime().enter();
+        let handle = emq::Worker::builder(self.inner.clone())
+            .options(opts)
+            .handler(ForeignHandler(handler))
+            .run()?;
+        Ok(Arc::new(WorkerHandle {
+            inner: Mutex::new(Some(handle)),
+        }))
+    }
+}

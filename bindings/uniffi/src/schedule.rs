@@ -1,0 +1,105 @@
+//! Job schedulers: a `Schedule` in, `SchedulerInfo` out.
+
+use crate::error::{invalid_option, EmqException};
+use crate::options::JobOptions;
+use std::time::Duration;
+
+/// What a job scheduler enqueues and when: every `every_ms`, or at each occurrence of `cron` (5
+/// fields, or 6 with seconds first) in the IANA zone `tz` (default UTC). Durations in ms.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct Schedule {
+    /// The job's name.
+    pub name: String,
+    /// The job's payload (JSON text).
+    pub data_json: String,
+    /// Run every this long (set this or `cron`).
+    #[uniffi(default = None)]
+    pub every_ms: Option<f64>,
+    /// A cron expression (set this or `every_ms`).
+    #[uniffi(default = None)]
+    pub cron: Option<String>,
+    /// The cron expression's time zone.
+    #[uniffi(default = None)]
+    pub tz: Option<String>,
+    /// Start this long after the upsert.
+    #[uniffi(default = 0.0)]
+    pub first_after_ms: f64,
+    /// Stop after this many runs.
+    #[uniffi(default = None)]
+    pub limit: Option<u64>,
+    /// Stop this long after the upsert.
+    #[uniffi(default = None)]
+    pub end_after_ms: Option<f64>,
+    /// Options of each run's job.
+    #[uniffi(default = None)]
+    pub options: Option<JobOptions>,
+}
+
+impl Schedule {
+    pub(crate) fn to_core(&self) -> Result<emq::Schedule, EmqException> {
+        let repeat = match (&self.every_ms, &self.cron) {
+            (Some(every), None) => emq::Repeat::Every(Duration::from_millis(emq::options::millis(
+                "every_ms", *every,
+            )?)),
+            (None, Some(expr)) => emq::Repeat::Cron {
+                expr: expr.clone(),
+                tz: self.tz.clone().unwrap_or_else(|| "UTC".into()),
+            },
+            _ => {
+                return Err(invalid_option(
+                    "a schedule needs exactly one of every_ms and cron",
+                ))
+            }
+        };
+        let data: serde_json::Value = serde_json::from_str(&self.data_json)
+            .map_err(|e| EmqException::from(emq::Error::from(e)))?;
+        let mut s = emq::Schedule::new(repeat, self.name.clone(), data);
+        s.first_after =
+            Duration::from_millis(emq::options::millis("first_after_ms", self.first_after_ms)?);
+        s.limit = self.limit;
+        s.end_after = self
+            .end_after_ms
+            .map(|ms| emq::options::millis("end_after_ms", ms).map(Duration::from_millis))
+            .transpose()?;
+        if let Some(o) = &self.options {
+            s.options = o.to_core()?;
+        }
+        Ok(s)
+    }
+}
+
+/// A job scheduler as stored.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct SchedulerInfo {
+    /// Its id.
+    pub id: String,
+    /// Interval in ms (0 for a cron schedule).
+    pub every_ms: u64,
+    /// The cron expression, if any.
+    pub cron: Option<String>,
+    /// The cron expression's zone, if any.
+    pub tz: Option<String>,
+    /// Runs so far.
+    pub count: u64,
+    /// Most runs (0: no limit).
+    pub limit: u64,
+    /// Ms until the next run.
+    pub next_in_ms: Option<u64>,
+    /// The job's name.
+    pub name: String,
+}
+
+impl From<emq::SchedulerInfo> for SchedulerInfo {
+    fn from(i: emq::SchedulerInfo) -> SchedulerInfo {
+        SchedulerInfo {
+            id: i.id,
+            every_ms: i.every_ms,
+            cron: i.cron,
+            tz: i.tz,
+            count: i.count,
+            limit: i.limit,
+            next_in_ms: i.next_in_ms,
+            name: i.name,
+        }
+    }
+}
