@@ -246,6 +246,13 @@ def test_sync_facade(standalone, cluster, qname):
             assert len(q.add_bulk([("s", 1), ("s", 2)])) == 2
             with pytest.raises(emq.InvalidJobId):
                 q.get("nope")
+            q.pause()
+            assert q.is_paused()
+            plain = q.add("s", 0)
+            assert q.get(plain)["state"] == "paused"
+            q.resume()
+            assert not q.is_paused()
+            assert q.get(plain)["state"] == "waiting"
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -48,6 +48,8 @@ PROVIDED_AS = {
     "Queue.children_results": {"python": "Job.children_results", "python_sync": "Job.children_results_blocking"},
     "Queue.events": {"python_sync": "Queue.recent_events"},
     "Queue.connect": {"node": "Queue.connect"},
+    # The second Ctrl-C: Rust takes an aborter before closing; bindings offer `abort()` on the worker.
+    "WorkerHandle.aborter": {"python": "Worker.abort", "python_sync": "Worker.abort", "node": "Worker.abort", "uniffi": "Worker.abort"},
 }
 
 # (op, lang) pairs absent on purpose, with the reason.
@@ -73,7 +75,7 @@ def core_ops():
     ops = set()
     for path in sorted((ROOT / "core/src").rglob("*.rs")):
         text = path.read_text()
-        for m in re.finditer(r"^impl (Queue|WorkerHandle) \{(.*?)^\}", text, re.S | re.M):
+        for m in re.finditer(r"^impl (?:crate::\w+::)*(Queue|WorkerHandle) \{(.*?)^\}", text, re.S | re.M):
             for f in re.finditer(r"^    pub (?:async )?fn (\w+)", m.group(2), re.M):
                 ops.add(f"{m.group(1)}.{f.group(1)}")
     return ops

@@ -582,19 +582,23 @@ impl Queue {
         block(py, f)
     }
 
-    fn pause<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (blocking=false))]
+    fn pause(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         let q = self.core(py)?;
-        spawn_py(
+        run(
             py,
             Box::pin(async move { q.pause().await.map(|_| Out::None) }),
+            blocking,
         )
     }
 
-    fn resume<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (blocking=false))]
+    fn resume(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         let q = self.core(py)?;
-        spawn_py(
+        run(
             py,
             Box::pin(async move { q.resume().await.map(|_| Out::None) }),
+            blocking,
         )
     }
 

@@ -165,6 +165,14 @@ class Queue:
     def is_paused(self) -> bool:
         return self._native.is_paused(blocking=True)
 
+    def pause(self) -> None:
+        """Stops handing out jobs (adds still land)."""
+        self._native.pause(blocking=True)
+
+    def resume(self) -> None:
+        """Hands out jobs again."""
+        self._native.resume(blocking=True)
+
     def metrics(self) -> Dict[str, Any]:
         return self._native.metrics(blocking=True)
 
