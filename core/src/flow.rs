@@ -87,6 +87,7 @@ impl Queue {
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let q = self.queue(&flow.queue)?;
+            q.register_once().await?;
             let data = serde_json::to_string(&flow.data)?;
             if flow.children.is_empty() {
                 let job = NewJob {

@@ -190,6 +190,10 @@ pub struct QueueKeys {
     pub handoff: Key,
     /// `emq:{q}:delayed-priority`
     pub delayed_priority: Key,
+    /// `emq:{q}:workers`
+    pub workers: Key,
+    /// `emq:{q}:worker-info`
+    pub worker_info: Key,
 }
 
 impl QueueName {
@@ -222,6 +226,8 @@ impl QueueName {
             waiters: self.key(Family::Waiters),
             handoff: self.key(Family::Handoff),
             delayed_priority: self.key(Family::DelayedPriority),
+            workers: self.key(Family::Workers),
+            worker_info: self.key(Family::WorkerInfo),
         }
     }
 }
@@ -337,11 +343,17 @@ pub enum Family {
     /// a delay, retried after a backoff, or held by their group's limit), so the claim that
     /// promotes a due job puts it in `prioritized`, not `wait`, without reading its record.
     DelayedPriority,
+    /// ZSET of the live workers of this queue (worker id), scored by when their registration lapses
+    /// (server ms): each heartbeat pushes it on; a closed worker leaves, a lapsed one is pruned.
+    Workers,
+    /// HASH from a live worker's id to its description (JSON: host, pid, language, concurrency,
+    /// running, started and last-beat stamps on the server's clock).
+    WorkerInfo,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 26] = [
+    pub const ALL: [Family; 28] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -368,6 +380,8 @@ impl Family {
         Family::Waiters,
         Family::Handoff,
         Family::DelayedPriority,
+        Family::Workers,
+        Family::WorkerInfo,
     ];
 
     /// The `<type>` part of the key.
@@ -399,6 +413,8 @@ impl Family {
             Family::Waiters => "waiters",
             Family::Handoff => "handoff",
             Family::DelayedPriority => "delayed-priority",
+            Family::Workers => "workers",
+            Family::WorkerInfo => "worker-info",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -410,6 +426,7 @@ impl Family {
             Family::GroupWindows => "group_windows",
             Family::DedupExpiry => "dedup_expiry",
             Family::DelayedPriority => "delayed_priority",
+            Family::WorkerInfo => "worker_info",
             other => other.suffix(),
         }
     }
@@ -423,6 +440,7 @@ impl Family {
             | Family::GroupWindows
             | Family::DedupExpiry
             | Family::Waiters
+            | Family::Workers
             | Family::Delayed
             | Family::Prioritized
             | Family::Completed
@@ -437,7 +455,8 @@ impl Family {
             | Family::Schedulers
             | Family::Groups
             | Family::GroupCounts
-            | Family::DelayedPriority => "hash",
+            | Family::DelayedPriority
+            | Family::WorkerInfo => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }
@@ -480,17 +499,21 @@ pub enum CoreKey {
     Version,
     /// HASH: node-id leases for job-id minting.
     Nodes,
+    /// SET: the names of the queues in use (written by a queue handle's first add and by every
+    /// worker heartbeat; `registry::repair` adds queues found by SCAN).
+    Queues,
 }
 
 impl CoreKey {
     /// Every core key.
-    pub const ALL: [CoreKey; 2] = [CoreKey::Version, CoreKey::Nodes];
+    pub const ALL: [CoreKey; 3] = [CoreKey::Version, CoreKey::Nodes, CoreKey::Queues];
 
     /// The key.
     pub fn key(self) -> Key {
         match self {
             CoreKey::Version => Key::new(format!("{{{PREFIX}}}:version"), "version"),
             CoreKey::Nodes => Key::new(format!("{{{PREFIX}}}:nodes"), "nodes"),
+            CoreKey::Queues => Key::new(format!("{{{PREFIX}}}:queues"), "queues"),
         }
     }
 }

@@ -54,6 +54,8 @@ pub struct Queue {
     pub(crate) keys: Arc<QueueKeys>,
     pub(crate) minter: Arc<IdMinter>,
     pub(crate) max_events: u64,
+    /// Set once this handle wrote the queue into the registry (see `registry`).
+    pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Queue {
@@ -77,6 +79,7 @@ impl Queue {
             name,
             minter,
             max_events: DEFAULT_MAX_EVENTS,
+            registered: Arc::default(),
         }
     }
 
@@ -191,6 +194,7 @@ impl Queue {
 
     async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {
         options.validate()?;
+        self.register_once().await?;
         let id = match options.id {
             Some(id) => id,
             None => self.minter.mint()?,
@@ -265,6 +269,7 @@ impl Queue {
     /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in
     /// order.
     pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        self.register_once().await?;
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
             job.options.validate()?;
@@ -708,9 +713,12 @@ impl Queue {
             &k.waiters,
             &k.handoff,
             &k.delayed_priority,
+            &k.workers,
+            &k.worker_info,
         ] {
             let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
         }
+        self.unregister().await?;
         Ok(total)
     }
 
