@@ -298,7 +298,7 @@ async fn workers(State(app): State<Shared>) -> ApiResult {
         .map_err(e)?;
     let now = server_time_ms(&app.store).await.map_err(e)?;
     Ok(Json(
-        json!({"now_ms": now, "read_only": app.read_only, "workers": all}),
+        json!({"now_ms": now, "read_only": app.read_only, "datastore": app.secrets.shown_url(), "workers": all}),
     ))
 }
 
@@ -341,6 +341,7 @@ async fn jobs(
     Ok(Json(json!({
         "summary": s,
         "read_only": app.read_only,
+        "datastore": app.secrets.shown_url(),
         "now_ms": now,
         "state": state.as_str(),
         "offset": offset,
@@ -365,6 +366,7 @@ async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)
         "logs": logs,
         "now_ms": now,
         "read_only": app.read_only,
+        "datastore": app.secrets.shown_url(),
     })))
 }
 

@@ -78,7 +78,7 @@ async function act(path, body, what) {
       return null;
     }
     flash(what + (out.count !== undefined && out.count ? ': ' + out.count : '') + ' done');
-    refresh();
+    refresh('action');
     return out;
   } catch (e) {
     flash(what + ' failed: ' + e.message, true);
@@ -108,9 +108,13 @@ let current = route();
 let loading = false, again = false;
 let renders = 0;
 
-async function refresh() {
+let cause = 'load';
+async function refresh(why) {
+  if (why) cause = why;
   if (loading) { again = true; return; }
   loading = true;
+  const thisCause = cause;
+  cause = 'poll';
   try {
     const r = current;
     const view = await VIEWS[r.view](r);
@@ -120,12 +124,13 @@ async function refresh() {
       renders += 1;
       main.dataset.renders = String(renders);
       main.dataset.view = r.view;
+      main.dataset.cause = thisCause;
     }
   } catch (e) {
     document.getElementById('main').replaceChildren(h('p', { class: 'failure' }, 'Could not load: ' + e.message));
   } finally {
     loading = false;
-    if (again) { again = false; setTimeout(refresh, 50); }
+    if (again) { again = false; setTimeout(() => refresh(), 50); }
   }
   for (const a of document.querySelectorAll('[data-nav]')) {
     a.classList.toggle('active', a.dataset.nav === current.view);
@@ -191,17 +196,18 @@ const VIEWS = {
 
   async queue(r) {
     const d = await api('/api/queues/' + enc(r.queue) + '/jobs?state=' + enc(r.state) + '&offset=' + r.offset + '&limit=' + PAGE);
-    setReadOnly(d.read_only);
+    setDatastore(d);
     const s = d.summary, base = '/api/queues/' + enc(r.queue);
     const tabs = h('div', { class: 'tabs' }, STATES.map(st =>
       h('a', { href: queueHref(r.queue, st), class: st === d.state ? 'current' : '' }, st + ' ' + s.counts[st.replace('-', '_')])));
+    const ro = d.read_only ? 'disabled' : null;
     const actions = h('div', { class: 'actions' },
-      s.paused ? h('button', { onclick: () => act(base + '/resume', {}, 'Resume') }, 'Resume')
-        : h('button', { onclick: () => act(base + '/pause', {}, 'Pause') }, 'Pause'),
-      h('button', { 'data-action': 'retry-failed', onclick: () => confirm('Retry every failed job of ' + r.queue + '?') && act(base + '/retry-failed', {}, 'Retry all failed') }, 'Retry all failed'),
-      h('button', { onclick: () => confirm('Remove the completed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'completed' }, 'Clean completed') }, 'Clean completed'),
-      h('button', { onclick: () => confirm('Remove the failed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'failed' }, 'Clean failed') }, 'Clean failed'),
-      h('button', { class: 'danger', onclick: () => confirm('Drain ' + r.queue + ': remove every waiting job?') && act(base + '/drain', {}, 'Drain') }, 'Drain…'));
+      s.paused ? h('button', { disabled: ro, onclick: () => act(base + '/resume', {}, 'Resume') }, 'Resume')
+        : h('button', { disabled: ro, onclick: () => act(base + '/pause', {}, 'Pause') }, 'Pause'),
+      h('button', { 'data-action': 'retry-failed', disabled: ro, onclick: () => confirm('Retry every failed job of ' + r.queue + '?') && act(base + '/retry-failed', {}, 'Retry all failed') }, 'Retry all failed'),
+      h('button', { disabled: ro, onclick: () => confirm('Remove the completed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'completed' }, 'Clean completed') }, 'Clean completed'),
+      h('button', { disabled: ro, onclick: () => confirm('Remove the failed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'failed' }, 'Clean failed') }, 'Clean failed'),
+      h('button', { class: 'danger', disabled: ro, onclick: () => confirm('Drain ' + r.queue + ': remove every waiting job?') && act(base + '/drain', {}, 'Drain') }, 'Drain…'));
     const failed = d.state === 'failed';
     const rows = d.jobs.map(j => h('tr', { 'data-job': j.id },
       h('td', {}, h('a', { href: jobHref(r.queue, j.id) }, j.id)),
@@ -226,7 +232,7 @@ const VIEWS = {
 
   async job(r) {
     const d = await api('/api/queues/' + enc(r.queue) + '/jobs/' + enc(r.id));
-    setReadOnly(d.read_only);
+    setDatastore(d);
     const j = d.job, now = d.now_ms;
     const field = (k, v) => [h('dt', {}, k), h('dd', { 'data-field': k }, v)];
     let parent = '-';
@@ -260,7 +266,7 @@ const VIEWS = {
 
   async workers() {
     const d = await api('/api/workers');
-    setReadOnly(d.read_only);
+    setDatastore(d);
     const rows = d.workers.map(w => h('tr', {},
       h('td', {}, w.id), h('td', {}, h('a', { href: queueHref(w.queue, 'active') }, w.queue)), h('td', {}, w.host),
       h('td', { class: 'num' }, String(w.pid)), h('td', {}, w.language), h('td', { class: 'num' }, w.running + '/' + w.concurrency),
@@ -287,15 +293,17 @@ function setReadOnly(ro) {
   document.body.classList.toggle('read-only', !!ro);
 }
 function setDatastore(d) {
-  document.getElementById('datastore').textContent = d.datastore + (d.read_only ? ' · read-only' : '');
+  document.getElementById('datastore').textContent = d.datastore || '';
+  document.getElementById('read-only').hidden = !d.read_only;
   setReadOnly(d.read_only);
 }
 
 // ---- live updates ------------------------------------------------------------------------
 let pending = null;
+let live = false;
 function soon() {
   if (pending) return;
-  pending = setTimeout(() => { pending = null; refresh(); }, 250);
+  pending = setTimeout(() => { pending = null; refresh('live'); }, 250);
 }
 function concerns(ev) {
   const r = current;
@@ -307,8 +315,8 @@ function concerns(ev) {
 function connectLive() {
   const badge = document.getElementById('live');
   const es = new EventSource('/api/events');
-  es.onopen = () => { badge.className = 'live on'; };
-  es.onerror = () => { badge.className = 'live off'; };
+  es.onopen = () => { badge.className = 'live on'; live = true; };
+  es.onerror = () => { badge.className = 'live off'; live = false; };
   es.onmessage = (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch (e) { return; }
@@ -317,7 +325,7 @@ function connectLive() {
   es.addEventListener('lagged', soon);
 }
 
-window.addEventListener('hashchange', () => { current = route(); refresh(); });
+window.addEventListener('hashchange', () => { current = route(); refresh('navigate'); });
 document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('find').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -326,8 +334,13 @@ document.addEventListener('DOMContentLoaded', () => {
     if (q && id) location.hash = jobHref(q, id);
     else if (q) location.hash = queueHref(q, 'waiting');
   });
-  refresh();
+  refresh('load');
   connectLive();
-  // Counts that move without events (workers' heartbeats, time): a slow re-read as well.
-  setInterval(refresh, 5000);
+  // What moves without events (workers' heartbeats, ages): a slow re-read, faster while the
+  // events stream is down.
+  let last = Date.now();
+  setInterval(() => {
+    const every = live ? 15000 : 5000;
+    if (Date.now() - last >= every) { last = Date.now(); refresh('poll'); }
+  }, 1000);
 });
