@@ -164,7 +164,7 @@ async fn workers_lists_the_live_workers_until_they_close() {
         let table = tokio::task::spawn_blocking(move || emq(&urls2, &["workers", &name2]))
             .await
             .unwrap();
-        assert!(table.contains(&format!("0/4")), "{topo}: {table}");
+        assert!(table.contains("0/4"), "{topo}: {table}");
         assert!(table.contains("rust"), "{topo}: {table}");
 
         worker.close().await.unwrap();

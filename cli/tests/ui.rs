@@ -176,7 +176,7 @@ fn the_datastore_password_appears_nowhere() {
             .unwrap();
         q.add("x", json!({}), JobOptions::default()).await.unwrap();
     });
-    let ui = Ui::start(&[url.clone()], &[], &[]);
+    let ui = Ui::start(std::slice::from_ref(&url), &[], &[]);
     let overview = ui.request("GET", "/api/overview", &[], "");
     assert_eq!(overview.status, 200);
     assert_eq!(

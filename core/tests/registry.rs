@@ -53,7 +53,11 @@ async fn repair_finds_queues_created_before_the_registry() {
         assert!(report.added >= made.len(), "{topo}: {report:?}");
         let after = registry::queues(&store).await.unwrap();
         for q in &made {
-            assert!(after.contains(q.name()), "{topo}: {} not repaired", q.name());
+            assert!(
+                after.contains(q.name()),
+                "{topo}: {} not repaired",
+                q.name()
+            );
         }
         // A second repair finds nothing new.
         let again = registry::repair(&store).await.unwrap();
@@ -88,7 +92,10 @@ async fn a_worker_is_listed_while_it_runs_and_leaves_when_it_closes() {
         assert_eq!(w.concurrency, 3, "{topo}");
         assert_eq!(w.language, "rust", "{topo}");
         assert_eq!(w.queue, q.name().as_str(), "{topo}");
-        assert!(w.started_ms > 0 && w.beat_ms >= w.started_ms, "{topo}: {w:?}");
+        assert!(
+            w.started_ms > 0 && w.beat_ms >= w.started_ms,
+            "{topo}: {w:?}"
+        );
         assert_eq!(
             w.lapse_ms - w.beat_ms,
             worker_registry::TTL.as_millis() as u64,

@@ -449,19 +449,14 @@ async fn queue_action(
 async fn events(State(app): State<Shared>, _h: HeaderMap) -> impl IntoResponse {
     let rx = app.live.subscribe();
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(v) => {
-                    let ev = SseEvent::default().data(v.to_string());
-                    return Some((Ok::<_, std::convert::Infallible>(ev), rx));
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let ev = SseEvent::default().event("lagged").data("{}");
-                    return Some((Ok(ev), rx));
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
+        let ev = match rx.recv().await {
+            Ok(v) => SseEvent::default().data(v.to_string()),
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                SseEvent::default().event("lagged").data("{}")
             }
-        }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<_, std::convert::Infallible>(ev), rx))
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
