@@ -47,6 +47,7 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     const ds = await page.textContent('#datastore');
     assert(ds.startsWith('redis://'), 'datastore shown: ' + ds);
     await page.waitForSelector('#live.on');
+    assert(!(await page.isVisible('#read-only')), 'a read-only badge on a dashboard that acts');
     await shot(page, 'overview');
   });
 
