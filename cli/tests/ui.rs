@@ -287,3 +287,51 @@ fn the_api_pages_jobs_newest_first_and_reads_one_job() {
         .expect("listed");
     assert_eq!(row["summary"]["counts"]["waiting"], 5);
 }
+
+#[test]
+fn on_the_cluster_the_overview_lists_queues_and_actions_work() {
+    let urls = emq_harness::shared_cluster().urls();
+    let names: Vec<String> = (0..4).map(|_| unique("ui-cl")).collect();
+    let rt = rt();
+    let queues: Vec<Queue> = rt.block_on(async {
+        let first = Queue::connect(ConnectOptions::seeds(urls.clone()), &names[0])
+            .await
+            .unwrap();
+        let mut qs = vec![first.clone()];
+        for n in &names[1..] {
+            qs.push(first.queue(n).unwrap());
+        }
+        for q in &qs {
+            q.add("x", json!({}), JobOptions::default()).await.unwrap();
+        }
+        qs
+    });
+    let ui = Ui::start(&urls, &[], &[]);
+    let overview = ui.request("GET", "/api/overview", &[], "").json();
+    for n in &names {
+        let row = overview["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["summary"]["queue"] == n.as_str())
+            .unwrap_or_else(|| panic!("{n} not on the overview"));
+        assert_eq!(row["summary"]["counts"]["waiting"], 1);
+    }
+    for (q, n) in queues.iter().zip(&names) {
+        let r = ui.request("POST", &format!("/api/queues/{n}/pause"), &[ACTION], "{}");
+        assert_eq!(r.status, 200, "{r:?}");
+        assert!(rt.block_on(q.is_paused()).unwrap(), "{n}");
+        let page = ui
+            .request(
+                "GET",
+                &format!("/api/queues/{n}/jobs?state=paused"),
+                &[],
+                "",
+            )
+            .json();
+        assert_eq!(page["jobs"].as_array().unwrap().len(), 1, "{n}: {page}");
+    }
+    for q in queues {
+        rt.block_on(q.obliterate(true)).unwrap();
+    }
+}

@@ -91,6 +91,14 @@ async fn the_dashboard_in_a_browser() {
         )
         .await
         .unwrap();
+    let drain_name = format!("drain-{pid}");
+    let drain = q.queue(&drain_name).unwrap();
+    for i in 0..3 {
+        drain
+            .add("d", json!({ "i": i }), JobOptions::default())
+            .await
+            .unwrap();
+    }
     let worker = Worker::builder(q.clone())
         .concurrency(2)
         .handler(handle)
@@ -116,6 +124,7 @@ async fn the_dashboard_in_a_browser() {
         .env("UI_RO_BASE", ro.base())
         .env("QUEUE", &name)
         .env("HTML_QUEUE", &html_name)
+        .env("DRAIN_QUEUE", &drain_name)
         .env("FLAKY_ID", flaky.to_string())
         .env("DOOMED_ID", doomed.to_string())
         .env("HTML_ID", html.to_string())
@@ -157,4 +166,6 @@ async fn the_dashboard_in_a_browser() {
     drop((ui, ro));
     q.obliterate(true).await.unwrap();
     notes.obliterate(true).await.unwrap();
+    assert_eq!(drain.counts().await.unwrap().waiting, 0, "Drain left jobs");
+    drain.obliterate(true).await.unwrap();
 }

@@ -9,7 +9,7 @@ const env = (k) => { const v = process.env[k]; if (!v) throw new Error('missing 
 const PW_DIR = process.env.EMQ_PW_DIR || '/tmp/emq-pw';
 const { chromium } = require(path.join(PW_DIR, 'node_modules', 'playwright-core'));
 const BASE = env('UI_BASE'), RO_BASE = env('UI_RO_BASE');
-const QUEUE = env('QUEUE'), HTML_QUEUE = env('HTML_QUEUE');
+const QUEUE = env('QUEUE'), HTML_QUEUE = env('HTML_QUEUE'), DRAIN_QUEUE = env('DRAIN_QUEUE');
 const FLAKY = env('FLAKY_ID'), DOOMED = env('DOOMED_ID'), HTML_ID = env('HTML_ID');
 const SCREENS = env('SCREENS');
 const T = 15000;
@@ -102,6 +102,35 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     const name = await page.textContent('[data-field="Name"]');
     assert(name === '<b>html-name</b>', 'name as text: ' + name);
     await shot(page, 'job-html');
+  });
+
+  await check('the Find box opens a job by queue and id', async () => {
+    await page.goto(BASE + '/#/workers');
+    await page.fill('#find-queue', HTML_QUEUE);
+    await page.fill('#find-id', HTML_ID);
+    await page.click('#find button');
+    await page.waitForFunction((id) => document.getElementById('job-id')
+      && document.getElementById('job-id').textContent === id, HTML_ID);
+  });
+
+  await check('Pause and Resume from the queue page', async () => {
+    await page.goto(BASE + '/#/q/' + encodeURIComponent(HTML_QUEUE) + '?state=waiting');
+    await page.waitForSelector('#jobs');
+    await page.click('button:text-is("Pause")');
+    await page.waitForSelector('h1 .badge.paused');
+    await page.click('button:text-is("Resume")');
+    await page.waitForFunction(() => !document.querySelector('h1 .badge.paused'));
+  });
+
+  await check('Drain, after its confirmation, empties the waiting jobs', async () => {
+    await page.goto(BASE + '/#/q/' + encodeURIComponent(DRAIN_QUEUE) + '?state=waiting');
+    await page.waitForSelector('#jobs tr[data-job]');
+    let asked = '';
+    page.once('dialog', (d) => { asked = d.message(); });
+    await page.click('button:text-is("Drain…")');
+    await page.waitForFunction(() => !document.querySelector('#jobs tr[data-job]'));
+    assert(asked.includes('Drain ' + DRAIN_QUEUE), 'confirmation: ' + asked);
+    await shot(page, 'queue-drained');
   });
 
   await check('the workers page lists the test worker', async () => {

@@ -64,6 +64,11 @@ impl App {
         tokio::spawn(async move {
             loop {
                 if let Ok(names) = emq::registry::queues(&hub.store).await {
+                    // A queue that left the registry (obliterated) is no longer followed.
+                    hub.followed
+                        .lock()
+                        .expect("followed")
+                        .retain(|q, _| names.contains(q));
                     for n in names {
                         hub.follow(n);
                     }
