@@ -335,3 +335,31 @@ fn on_the_cluster_the_overview_lists_queues_and_actions_work() {
         rt.block_on(q.obliterate(true)).unwrap();
     }
 }
+
+/// Calls of SCAN the server has answered so far.
+fn scans(server: &RedisServer) -> u64 {
+    let info = server.cli(&["INFO", "commandstats"]).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_scan:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn pages_never_scan_the_datastore_even_with_an_empty_registry() {
+    let server = RedisServer::start().unwrap();
+    let ui = Ui::start(&[server.url()], &[], &[]);
+    // The one repair at start (the registry is empty) runs in the background; let it finish.
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while scans(&server) == 0 {
+        assert!(std::time::Instant::now() < until, "no repair at start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let before = scans(&server);
+    for path in ["/api/overview", "/api/workers", "/api/overview"] {
+        assert_eq!(ui.request("GET", path, &[], "").status, 200, "{path}");
+    }
+    assert_eq!(scans(&server), before, "a page scanned the datastore");
+}

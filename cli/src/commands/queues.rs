@@ -75,10 +75,22 @@ pub async fn summary(q: &Queue, now_ms: u64) -> emq::Result<QueueSummary> {
     })
 }
 
-/// The registered queues (repairing first when asked, or when the registry is empty).
-pub async fn registered(store: &Store, repair: bool) -> emq::Result<Vec<QueueName>> {
+/// When to run the registry's SCAN repair before listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repair {
+    /// Never (every page of `emq ui`: a SCAN per request would be unbounded work).
+    Never,
+    /// When the registry is empty (queues made before it; `emq queues`).
+    IfEmpty,
+    /// Always (`emq queues --repair`).
+    Always,
+}
+
+/// The registered queues, repairing first as `repair` says.
+pub async fn registered(store: &Store, repair: Repair) -> emq::Result<Vec<QueueName>> {
     let mut names = registry::queues(store).await?;
-    if repair || names.is_empty() {
+    if repair == Repair::Always || (repair == Repair::IfEmpty && names.is_empty()) {
+        let repair = repair == Repair::Always;
         let report = registry::repair(store).await?;
         if repair {
             eprintln!(
@@ -111,7 +123,12 @@ pub async fn open_all(store: &Store, names: &[QueueName]) -> emq::Result<Vec<Que
 pub async fn run_queues(urls: &[String], args: &QueuesArgs) -> emq::Result<()> {
     let connected = connect(urls).await?;
     let store = connected.store();
-    let names = registered(store, args.repair).await?;
+    let mode = if args.repair {
+        Repair::Always
+    } else {
+        Repair::IfEmpty
+    };
+    let names = registered(store, mode).await?;
     let now = server_time_ms(store).await?;
     let mut rows = Vec::new();
     for q in open_all(store, &names).await? {
@@ -158,7 +175,7 @@ pub async fn run_queues(urls: &[String], args: &QueuesArgs) -> emq::Result<()> {
 /// The live workers of `queues` (every registered queue when empty).
 pub async fn workers_of(store: &Store, queues: &[String]) -> emq::Result<Vec<WorkerInfo>> {
     let names = if queues.is_empty() {
-        registered(store, false).await?
+        registered(store, Repair::Never).await?
     } else {
         queues
             .iter()

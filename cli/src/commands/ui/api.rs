@@ -2,7 +2,7 @@
 //! core's `Queue` API), and the live events over server-sent events.
 
 use super::security::{self, Secrets};
-use crate::commands::queues::{open_all, registered, summary};
+use crate::commands::queues::{open_all, registered, summary, Repair};
 use crate::connect::server_time_ms;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -62,6 +62,13 @@ impl App {
         });
         let hub = app.clone();
         tokio::spawn(async move {
+            // Queues made before the registry: one bounded SCAN at start when it is empty, in the
+            // background (pages list what is registered meanwhile).
+            if let Ok(names) = registered(&hub.store, Repair::IfEmpty).await {
+                for n in names {
+                    hub.follow(n);
+                }
+            }
             loop {
                 if let Ok(names) = emq::registry::queues(&hub.store).await {
                     // A queue that left the registry (obliterated) is no longer followed.
@@ -272,7 +279,7 @@ async fn login(State(app): State<Shared>, Query(q): Query<LoginQuery>) -> Respon
 /// over the metrics window, and its workers.
 async fn overview(State(app): State<Shared>) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let names = registered(&app.store, false).await.map_err(e)?;
+    let names = registered(&app.store, Repair::Never).await.map_err(e)?;
     let now = server_time_ms(&app.store).await.map_err(e)?;
     let mut queues = Vec::new();
     for q in open_all(&app.store, &names).await.map_err(e)? {
@@ -331,8 +338,17 @@ async fn jobs(
     // Completed and failed list newest first already; the others oldest first, so read the page
     // from the other end and turn it round.
     let mut list = match state {
-        JobState::Completed | JobState::Failed | JobState::Stalled => {
-            q.list(state, offset, limit).await.map_err(e)?
+        JobState::Completed | JobState::Failed => q.list(state, offset, limit).await.map_err(e)?,
+        JobState::Stalled => {
+            // A set, read whole by list_ids: read only this page's records.
+            let ids = q.list_ids(state, 0, u64::MAX / 2).await.map_err(e)?;
+            let mut v = Vec::new();
+            for id in ids.into_iter().skip(offset as usize).take(limit as usize) {
+                if let Some(j) = q.get(id).await.map_err(e)? {
+                    v.push(j);
+                }
+            }
+            v
         }
         _ => {
             let end = in_state.saturating_sub(offset);
