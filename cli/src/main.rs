@@ -121,6 +121,15 @@ enum Command {
     /// Delete a job scheduler.
     Unschedule(commands::schedule::RemoveArgs),
 
+    /// Every queue in use, with its jobs per state (the core's queue registry).
+    Queues(commands::queues::QueuesArgs),
+
+    /// The live workers, with host, pid, language and concurrency (the core's worker registry).
+    Workers(commands::queues::WorkersArgs),
+
+    /// Serve the web dashboard (overview, queues, jobs, workers; live; loopback by default).
+    Ui(commands::ui::Args),
+
     /// Run a Rust echo worker on one queue (for cross-language test suites; see `commands/work.rs`).
     #[command(hide = true)]
     Work(commands::work::Args),
@@ -171,6 +180,9 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Clean(args) => admin::run_clean(&cli.urls, &args).await,
         Command::Audit(args) => commands::audit::run(&cli.urls, &args).await,
         Command::Metrics(args) => commands::metrics::run(&cli.urls, &args).await,
+        Command::Queues(args) => commands::queues::run_queues(&cli.urls, &args).await,
+        Command::Workers(args) => commands::queues::run_workers(&cli.urls, &args).await,
+        Command::Ui(args) => commands::ui::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,
     }
 }

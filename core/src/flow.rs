@@ -97,6 +97,7 @@ impl Queue {
                 };
                 let inv = q.add_invocation_with_parent(&[(ids.id, &job, data)], parent)?;
                 let _: Vec<String> = inv.invoke(q.store()).await?;
+                q.register_after_add().await;
                 return Ok(());
             }
             let k = q.keys();
@@ -118,6 +119,7 @@ impl Queue {
                 inv = inv.arg(format!("{}:{}", c.queue, c.id));
             }
             let _: i64 = inv.invoke(q.store()).await?;
+            q.register_after_add().await;
             let me = format!("{}:{}", q.name(), ids.id);
             for (child, child_ids) in flow.children.iter().zip(&ids.children) {
                 self.add_flow_node(child, child_ids, &me).await?;

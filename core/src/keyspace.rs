@@ -192,6 +192,10 @@ pub struct QueueKeys {
     pub delayed_priority: Key,
     /// `emq:{q}:cancels`
     pub cancels: Key,
+    /// `emq:{q}:workers`
+    pub workers: Key,
+    /// `emq:{q}:worker-info`
+    pub worker_info: Key,
 }
 
 impl QueueName {
@@ -225,6 +229,8 @@ impl QueueName {
             handoff: self.key(Family::Handoff),
             delayed_priority: self.key(Family::DelayedPriority),
             cancels: self.key(Family::Cancels),
+            workers: self.key(Family::Workers),
+            worker_info: self.key(Family::WorkerInfo),
         }
     }
 }
@@ -342,11 +348,17 @@ pub enum Family {
     DelayedPriority,
     /// STREAM: cancel requests for running jobs (id, reason), read by every worker; capped.
     Cancels,
+    /// ZSET of the live workers of this queue (worker id), scored by when their registration lapses
+    /// (server ms): each heartbeat pushes it on; a closed worker leaves, a lapsed one is pruned.
+    Workers,
+    /// HASH from a live worker's id to its description (JSON: host, pid, language, concurrency,
+    /// running, started and last-beat stamps on the server's clock).
+    WorkerInfo,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 27] = [
+    pub const ALL: [Family; 29] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -374,6 +386,8 @@ impl Family {
         Family::Handoff,
         Family::DelayedPriority,
         Family::Cancels,
+        Family::Workers,
+        Family::WorkerInfo,
     ];
 
     /// The `<type>` part of the key.
@@ -406,6 +420,8 @@ impl Family {
             Family::Handoff => "handoff",
             Family::DelayedPriority => "delayed-priority",
             Family::Cancels => "cancels",
+            Family::Workers => "workers",
+            Family::WorkerInfo => "worker-info",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -417,6 +433,7 @@ impl Family {
             Family::GroupWindows => "group_windows",
             Family::DedupExpiry => "dedup_expiry",
             Family::DelayedPriority => "delayed_priority",
+            Family::WorkerInfo => "worker_info",
             other => other.suffix(),
         }
     }
@@ -430,6 +447,7 @@ impl Family {
             | Family::GroupWindows
             | Family::DedupExpiry
             | Family::Waiters
+            | Family::Workers
             | Family::Delayed
             | Family::Prioritized
             | Family::Completed
@@ -444,7 +462,8 @@ impl Family {
             | Family::Schedulers
             | Family::Groups
             | Family::GroupCounts
-            | Family::DelayedPriority => "hash",
+            | Family::DelayedPriority
+            | Family::WorkerInfo => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }
@@ -487,17 +506,21 @@ pub enum CoreKey {
     Version,
     /// HASH: node-id leases for job-id minting.
     Nodes,
+    /// SET: the names of the queues in use (written by a queue handle's first add and by every
+    /// worker heartbeat; `registry::repair` adds queues found by SCAN).
+    Queues,
 }
 
 impl CoreKey {
     /// Every core key.
-    pub const ALL: [CoreKey; 2] = [CoreKey::Version, CoreKey::Nodes];
+    pub const ALL: [CoreKey; 3] = [CoreKey::Version, CoreKey::Nodes, CoreKey::Queues];
 
     /// The key.
     pub fn key(self) -> Key {
         match self {
             CoreKey::Version => Key::new(format!("{{{PREFIX}}}:version"), "version"),
             CoreKey::Nodes => Key::new(format!("{{{PREFIX}}}:nodes"), "nodes"),
+            CoreKey::Queues => Key::new(format!("{{{PREFIX}}}:queues"), "queues"),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
 //! - [`events`]: the events stream; [`audit`]: the invariant check; [`metrics`]: counts and the
 //!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
+//! - [`registry`]: the queues in use; [`worker_registry`]: the live workers, on the server's clock;
 //! - [`error`]: one error type with stable codes.
 
 pub mod audit;
@@ -26,12 +27,14 @@ pub mod minter;
 pub mod options;
 pub mod outcome;
 pub mod queue;
+pub mod registry;
 pub mod scheduler;
 pub mod script;
 pub mod slot;
 pub mod store;
 pub mod task;
 pub mod worker;
+pub mod worker_registry;
 
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
@@ -48,3 +51,4 @@ pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Store, Topology};
 pub use worker::{CloseReport, Worker, WorkerAborter, WorkerHandle, WorkerOptions, WorkerStats};
+pub use worker_registry::WorkerInfo;

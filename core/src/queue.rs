@@ -54,6 +54,8 @@ pub struct Queue {
     pub(crate) keys: Arc<QueueKeys>,
     pub(crate) minter: Arc<IdMinter>,
     pub(crate) max_events: u64,
+    /// Set once this handle wrote the queue into the registry (see `registry`).
+    pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Queue {
@@ -77,6 +79,7 @@ impl Queue {
             name,
             minter,
             max_events: DEFAULT_MAX_EVENTS,
+            registered: Arc::default(),
         }
     }
 
@@ -205,6 +208,7 @@ impl Queue {
         };
         let batch = [(id, &job, data)];
         let refused = self.add_call(&batch, self.retry_deadline()).await?;
+        self.register_after_add().await;
         let held = match refused.get(1) {
             Some(holder) => JobId::parse(holder)?,
             None => return Ok(id),
@@ -337,6 +341,7 @@ impl Queue {
         while let Some((first, call)) = in_flight.pop_front() {
             settle(outcome(joined(call.await), first).await?, first)?;
         }
+        self.register_after_add().await;
         Ok(ids)
     }
 
@@ -745,9 +750,12 @@ impl Queue {
             &k.waiters,
             &k.handoff,
             &k.delayed_priority,
+            &k.workers,
+            &k.worker_info,
         ] {
             let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
         }
+        self.unregister().await?;
         Ok(total)
     }
 

@@ -552,6 +552,12 @@ scripts! {
     ADD_PARENT => "add_parent",
     /// Records a child's outcome in its parent (the second, idempotent step).
     CHILD_DONE => "child_done",
+    /// Registers or heartbeats a worker in the queue's worker registry.
+    WORKER_BEAT => "worker_beat",
+    /// Removes a closing worker from the registry.
+    WORKER_GONE => "worker_gone",
+    /// Lists the queue's live workers.
+    WORKERS_LIST => "workers_list",
 }
 
 #[cfg(test)]

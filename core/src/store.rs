@@ -135,7 +135,7 @@ pub struct Store {
     conn: Conn,
 }
 
-fn client_for(url: &str, opts: &ConnectOptions) -> Result<redis::Client> {
+pub(crate) fn client_for(url: &str, opts: &ConnectOptions) -> Result<redis::Client> {
     if url.starts_with("rediss://") {
         // rustls needs one process-wide crypto provider; the first caller installs ring.
         let _ = rustls::crypto::ring::default_provider().install_default();

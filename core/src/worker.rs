@@ -284,6 +284,15 @@ impl WorkerBuilder {
             TaskHandle::spawn(trim_loop(shared.clone())),
             TaskHandle::spawn(scheduler_loop(shared.clone())),
             TaskHandle::spawn(cancel_loop(shared.clone())),
+            crate::worker_registry::heartbeat(
+                shared.queue.clone(),
+                &shared.waiter,
+                shared.opts.concurrency,
+                {
+                    let s = shared.clone();
+                    move || s.running.load(Ordering::Relaxed)
+                },
+            ),
         ];
         Ok(WorkerHandle {
             shared,
@@ -329,6 +338,7 @@ impl Drop for WorkerHandle {
         let s = self.shared.clone();
         let gone = async move {
             let _ = tokio::time::timeout(Duration::from_millis(500), withdraw(&s)).await;
+            crate::worker_registry::leave(&s.queue, &s.waiter).await;
         };
         let outside = tokio::runtime::Handle::try_current().is_err();
         if outside && self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
@@ -446,6 +456,7 @@ impl WorkerHandle {
         for t in self.tasks.drain(..) {
             t.stop().await;
         }
+        crate::worker_registry::leave(&s.queue, &s.waiter).await;
         Ok(report)
     }
 }

@@ -10,8 +10,10 @@ pub mod job;
 pub mod jobs;
 pub mod keyspace;
 pub mod metrics;
+pub mod queues;
 pub mod schedule;
 pub mod stats;
+pub mod ui;
 pub mod work;
 
 /// Pretty JSON text of a value, or an `internal` error.

@@ -1,0 +1,483 @@
+//! The dashboard's routes: the embedded page, the JSON API (reads and actions, all through the
+//! core's `Queue` API), and the live events over server-sent events.
+
+use super::security::{self, Secrets};
+use crate::commands::queues::{open_all, registered, summary, Repair};
+use crate::connect::server_time_ms;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use emq::{Error, ErrorCode, IdMinter, JobId, JobState, Moved, Queue, QueueName, Store};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+const INDEX: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+
+/// Most jobs on one page of a queue.
+const MAX_PAGE: u64 = 200;
+/// How often the event hub looks for new queues.
+const HUB_REFRESH: Duration = Duration::from_secs(3);
+
+/// What every handler shares.
+pub struct App {
+    store: Store,
+    minter: Arc<IdMinter>,
+    secrets: Secrets,
+    token: Option<String>,
+    read_only: bool,
+    live: broadcast::Sender<Value>,
+    followed: Mutex<HashMap<QueueName, emq::task::TaskHandle>>,
+}
+
+type Shared = Arc<App>;
+
+impl App {
+    /// Opens the id minter and starts the event hub.
+    pub async fn start(
+        store: Store,
+        secrets: Secrets,
+        token: Option<String>,
+        read_only: bool,
+    ) -> emq::Result<Shared> {
+        let minter = Arc::new(IdMinter::start(store.clone()).await?);
+        let (live, _) = broadcast::channel(1024);
+        let app = Arc::new(App {
+            store,
+            minter,
+            secrets,
+            token,
+            read_only,
+            live,
+            followed: Mutex::new(HashMap::new()),
+        });
+        let hub = app.clone();
+        tokio::spawn(async move {
+            // Queues made before the registry: one bounded SCAN at start when it is empty, in the
+            // background (pages list what is registered meanwhile).
+            if let Ok(names) = registered(&hub.store, Repair::IfEmpty).await {
+                for n in names {
+                    hub.follow(n);
+                }
+            }
+            loop {
+                if let Ok(names) = emq::registry::queues(&hub.store).await {
+                    // A queue that left the registry (obliterated) is no longer followed.
+                    hub.followed
+                        .lock()
+                        .expect("followed")
+                        .retain(|q, _| names.contains(q));
+                    for n in names {
+                        hub.follow(n);
+                    }
+                }
+                tokio::time::sleep(HUB_REFRESH).await;
+            }
+        });
+        Ok(app)
+    }
+
+    /// Follows one queue's events into the broadcast (once per queue).
+    fn follow(self: &Arc<Self>, name: QueueName) {
+        let mut followed = self.followed.lock().expect("followed");
+        if followed.contains_key(&name) {
+            return;
+        }
+        let Ok(q) = self.queue(name.as_str()) else {
+            return;
+        };
+        let live = self.live.clone();
+        let task = emq::task::TaskHandle::spawn(async move {
+            let mut stream = None;
+            loop {
+                if stream.is_none() {
+                    match q.events(None).await {
+                        Ok(s) => stream = Some(s),
+                        Err(_) => {
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            continue;
+                        }
+                    }
+                }
+                let s = stream.as_mut().expect("stream");
+                match s.next_batch(Duration::from_secs(2), 200).await {
+                    Ok(events) => {
+                        for e in events {
+                            let _ = live.send(json!({
+                                "queue": q.name().as_str(),
+                                "kind": e.kind,
+                                "job_id": e.job_id.map(|id| id.to_string()),
+                            }));
+                        }
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                }
+            }
+        });
+        followed.insert(name, task);
+    }
+
+    fn queue(&self, name: &str) -> emq::Result<Queue> {
+        Queue::with_store(self.store.clone(), self.minter.clone(), name)
+    }
+}
+
+/// An API error: `{"error": {"code", "message"}}` with the message scrubbed of secrets.
+struct ApiError(StatusCode, String, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            Json(json!({"error": {"code": self.1, "message": self.2}})),
+        )
+            .into_response()
+    }
+}
+
+type ApiResult = Result<Json<Value>, ApiError>;
+
+fn api_err(app: &App, e: Error) -> ApiError {
+    let status = match e.code() {
+        ErrorCode::JobNotFound => StatusCode::NOT_FOUND,
+        c if crate::exit::code_for(c) == crate::exit::INVALID_INPUT => StatusCode::BAD_REQUEST,
+        ErrorCode::InvalidState => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    let message = app.secrets.scrub(e.message());
+    eprintln!("emq ui: error[{}]: {message}", e.code().as_str());
+    ApiError(status, e.code().as_str().to_string(), message)
+}
+
+/// The routes, behind the access check.
+pub fn router(app: Shared) -> Router {
+    Router::new()
+        .route("/", get(|| async { Html(INDEX) }))
+        .route(
+            "/app.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    APP_JS,
+                )
+            }),
+        )
+        .route(
+            "/app.css",
+            get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS) }),
+        )
+        .route("/login", get(login))
+        .route("/api/overview", get(overview))
+        .route("/api/workers", get(workers))
+        .route("/api/queues/{queue}/jobs", get(jobs))
+        .route("/api/queues/{queue}/jobs/{id}", get(job))
+        .route("/api/queues/{queue}/jobs/{id}/{action}", post(job_action))
+        .route("/api/queues/{queue}/{action}", post(queue_action))
+        .route("/api/events", get(events))
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .layer(middleware::map_response(headers))
+        .with_state(app)
+}
+
+/// Headers on every response: no framing, no sniffing, a strict content policy, no caching.
+async fn headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    for (k, v) in [
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+        (
+            "content-security-policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+             connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        ),
+    ] {
+        h.insert(k, v.parse().expect("static header"));
+    }
+    res
+}
+
+/// The access check of every request (see the module docs of `ui`).
+async fn guard(State(app): State<Shared>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    match &app.token {
+        None => {
+            if !security::loopback_host(req.headers()) {
+                return (
+                    StatusCode::FORBIDDEN,
+                    "this dashboard answers only to a loopback Host",
+                )
+                    .into_response();
+            }
+        }
+        Some(token) if path != "/login" => {
+            let ok = security::request_token(req.headers())
+                .map(|t| security::same_secret(&t, token))
+                .unwrap_or(false);
+            if !ok {
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    Html(
+                        "<!doctype html><title>emq ui</title><p>An access token is required: \
+                          open <code>/login?token=YOUR_TOKEN</code> once, or send \
+                          <code>Authorization: Bearer YOUR_TOKEN</code>.</p>",
+                    ),
+                )
+                    .into_response();
+            }
+        }
+        Some(_) => {}
+    }
+    if req.method() == axum::http::Method::POST {
+        if let Some((status, code, message)) =
+            security::action_refusal(req.headers(), app.read_only)
+        {
+            return ApiError(status, code.into(), message).into_response();
+        }
+    }
+    next.run(req).await
+}
+
+#[derive(Deserialize)]
+struct LoginQuery {
+    token: Option<String>,
+}
+
+/// `/login?token=…`: sets the token cookie and goes to the overview.
+async fn login(State(app): State<Shared>, Query(q): Query<LoginQuery>) -> Response {
+    match (&app.token, q.token) {
+        (Some(want), Some(given)) if security::same_secret(&given, want) => (
+            StatusCode::SEE_OTHER,
+            [
+                (
+                    header::SET_COOKIE,
+                    format!(
+                        "{}={given}; HttpOnly; SameSite=Strict; Path=/",
+                        security::COOKIE
+                    ),
+                ),
+                (header::LOCATION, "/".to_string()),
+            ],
+        )
+            .into_response(),
+        (None, _) => (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response(),
+        _ => (StatusCode::UNAUTHORIZED, "wrong token").into_response(),
+    }
+}
+
+/// Every registered queue with counts, paused, oldest waiting age, per-minute finished counts
+/// over the metrics window, and its workers.
+async fn overview(State(app): State<Shared>) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let names = registered(&app.store, Repair::Never).await.map_err(e)?;
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    let mut queues = Vec::new();
+    for q in open_all(&app.store, &names).await.map_err(e)? {
+        let s = summary(&q, now).await.map_err(e)?;
+        let m = q.metrics().await.map_err(e)?;
+        let ws = q.workers().await.map_err(e)?;
+        queues.push(json!({
+            "summary": s,
+            "completed_per_minute": m.completed_per_minute,
+            "failed_per_minute": m.failed_per_minute,
+            "workers": ws,
+        }));
+    }
+    Ok(Json(json!({
+        "datastore": app.secrets.shown_url(),
+        "read_only": app.read_only,
+        "now_ms": now,
+        "window_minutes": emq::metrics::METRICS_WINDOW_MINUTES,
+        "queues": queues,
+    })))
+}
+
+/// Every live worker of every registered queue.
+async fn workers(State(app): State<Shared>) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let all = crate::commands::queues::workers_of(&app.store, &[])
+        .await
+        .map_err(e)?;
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    Ok(Json(
+        json!({"now_ms": now, "read_only": app.read_only, "datastore": app.secrets.shown_url(), "workers": all}),
+    ))
+}
+
+#[derive(Deserialize)]
+struct JobsQuery {
+    state: Option<String>,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+/// One page of the jobs in one state, newest first.
+async fn jobs(
+    State(app): State<Shared>,
+    Path(queue): Path<String>,
+    Query(p): Query<JobsQuery>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let state = JobState::parse(p.state.as_deref().unwrap_or("waiting")).map_err(e)?;
+    let offset = p.offset.unwrap_or(0);
+    let limit = p.limit.unwrap_or(25).clamp(1, MAX_PAGE);
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    let s = summary(&q, now).await.map_err(e)?;
+    let in_state = s.counts.get(state);
+    // Completed and failed list newest first already; the others oldest first, so read the page
+    // from the other end and turn it round.
+    let mut list = match state {
+        JobState::Completed | JobState::Failed => q.list(state, offset, limit).await.map_err(e)?,
+        JobState::Stalled => {
+            // A set, read whole by list_ids: read only this page's records.
+            let ids = q.list_ids(state, 0, u64::MAX / 2).await.map_err(e)?;
+            let mut v = Vec::new();
+            for id in ids.into_iter().skip(offset as usize).take(limit as usize) {
+                if let Some(j) = q.get(id).await.map_err(e)? {
+                    v.push(j);
+                }
+            }
+            v
+        }
+        _ => {
+            let end = in_state.saturating_sub(offset);
+            let start = end.saturating_sub(limit);
+            let mut v = q.list(state, start, end - start).await.map_err(e)?;
+            v.reverse();
+            v
+        }
+    };
+    list.truncate(limit as usize);
+    Ok(Json(json!({
+        "summary": s,
+        "read_only": app.read_only,
+        "datastore": app.secrets.shown_url(),
+        "now_ms": now,
+        "state": state.as_str(),
+        "offset": offset,
+        "limit": limit,
+        "in_state": in_state,
+        "jobs": list.iter().map(|j| j.to_json()).collect::<Vec<_>>(),
+    })))
+}
+
+/// One job, with its logs.
+async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)>) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let id = JobId::parse(&id).map_err(e)?;
+    let Some(job) = q.get(id).await.map_err(e)? else {
+        return Err(e(crate::commands::job::not_found(&queue, id)));
+    };
+    let logs = q.logs(id).await.map_err(e)?;
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    Ok(Json(json!({
+        "job": job.to_json(),
+        "logs": logs,
+        "now_ms": now,
+        "read_only": app.read_only,
+        "datastore": app.secrets.shown_url(),
+    })))
+}
+
+/// POST retry | promote | remove on one job.
+async fn job_action(
+    State(app): State<Shared>,
+    Path((queue, id, action)): Path<(String, String, String)>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let id = JobId::parse(&id).map_err(e)?;
+    let moved = match action.as_str() {
+        "retry" => q.retry(id).await,
+        "promote" => q.promote(id).await,
+        "remove" => q.remove(id).await,
+        other => Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("no job action {other:?} (retry, promote, remove)"),
+        )),
+    }
+    .map_err(e)?;
+    match moved {
+        Moved::Moved => Ok(Json(
+            json!({"ok": true, "action": action, "id": id.to_string()}),
+        )),
+        other => Err(ApiError(
+            StatusCode::CONFLICT,
+            "invalid_state".into(),
+            format!("{action} refused: {} ({})", other.as_str(), id),
+        )),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct QueueActionBody {
+    state: Option<String>,
+    grace_ms: Option<u64>,
+    delayed: Option<bool>,
+}
+
+/// POST pause | resume | drain | clean | retry-failed on a queue.
+async fn queue_action(
+    State(app): State<Shared>,
+    Path((queue, action)): Path<(String, String)>,
+    body: Option<Json<QueueActionBody>>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let n: u64 = match action.as_str() {
+        "pause" => q.pause().await.map(|_| 0),
+        "resume" => q.resume().await.map(|_| 0),
+        "drain" => q.drain(body.delayed.unwrap_or(false)).await,
+        "retry-failed" => q.retry_failed().await,
+        "clean" => {
+            let state = JobState::parse(body.state.as_deref().unwrap_or("completed")).map_err(e)?;
+            if !matches!(state, JobState::Completed | JobState::Failed) {
+                return Err(e(Error::new(
+                    ErrorCode::InvalidOption,
+                    "clean takes completed or failed",
+                )));
+            }
+            q.clean(
+                state,
+                Duration::from_millis(body.grace_ms.unwrap_or(0)),
+                10_000,
+            )
+            .await
+        }
+        other => Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("no queue action {other:?} (pause, resume, drain, clean, retry-failed)"),
+        )),
+    }
+    .map_err(e)?;
+    Ok(Json(json!({"ok": true, "action": action, "count": n})))
+}
+
+/// The queues' events as server-sent events (`data: {"queue", "kind", "job_id"}`).
+async fn events(State(app): State<Shared>, _h: HeaderMap) -> impl IntoResponse {
+    let rx = app.live.subscribe();
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        let ev = match rx.recv().await {
+            Ok(v) => SseEvent::default().data(v.to_string()),
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                SseEvent::default().event("lagged").data("{}")
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<_, std::convert::Infallible>(ev), rx))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}

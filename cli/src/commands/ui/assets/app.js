@@ -1,0 +1,346 @@
+// emq ui: a small single-page dashboard. Every value from the datastore is put on the page as
+// text (textContent / createTextNode), never as HTML, so a job whose data holds markup stays text.
+'use strict';
+
+const STATES = ['waiting', 'paused', 'active', 'delayed', 'prioritized', 'completed', 'failed',
+  'stalled', 'waiting-children'];
+const PAGE = 25;
+const SVGNS = 'http://www.w3.org/2000/svg';
+
+// ---- DOM helpers (text only) -------------------------------------------------------------
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'onclick') el.addEventListener('click', v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+function s(tag, attrs) {
+  const el = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  return el;
+}
+function json(v) { return v === undefined ? '' : JSON.stringify(v, null, 2); }
+function enc(x) { return encodeURIComponent(x); }
+
+function flash(text, error) {
+  const box = document.getElementById('flash');
+  const d = h('div', { class: error ? 'error' : '' }, text);
+  box.appendChild(d);
+  setTimeout(() => d.remove(), error ? 6000 : 2500);
+}
+
+// ---- time, on the datastore's clock --------------------------------------------------------
+function iso(ms) { return ms ? new Date(ms).toISOString().replace('.000Z', 'Z') : '-'; }
+function dur(ms) {
+  if (ms === null || ms === undefined) return '-';
+  if (ms < 1000) return ms + ' ms';
+  let t = Math.floor(ms / 1000);
+  const d = Math.floor(t / 86400); t %= 86400;
+  const hh = Math.floor(t / 3600); t %= 3600;
+  const m = Math.floor(t / 60); const sec = t % 60;
+  if (d) return d + 'd ' + hh + 'h';
+  if (hh) return hh + 'h ' + m + 'm';
+  if (m) return m + 'm ' + sec + 's';
+  return sec + 's';
+}
+function ago(ms, now) {
+  if (!ms) return '-';
+  return ms <= now ? dur(now - ms) + ' ago' : 'in ' + dur(ms - now);
+}
+function stamp(ms, now) { return ms ? iso(ms) + ' (' + ago(ms, now) + ')' : '-'; }
+
+// ---- API -------------------------------------------------------------------------------
+async function api(path) {
+  const r = await fetch(path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error((body.error && ('[' + body.error.code + '] ' + body.error.message)) || r.statusText);
+  return body;
+}
+async function act(path, body, what) {
+  try {
+    const r = await fetch(path, {
+      method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-EMQ-UI': '1' },
+      body: JSON.stringify(body || {}),
+    });
+    const out = await r.json().catch(() => ({}));
+    if (!r.ok) {
+      const msg = out.error ? '[' + out.error.code + '] ' + out.error.message : r.statusText;
+      flash(what + ' refused: ' + msg, true);
+      return null;
+    }
+    flash(what + (out.count !== undefined && out.count ? ': ' + out.count : '') + ' done');
+    refresh('action');
+    return out;
+  } catch (e) {
+    flash(what + ' failed: ' + e.message, true);
+    return null;
+  }
+}
+
+// ---- routing -----------------------------------------------------------------------------
+function route() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, qs] = raw.split('?');
+  const params = new URLSearchParams(qs || '');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'j' && parts[3]) return { view: 'job', queue: parts[1], id: parts[3] };
+  if (parts[0] === 'q' && parts[1]) {
+    return { view: 'queue', queue: parts[1], state: params.get('state') || 'waiting', offset: +(params.get('offset') || 0) };
+  }
+  if (parts[0] === 'workers') return { view: 'workers' };
+  return { view: 'overview' };
+}
+function queueHref(q, state, offset) {
+  return '#/q/' + enc(q) + '?state=' + enc(state || 'waiting') + (offset ? '&offset=' + offset : '');
+}
+function jobHref(q, id) { return '#/q/' + enc(q) + '/j/' + enc(id); }
+
+let current = route();
+let loading = false, again = false;
+let renders = 0;
+
+let cause = 'load';
+async function refresh(why) {
+  if (why) cause = why;
+  if (loading) { again = true; return; }
+  loading = true;
+  const thisCause = cause;
+  cause = 'poll';
+  try {
+    const r = current;
+    const view = await VIEWS[r.view](r);
+    if (r === current) {
+      const main = document.getElementById('main');
+      main.replaceChildren(view);
+      renders += 1;
+      main.dataset.renders = String(renders);
+      main.dataset.view = r.view;
+      main.dataset.cause = thisCause;
+    }
+  } catch (e) {
+    document.getElementById('main').replaceChildren(h('p', { class: 'failure' }, 'Could not load: ' + e.message));
+  } finally {
+    loading = false;
+    if (again) { again = false; setTimeout(() => refresh(), 50); }
+  }
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    a.classList.toggle('active', a.dataset.nav === current.view);
+  }
+}
+
+// ---- views -------------------------------------------------------------------------------
+function chart(completed, failed, nowMs, minutes) {
+  const W = 180, H = 36, n = minutes;
+  const nowMin = Math.floor(nowMs / 60000);
+  const c = new Map(completed), f = new Map(failed);
+  let max = 1;
+  for (let i = 0; i < n; i++) {
+    const m = nowMin - n + 1 + i;
+    max = Math.max(max, (c.get(m) || 0) + (f.get(m) || 0));
+  }
+  const svg = s('svg', { class: 'chart', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img' });
+  const bw = W / n;
+  let totalC = 0, totalF = 0;
+  for (let i = 0; i < n; i++) {
+    const m = nowMin - n + 1 + i;
+    const cv = c.get(m) || 0, fv = f.get(m) || 0;
+    totalC += cv; totalF += fv;
+    const ch = (cv / max) * (H - 2), fh = (fv / max) * (H - 2);
+    if (cv) svg.appendChild(s('rect', { x: i * bw, y: H - ch, width: Math.max(bw - 0.5, 0.5), height: ch, fill: '#1f9d55' }));
+    if (fv) svg.appendChild(s('rect', { x: i * bw, y: H - ch - fh, width: Math.max(bw - 0.5, 0.5), height: fh, fill: '#d64545' }));
+  }
+  const title = s('title');
+  title.textContent = 'last ' + n + ' min: ' + totalC + ' completed, ' + totalF + ' failed';
+  svg.appendChild(title);
+  return h('div', {}, svg, h('div', { class: 'legend' },
+    h('span', { class: 'c' }, totalC + ' completed'), ' · ', h('span', { class: 'f' }, totalF + ' failed'), ' / ' + n + ' min'));
+}
+
+const VIEWS = {
+  async overview() {
+    const d = await api('/api/overview');
+    setDatastore(d);
+    const rows = d.queues.map(q => {
+      const s = q.summary, c = s.counts;
+      return h('tr', { 'data-queue': s.queue },
+        h('td', {}, h('a', { href: queueHref(s.queue, 'waiting') }, s.queue), ' ',
+          s.paused ? h('span', { class: 'badge paused' }, 'paused') : null),
+        ...['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'].map(st =>
+          h('td', { class: 'num' }, h('a', { href: queueHref(s.queue, st), 'data-count': st },
+            String(st === 'waiting' ? c.waiting + c.paused : c[st]))),
+        ),
+        h('td', {}, dur(s.oldest_waiting_age_ms)),
+        h('td', {}, chart(q.completed_per_minute, q.failed_per_minute, d.now_ms, d.window_minutes)),
+        h('td', {}, h('span', { class: 'badge' }, String(q.workers.length)), ' ',
+          h('div', { class: 'workers-list' }, q.workers.slice(0, 4).map(w =>
+            h('div', {}, w.host + ':' + w.pid + ' ' + w.language + ' ' + w.running + '/' + w.concurrency)))),
+      );
+    });
+    return h('section', {},
+      h('h1', {}, 'Queues'),
+      d.queues.length === 0 ? h('p', { class: 'muted' }, 'No queues registered yet (emq queues --repair finds older ones).') :
+        h('table', { id: 'queues' },
+          h('thead', {}, h('tr', {}, h('th', {}, 'Queue'), ...['Waiting', 'Active', 'Delayed', 'Prioritized', 'Completed', 'Failed']
+            .map(t => h('th', { class: 'num' }, t)), h('th', {}, 'Oldest waiting'), h('th', {}, 'Finished per minute'), h('th', {}, 'Workers'))),
+          h('tbody', {}, rows)));
+  },
+
+  async queue(r) {
+    const d = await api('/api/queues/' + enc(r.queue) + '/jobs?state=' + enc(r.state) + '&offset=' + r.offset + '&limit=' + PAGE);
+    setDatastore(d);
+    const s = d.summary, base = '/api/queues/' + enc(r.queue);
+    const tabs = h('div', { class: 'tabs' }, STATES.map(st =>
+      h('a', { href: queueHref(r.queue, st), class: st === d.state ? 'current' : '' }, st + ' ' + s.counts[st.replace('-', '_')])));
+    const ro = d.read_only ? 'disabled' : null;
+    const actions = h('div', { class: 'actions' },
+      s.paused ? h('button', { disabled: ro, onclick: () => act(base + '/resume', {}, 'Resume') }, 'Resume')
+        : h('button', { disabled: ro, onclick: () => act(base + '/pause', {}, 'Pause') }, 'Pause'),
+      h('button', { 'data-action': 'retry-failed', disabled: ro, onclick: () => confirm('Retry every failed job of ' + r.queue + '?') && act(base + '/retry-failed', {}, 'Retry all failed') }, 'Retry all failed'),
+      h('button', { disabled: ro, onclick: () => confirm('Remove the completed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'completed' }, 'Clean completed') }, 'Clean completed'),
+      h('button', { disabled: ro, onclick: () => confirm('Remove the failed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'failed' }, 'Clean failed') }, 'Clean failed'),
+      h('button', { class: 'danger', disabled: ro, onclick: () => confirm('Drain ' + r.queue + ': remove every waiting job?') && act(base + '/drain', {}, 'Drain') }, 'Drain…'));
+    const failed = d.state === 'failed';
+    const rows = d.jobs.map(j => h('tr', { 'data-job': j.id },
+      h('td', {}, h('a', { href: jobHref(r.queue, j.id) }, j.id)),
+      h('td', {}, j.name),
+      h('td', { class: 'num' }, j.attempts_made + '/' + j.attempts),
+      h('td', {}, stamp(j.created_ms, d.now_ms)),
+      failed ? h('td', {}, j.failure ? '[' + j.failure.code + '] ' + j.failure.message.split('\n')[0].slice(0, 100) : '-') : null,
+      h('td', {}, jobButtons(r.queue, j, d.read_only))));
+    const pager = h('div', { class: 'pager' },
+      h('a', { href: r.offset > 0 ? queueHref(r.queue, d.state, Math.max(0, r.offset - PAGE)) : null }, '← newer'),
+      h('span', { class: 'muted' }, d.in_state ? (r.offset + 1) + '–' + Math.min(r.offset + PAGE, d.in_state) + ' of ' + d.in_state : 'none'),
+      h('a', { href: r.offset + PAGE < d.in_state ? queueHref(r.queue, d.state, r.offset + PAGE) : null }, 'older →'));
+    return h('section', {},
+      h('h1', {}, 'Queue ', h('span', { id: 'queue-name' }, r.queue), ' ', s.paused ? h('span', { class: 'badge paused' }, 'paused') : null),
+      h('p', { class: 'muted' }, 'oldest waiting: ' + dur(s.oldest_waiting_age_ms) + ' · workers: ' + s.workers),
+      actions, tabs,
+      h('table', { id: 'jobs' }, h('thead', {}, h('tr', {}, h('th', {}, 'Id'), h('th', {}, 'Name'), h('th', { class: 'num' }, 'Attempts'),
+        h('th', {}, 'Created'), failed ? h('th', {}, 'Reason') : null, h('th', {}, ''))),
+      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No ' + d.state + ' jobs.')))),
+      pager);
+  },
+
+  async job(r) {
+    const d = await api('/api/queues/' + enc(r.queue) + '/jobs/' + enc(r.id));
+    setDatastore(d);
+    const j = d.job, now = d.now_ms;
+    const field = (k, v) => [h('dt', {}, k), h('dd', { 'data-field': k }, v)];
+    let parent = '-';
+    if (j.parent) {
+      const i = j.parent.lastIndexOf(':');
+      parent = h('a', { href: jobHref(j.parent.slice(0, i), j.parent.slice(i + 1)) }, j.parent);
+    }
+    const parts = [
+      h('h1', {}, 'Job ', h('span', { id: 'job-id' }, j.id), ' ', h('span', { id: 'job-state', class: 'badge ' + (j.state || '') }, j.state || 'unknown')),
+      h('p', {}, h('a', { href: queueHref(r.queue, j.state || 'waiting') }, '← ' + r.queue)),
+      h('div', { class: 'actions' }, jobButtons(r.queue, j, d.read_only)),
+      h('dl', { class: 'fields' },
+        field('Name', j.name), field('State', j.state || '-'),
+        field('Attempts', j.attempts_made + ' of ' + j.attempts), field('Stalls', String(j.stalls)),
+        field('Priority', String(j.priority)), field('Dedup key', j.dedup || '-'), field('Parent', parent),
+        field('Created', stamp(j.created_ms, now)), field('Last started', stamp(j.processed_ms, now)),
+        field('Finished', stamp(j.finished_ms, now)),
+        field('Progress', j.progress === null || j.progress === undefined ? '-' : JSON.stringify(j.progress))),
+    ];
+    if (j.failure) {
+      parts.push(h('h2', {}, 'Failure'), h('div', { class: 'failure', id: 'failure' },
+        h('div', { class: 'reason', id: 'failure-reason' }, '[' + j.failure.code + '] ' + j.failure.message),
+        j.failure.stack ? h('pre', { id: 'failure-stack' }, j.failure.stack) : h('p', { class: 'muted' }, 'no stack')));
+    }
+    if (j.result !== null && j.result !== undefined) parts.push(h('h2', {}, 'Result'), h('pre', { id: 'result' }, json(j.result)));
+    parts.push(h('h2', {}, 'Data'), h('pre', { id: 'data' }, json(j.data)));
+    parts.push(h('h2', {}, 'Options'), h('pre', { id: 'options' }, json(j.options)));
+    parts.push(h('h2', {}, 'Logs (' + d.logs.length + ')'), d.logs.length ? h('pre', { id: 'logs' }, d.logs.join('\n')) : h('p', { class: 'muted' }, 'no log lines'));
+    return h('section', {}, parts);
+  },
+
+  async workers() {
+    const d = await api('/api/workers');
+    setDatastore(d);
+    const rows = d.workers.map(w => h('tr', {},
+      h('td', {}, w.id), h('td', {}, h('a', { href: queueHref(w.queue, 'active') }, w.queue)), h('td', {}, w.host),
+      h('td', { class: 'num' }, String(w.pid)), h('td', {}, w.language), h('td', { class: 'num' }, w.running + '/' + w.concurrency),
+      h('td', {}, stamp(w.started_ms, d.now_ms)), h('td', {}, ago(w.beat_ms, d.now_ms)), h('td', {}, w.version)));
+    return h('section', {}, h('h1', {}, 'Workers'),
+      h('table', { id: 'workers' }, h('thead', {}, h('tr', {}, ['Id', 'Queue', 'Host', 'Pid', 'Language', 'Running', 'Started', 'Last heartbeat', 'Version']
+        .map(t => h('th', {}, t)))), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No live workers.')))));
+  },
+};
+
+function jobButtons(queue, j, readOnly) {
+  const base = '/api/queues/' + enc(queue) + '/jobs/' + enc(j.id);
+  const out = [];
+  if (j.state === 'failed') out.push(h('button', { 'data-action': 'retry', disabled: readOnly ? 'disabled' : null, onclick: () => act(base + '/retry', {}, 'Retry ' + j.id) }, 'Retry'));
+  if (j.state === 'delayed') out.push(h('button', { 'data-action': 'promote', disabled: readOnly ? 'disabled' : null, onclick: () => act(base + '/promote', {}, 'Promote ' + j.id) }, 'Promote'));
+  if (j.state !== 'active') out.push(h('button', { class: 'danger', 'data-action': 'remove', disabled: readOnly ? 'disabled' : null, onclick: () => confirm('Remove job ' + j.id + '?') && act(base + '/remove', {}, 'Remove ' + j.id) }, 'Remove'));
+  return out;
+}
+
+let readOnlyShown = null;
+function setReadOnly(ro) {
+  if (ro === readOnlyShown) return;
+  readOnlyShown = ro;
+  document.body.classList.toggle('read-only', !!ro);
+}
+function setDatastore(d) {
+  document.getElementById('datastore').textContent = d.datastore || '';
+  document.getElementById('read-only').hidden = !d.read_only;
+  setReadOnly(d.read_only);
+}
+
+// ---- live updates ------------------------------------------------------------------------
+let pending = null;
+let live = false;
+function soon() {
+  if (pending) return;
+  pending = setTimeout(() => { pending = null; refresh('live'); }, 250);
+}
+function concerns(ev) {
+  const r = current;
+  if (r.view === 'overview' || r.view === 'workers') return true;
+  if (r.view === 'queue') return ev.queue === r.queue;
+  if (r.view === 'job') return ev.queue === r.queue && (!ev.job_id || ev.job_id === r.id);
+  return false;
+}
+function connectLive() {
+  const badge = document.getElementById('live');
+  const es = new EventSource('/api/events');
+  es.onopen = () => { badge.className = 'live on'; live = true; };
+  es.onerror = () => { badge.className = 'live off'; live = false; };
+  es.onmessage = (m) => {
+    let ev;
+    try { ev = JSON.parse(m.data); } catch (e) { return; }
+    if (concerns(ev)) soon();
+  };
+  es.addEventListener('lagged', soon);
+}
+
+window.addEventListener('hashchange', () => { current = route(); refresh('navigate'); });
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('find').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const q = document.getElementById('find-queue').value.trim();
+    const id = document.getElementById('find-id').value.trim();
+    if (q && id) location.hash = jobHref(q, id);
+    else if (q) location.hash = queueHref(q, 'waiting');
+  });
+  refresh('load');
+  connectLive();
+  // What moves without events (workers' heartbeats, ages): a slow re-read, faster while the
+  // events stream is down.
+  let last = Date.now();
+  setInterval(() => {
+    const every = live ? 15000 : 5000;
+    if (Date.now() - last >= every) { last = Date.now(); refresh('poll'); }
+  }, 1000);
+});

@@ -1,0 +1,171 @@
+//! `emq ui` in a real browser (Debian's Chromium driven by playwright-core, `cli/ui-test/ui.test.js`).
+//! Ignored by a plain `cargo test` (it needs the browser); `cli/ui-test/run.sh` installs what is
+//! missing and runs it with `--ignored`. Screenshots of each page go to `target/ui-screens/`.
+
+use emq::{ConnectOptions, HandlerError, JobContext, JobOptions, JobState, Queue, Worker};
+use serde_json::json;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+mod ui_support;
+use ui_support::Ui;
+
+/// Runs of the job named "flaky" so far: the first fails, the next ones complete.
+static FLAKY_RUNS: AtomicU32 = AtomicU32::new(0);
+
+async fn handle(job: JobContext) -> Result<serde_json::Value, HandlerError> {
+    match job.job().name.as_str() {
+        "flaky" if FLAKY_RUNS.fetch_add(1, Ordering::SeqCst) == 0 => Err(card_declined()),
+        "flaky" => {
+            // Long enough that the page's own re-read after the click still sees it running: what
+            // shows it completed is the live update.
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            Ok(json!({"charged": true}))
+        }
+        "doomed" => Err(card_declined()),
+        _ => Ok(json!({"ok": true})),
+    }
+}
+
+fn card_declined() -> HandlerError {
+    HandlerError::new("card declined: insufficient funds")
+        .with_code("payment_failed")
+        .with_stack("Error: card declined\n    at charge (billing.rs:42)\n    at run (worker.rs:7)")
+}
+
+async fn wait_state(q: &Queue, id: emq::JobId, state: JobState, limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        let job = q.get(id).await.unwrap().expect("the job");
+        if job.state == Some(state) {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "{id} stayed {:?}, wanted {state:?}",
+            job.state
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium and playwright-core: run cli/ui-test/run.sh"]
+async fn the_dashboard_in_a_browser() {
+    let url = emq_harness::shared_standalone().url();
+    let pid = std::process::id();
+    let (name, html_name) = (format!("payments-{pid}"), format!("notes-{pid}"));
+    let q = Queue::connect(ConnectOptions::new(url.clone()), &name)
+        .await
+        .unwrap();
+    let notes = q.queue(&html_name).unwrap();
+    for i in 0..12 {
+        q.add("charge", json!({ "amount": i }), JobOptions::default())
+            .await
+            .unwrap();
+    }
+    let flaky = q
+        .add("flaky", json!({"amount": 42}), JobOptions::default())
+        .await
+        .unwrap();
+    let doomed = q
+        .add("doomed", json!({"amount": 7}), JobOptions::default())
+        .await
+        .unwrap();
+    q.add(
+        "later",
+        json!({}),
+        JobOptions {
+            delay_ms: 3_600_000,
+            ..JobOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let html = notes
+        .add(
+            "<b>html-name</b>",
+            json!({"note": "<script>window.__pwned = 1</script><img src=x onerror=window.__pwned=2><b>bold</b>"}),
+            JobOptions::default(),
+        )
+        .await
+        .unwrap();
+    let drain_name = format!("drain-{pid}");
+    let drain = q.queue(&drain_name).unwrap();
+    for i in 0..3 {
+        drain
+            .add("d", json!({ "i": i }), JobOptions::default())
+            .await
+            .unwrap();
+    }
+    let worker = Worker::builder(q.clone())
+        .concurrency(2)
+        .handler(handle)
+        .run()
+        .unwrap();
+    wait_state(&q, flaky, JobState::Failed, Duration::from_secs(10)).await;
+    wait_state(&q, doomed, JobState::Failed, Duration::from_secs(10)).await;
+
+    let urls = vec![url.clone()];
+    let (ui, ro) = tokio::task::spawn_blocking(move || {
+        (
+            Ui::start(&urls, &[], &[]),
+            Ui::start(&urls, &["--read-only"], &[]),
+        )
+    })
+    .await
+    .unwrap();
+    let screens = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/ui-screens");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/ui-test/ui.test.js");
+    let mut child = Command::new("node")
+        .arg(script)
+        .env("UI_BASE", ui.base())
+        .env("UI_RO_BASE", ro.base())
+        .env("QUEUE", &name)
+        .env("HTML_QUEUE", &html_name)
+        .env("DRAIN_QUEUE", &drain_name)
+        .env("FLAKY_ID", flaky.to_string())
+        .env("DOOMED_ID", doomed.to_string())
+        .env("HTML_ID", html.to_string())
+        .env("SCREENS", screens)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node (see cli/ui-test/run.sh)");
+    let until = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the browser checks ran past 180 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        status.success(),
+        "browser checks failed:\n{stdout}\nui stderr:\n{}",
+        ui.stderr()
+    );
+    assert!(stdout.contains("all browser checks passed"), "{stdout}");
+    // What the browser did, seen from the core: Retry completed the flaky job; read-only left the
+    // doomed one failed.
+    wait_state(&q, flaky, JobState::Completed, Duration::from_secs(5)).await;
+    assert_eq!(
+        q.get(doomed).await.unwrap().unwrap().state,
+        Some(JobState::Failed)
+    );
+    worker.close().await.unwrap();
+    drop((ui, ro));
+    q.obliterate(true).await.unwrap();
+    notes.obliterate(true).await.unwrap();
+    assert_eq!(drain.counts().await.unwrap().waiting, 0, "Drain left jobs");
+    drain.obliterate(true).await.unwrap();
+}
