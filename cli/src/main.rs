@@ -118,6 +118,9 @@ enum Command {
     /// Delete a job scheduler.
     Unschedule(commands::schedule::RemoveArgs),
 
+    /// Copy a BullMQ (or EchoMQ 1.x) queue into an emq queue, crash-safe; prints a report.
+    Migrate(commands::migrate::Args),
+
     /// Run a Rust echo worker on one queue (for cross-language test suites; see `commands/work.rs`).
     #[command(hide = true)]
     Work(commands::work::Args),
@@ -167,6 +170,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Clean(args) => admin::run_clean(&cli.urls, &args).await,
         Command::Audit(args) => commands::audit::run(&cli.urls, &args).await,
         Command::Metrics(args) => commands::metrics::run(&cli.urls, &args).await,
+        Command::Migrate(args) => commands::migrate::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,
     }
 }

@@ -337,11 +337,15 @@ pub enum Family {
     /// a delay, retried after a backoff, or held by their group's limit), so the claim that
     /// promotes a due job puts it in `prioritized`, not `wait`, without reading its record.
     DelayedPriority,
+    /// HASH kept by `emq migrate` (core/src/migrate.rs): from a source job (its BullMQ key,
+    /// `<prefix>:<queue>:<id>`, data) to the emq job id minted for it (`<id>` while the copy may not
+    /// exist yet, `<id>|<state>` once it does), and from `=<emq id>` back to the source key.
+    Migrated,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 26] = [
+    pub const ALL: [Family; 27] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -368,6 +372,7 @@ impl Family {
         Family::Waiters,
         Family::Handoff,
         Family::DelayedPriority,
+        Family::Migrated,
     ];
 
     /// The `<type>` part of the key.
@@ -399,6 +404,7 @@ impl Family {
             Family::Waiters => "waiters",
             Family::Handoff => "handoff",
             Family::DelayedPriority => "delayed-priority",
+            Family::Migrated => "migrated",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -437,7 +443,8 @@ impl Family {
             | Family::Schedulers
             | Family::Groups
             | Family::GroupCounts
-            | Family::DelayedPriority => "hash",
+            | Family::DelayedPriority
+            | Family::Migrated => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }

@@ -550,6 +550,8 @@ scripts! {
     ADD_PARENT => "add_parent",
     /// Records a child's outcome in its parent (the second, idempotent step).
     CHILD_DONE => "child_done",
+    /// Inserts one finished job copied by `emq migrate`, and marks its source migrated.
+    MIGRATE_FINISHED => "migrate_finished",
 }
 
 #[cfg(test)]
