@@ -55,6 +55,20 @@ use std::time::{Duration, Instant};
 /// Most skipped jobs listed one by one in a report (all are counted).
 pub const MAX_LISTED_SKIPS: usize = 1_000;
 
+/// Jobs per `add_bulk` call: at most one `add.lua` batch (250 in queue.rs), so the calls, made one
+/// after the other, land in order.
+const ORDERED_ADD: usize = 250;
+
+fn chunked<T>(mut v: Vec<T>, n: usize) -> Vec<Vec<T>> {
+    let mut out = Vec::new();
+    while v.len() > n {
+        let rest = v.split_off(n);
+        out.push(std::mem::replace(&mut v, rest));
+    }
+    out.push(v);
+    out
+}
+
 /// What to migrate, and how.
 #[derive(Clone, Debug)]
 pub struct MigrateOptions {
@@ -71,8 +85,9 @@ pub struct MigrateOptions {
     pub delete_source: bool,
     /// Jobs read and written per step (1 to 10,000).
     pub batch: usize,
-    /// For tests only: sleep this long after each step that wrote, so a test can kill a
-    /// migration midway (the CLI sets it from `EMQ_TEST_MIGRATE_PAUSE_MS`).
+    /// For tests only: sleep this long after each batch of adds, before the batch is marked
+    /// copied (the widest window a crash can hit), so a test can kill a migration there (the CLI
+    /// sets it from `EMQ_TEST_MIGRATE_PAUSE_MS`).
     pub pause_per_batch: Duration,
 }
 
@@ -758,7 +773,15 @@ impl Migration<'_> {
                     options: o,
                 });
             }
-            self.q.add_bulk(jobs).await?;
+            // In order: one add_bulk call of more than one add.lua batch sends its batches
+            // concurrently, so a later one may land first.
+            for part in chunked(jobs, ORDERED_ADD) {
+                self.q.add_bulk(part).await?;
+            }
+            if !self.o.pause_per_batch.is_zero() {
+                // Tests only: the widest window a crash can hit, copies written and not marked.
+                tokio::time::sleep(self.o.pause_per_batch).await;
+            }
             let mut pipe = redis::pipe();
             for (r, id) in todo.iter().zip(&ids) {
                 pipe.cmd("HSET")
@@ -778,9 +801,6 @@ impl Migration<'_> {
                 .map(|r| (r.source_id.clone(), r.field.clone()))
                 .collect();
             self.delete_sources(container, &gone).await?;
-        }
-        if !self.o.pause_per_batch.is_zero() {
-            tokio::time::sleep(self.o.pause_per_batch).await;
         }
         Ok(())
     }

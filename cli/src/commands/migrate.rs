@@ -4,8 +4,8 @@
 //! skipped, per state (see `emq::migrate` for what maps, and why a run killed midway can simply be
 //! run again).
 //!
-//! `EMQ_TEST_MIGRATE_PAUSE_MS`, for tests only: sleep this long after each batch written, so a
-//! test can SIGKILL a migration midway.
+//! `EMQ_TEST_MIGRATE_PAUSE_MS`, for tests only: sleep this long after each batch of adds, before
+//! it is marked copied, so a test can SIGKILL a migration in that window.
 
 use crate::connect::open_queue;
 use crate::human;
