@@ -93,8 +93,9 @@ fn fixtures(dir: &Path, url: &str, prefix: &str, queue: &str, mode: &[&str]) -> 
     serde_json::from_slice(&out.stdout).expect("fixture summary")
 }
 
-fn migrate(url: &str, args: &[&str]) -> Value {
-    let mut all = vec!["--url", url, "migrate", "--json"];
+fn migrate(urls: &[String], args: &[&str]) -> Value {
+    let mut all: Vec<&str> = urls.iter().flat_map(|u| ["--url", u.as_str()]).collect();
+    all.extend_from_slice(&["migrate", "--json"]);
     all.extend_from_slice(args);
     let out = common::run_emq(&all, &[], Duration::from_secs(120));
     assert!(out.status.success(), "emq {all:?}: {out:?}");
@@ -150,22 +151,58 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-async fn every_state_for(dir: &Path, prefix: &str) {
+/// Copies every key of `<prefix>:<queue>` from `from` to the cluster (DUMP / RESTORE with its TTL):
+/// BullMQ's flat keys land on several nodes, as they would on a cluster (BullMQ itself needs a
+/// braced prefix there). Returns how many nodes hold them.
+async fn copy_to_cluster(from: &emq::Store, to: &emq::Store, prefix: &str, queue: &str) -> usize {
+    let cluster = emq_harness::shared_cluster();
+    let mut nodes = std::collections::HashSet::new();
+    for (key, dump) in snapshot(from, prefix, queue).await {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut from.conn())
+            .await
+            .unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(&key)
+            .arg(ttl.max(0))
+            .arg(dump)
+            .arg("REPLACE")
+            .query_async(&mut to.conn())
+            .await
+            .unwrap();
+        nodes.insert(cluster.node_for_key(&key));
+    }
+    nodes.len()
+}
+
+async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     let server = RedisServer::start().expect("redis-server");
-    let url = server.url();
-    let summary = tokio::task::block_in_place(|| fixtures(dir, &url, prefix, "payments", &["all"]));
+    let fixture_url = server.url();
+    let summary =
+        tokio::task::block_in_place(|| fixtures(dir, &fixture_url, prefix, "payments", &["all"]));
     let due_ms = summary["delayed_due_ms"].as_u64().expect("due");
-    let store = conn(&url).await;
+    let (store, urls) = if on_cluster {
+        let urls = emq_harness::shared_cluster().urls();
+        let store = emq::Store::connect(ConnectOptions::seeds(urls.clone()).guarded(true))
+            .await
+            .expect("connect cluster");
+        let nodes = copy_to_cluster(&conn(&fixture_url).await, &store, prefix, "payments").await;
+        assert!(nodes >= 2, "the source keys landed on {nodes} node(s)");
+        (store, urls)
+    } else {
+        (conn(&fixture_url).await, vec![fixture_url.clone()])
+    };
     let before = snapshot(&store, prefix, "payments").await;
     assert!(before.contains_key(&format!("{prefix}:payments:wait")));
-    let q = Queue::connect(ConnectOptions::new(url.as_str()), "payments")
+    let q = Queue::connect(ConnectOptions::seeds(urls.clone()), "payments")
         .await
         .unwrap();
 
     // The dry run writes nothing, and says what would move.
     let dry = tokio::task::block_in_place(|| {
         migrate(
-            &url,
+            &urls,
             &[
                 "--from-prefix",
                 prefix,
@@ -198,7 +235,7 @@ async fn every_state_for(dir: &Path, prefix: &str) {
 
     let report = tokio::task::block_in_place(|| {
         migrate(
-            &url,
+            &urls,
             &[
                 "--from-prefix",
                 prefix,
@@ -232,7 +269,7 @@ async fn every_state_for(dir: &Path, prefix: &str) {
     // Run again: nothing is copied twice.
     let again = tokio::task::block_in_place(|| {
         migrate(
-            &url,
+            &urls,
             &[
                 "--from-prefix",
                 prefix,
@@ -354,8 +391,14 @@ async fn every_state_for(dir: &Path, prefix: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_bullmq_queue_in_every_state_arrives_once_with_prefix_bull_and_v1_emq() {
     let Some(dir) = bullmq() else { return };
-    every_state_for(&dir, "bull").await;
-    every_state_for(&dir, "emq").await;
+    every_state_for(&dir, "bull", false).await;
+    every_state_for(&dir, "emq", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_3_master_cluster_flat_source_keys_on_several_nodes_migrate_too() {
+    let Some(dir) = bullmq() else { return };
+    every_state_for(&dir, "bull", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -400,7 +443,8 @@ async fn a_migration_killed_midway_and_run_again_copies_each_job_once_in_order()
             "round {round}: {copied} copied"
         );
     }
-    let report = tokio::task::block_in_place(|| migrate(&url, &["--queue", "bulk"]));
+    let report =
+        tokio::task::block_in_place(|| migrate(std::slice::from_ref(&url), &["--queue", "bulk"]));
     let (read, written, already, skipped) = rows(&report)["wait"];
     assert_eq!(read, N as u64);
     assert_eq!(skipped, 0);
@@ -409,8 +453,12 @@ async fn a_migration_killed_midway_and_run_again_copies_each_job_once_in_order()
     assert_eq!(q.counts().await.unwrap().waiting, N as u64);
 
     // --delete-source: the copies exist, so each source job goes; none is copied again.
-    let deleted =
-        tokio::task::block_in_place(|| migrate(&url, &["--queue", "bulk", "--delete-source"]));
+    let deleted = tokio::task::block_in_place(|| {
+        migrate(
+            std::slice::from_ref(&url),
+            &["--queue", "bulk", "--delete-source"],
+        )
+    });
     assert_eq!(rows(&deleted)["wait"], (N as u64, 0, N as u64, 0));
     assert_eq!(deleted["source_deleted"], N);
     let left: u64 = redis::cmd("LLEN")
