@@ -288,6 +288,107 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     }
     assert_eq!(q.counts().await.unwrap(), counts);
 
+    // The human report is a table with a row per state.
+    let mut human: Vec<&str> = urls.iter().flat_map(|u| ["--url", u.as_str()]).collect();
+    human.extend_from_slice(&[
+        "migrate",
+        "--from-prefix",
+        prefix,
+        "--queue",
+        "payments",
+        "--dry-run",
+    ]);
+    let out = tokio::task::block_in_place(|| common::run_emq(&human, &[], Duration::from_secs(60)));
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("STATE") && table.contains("ALREADY"),
+        "{table}"
+    );
+    let wait_row = table
+        .lines()
+        .find(|l| l.starts_with("wait "))
+        .expect(&table);
+    assert_eq!(
+        wait_row.split_whitespace().collect::<Vec<_>>(),
+        ["wait", "14", "0", "11", "3"],
+        "{table}"
+    );
+    run_the_copies(&store, &q, prefix, due_ms).await;
+    delete_source_for(&store, &urls, &q, prefix).await;
+    let audit = q.audit().await.unwrap();
+    assert!(audit.ok(), "{:?}", audit.problems);
+}
+
+/// `--delete-source` after a migration: every copied source job (and scheduler) is deleted, nothing
+/// is copied again, and what was not copied (the flow, the held job, the pending scheduler runs)
+/// stays.
+async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefix: &str) {
+    let counts = q.counts().await.unwrap();
+    let gone = tokio::task::block_in_place(|| {
+        migrate(
+            urls,
+            &[
+                "--from-prefix",
+                prefix,
+                "--queue",
+                "payments",
+                "--completed",
+                "--delete-source",
+            ],
+        )
+    });
+    for (state, (_, written, _, _)) in rows(&gone) {
+        if state != "schedulers" {
+            assert_eq!(written, 0, "{state}: {gone:#}");
+        }
+    }
+    // 18 copied jobs and 2 scheduler hashes.
+    assert_eq!(gone["source_deleted"], 20, "{gone:#}");
+    assert_eq!(q.counts().await.unwrap(), counts);
+    let mut c = store.conn();
+    let len = |key: String, cmd: &'static str| {
+        let mut c = store.conn();
+        async move {
+            redis::cmd(cmd)
+                .arg(key)
+                .query_async::<u64>(&mut c)
+                .await
+                .unwrap()
+        }
+    };
+    // Left in wait: the two children and the every-hour scheduler's pending run.
+    assert_eq!(len(format!("{prefix}:payments:wait"), "LLEN").await, 3);
+    for set in ["prioritized", "failed", "completed", "repeat"] {
+        assert_eq!(
+            len(format!("{prefix}:payments:{set}"), "ZCARD").await,
+            0,
+            "{set}"
+        );
+    }
+    assert_eq!(len(format!("{prefix}:payments:delayed"), "ZCARD").await, 1);
+    assert_eq!(
+        len(format!("{prefix}:payments:waiting-children"), "ZCARD").await,
+        1
+    );
+    let active: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("{prefix}:payments:active"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(active.len(), 1);
+    let lock: i64 = redis::cmd("EXISTS")
+        .arg(format!("{prefix}:payments:{}:lock", active[0]))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(lock, 1, "the held job's lock is not touched");
+}
+
+/// Checks the copies (failures, results, schedulers), then runs them with an emq worker.
+async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, due_ms: u64) {
     // Failures keep their reason, stack and attempts; results are kept; the lookup works.
     let mut c = store.conn();
     let failed_src: Vec<String> = redis::cmd("ZRANGE")
