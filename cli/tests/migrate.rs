@@ -216,11 +216,12 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     assert_eq!(dry["dry_run"], true);
     let expect = BTreeMap::from([
         ("schedulers".to_string(), (2, 2, 0, 0)),
+        ("waiting-children".to_string(), (1, 1, 0, 0)),
+        ("flow-children".to_string(), (2, 2, 0, 0)),
         ("active".to_string(), (1, 0, 0, 1)),
-        ("wait".to_string(), (14, 11, 0, 3)),
+        ("wait".to_string(), (12, 11, 0, 1)),
         ("prioritized".to_string(), (4, 4, 0, 0)),
         ("delayed".to_string(), (2, 1, 0, 1)),
-        ("waiting-children".to_string(), (1, 0, 0, 1)),
         ("failed".to_string(), (1, 1, 0, 0)),
         ("completed".to_string(), (1, 1, 0, 0)),
     ]);
@@ -249,8 +250,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     let reasons = report["reasons"].as_object().unwrap();
     let has = |needle: &str| reasons.keys().any(|r| r.contains(needle));
     assert!(has("lock lives"), "{reasons:?}");
-    assert!(has("child of a parent"), "{reasons:?}");
-    assert!(has("waiting for its children"), "{reasons:?}");
+    assert!(!has("flow"), "the flow moves whole: {reasons:?}");
     assert!(has("migrated scheduler"), "{reasons:?}");
     // The source is not written without --delete-source.
     assert_eq!(snapshot(&store, prefix, "payments").await, before);
@@ -264,7 +264,9 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     );
     // The 11 waiting copies, and the every-hour scheduler's first run: it was due, and the
     // cron scheduler's upsert primes it by firing the queue's due schedulers.
-    assert_eq!(counts.waiting, 12, "{counts:?}");
+    // And the flow's two children; their parent waits for them.
+    assert_eq!(counts.waiting, 14, "{counts:?}");
+    assert_eq!(counts.waiting_children, 1, "{counts:?}");
 
     // Run again: nothing is copied twice.
     let again = tokio::task::block_in_place(|| {
@@ -311,7 +313,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         .expect(&table);
     assert_eq!(
         wait_row.split_whitespace().collect::<Vec<_>>(),
-        ["wait", "14", "0", "11", "3"],
+        ["wait", "12", "0", "11", "1"],
         "{table}"
     );
     run_the_copies(&store, &q, prefix, due_ms).await;
@@ -320,9 +322,9 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     assert!(audit.ok(), "{:?}", audit.problems);
 }
 
-/// `--delete-source` after a migration: every copied source job (and scheduler) is deleted, nothing
-/// is copied again, and what was not copied (the flow, the held job, the pending scheduler runs)
-/// stays.
+/// `--delete-source` after a migration: every copied source job (the flow's too, and the schedulers)
+/// is deleted, nothing is copied again, and what was not copied (the held job, the pending
+/// scheduler runs) stays.
 async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefix: &str) {
     let counts = q.counts().await.unwrap();
     let gone = tokio::task::block_in_place(|| {
@@ -343,8 +345,8 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
             assert_eq!(written, 0, "{state}: {gone:#}");
         }
     }
-    // 18 copied jobs and 2 scheduler hashes.
-    assert_eq!(gone["source_deleted"], 20, "{gone:#}");
+    // 18 copied jobs, the flow's 3 and 2 scheduler hashes.
+    assert_eq!(gone["source_deleted"], 23, "{gone:#}");
     assert_eq!(q.counts().await.unwrap(), counts);
     let mut c = store.conn();
     let len = |key: String, cmd: &'static str| {
@@ -357,8 +359,8 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
                 .unwrap()
         }
     };
-    // Left in wait: the two children and the every-hour scheduler's pending run.
-    assert_eq!(len(format!("{prefix}:payments:wait"), "LLEN").await, 3);
+    // Left in wait: the every-hour scheduler's pending run.
+    assert_eq!(len(format!("{prefix}:payments:wait"), "LLEN").await, 1);
     for set in ["prioritized", "failed", "completed", "repeat"] {
         assert_eq!(
             len(format!("{prefix}:payments:{set}"), "ZCARD").await,
@@ -369,7 +371,7 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
     assert_eq!(len(format!("{prefix}:payments:delayed"), "ZCARD").await, 1);
     assert_eq!(
         len(format!("{prefix}:payments:waiting-children"), "ZCARD").await,
-        1
+        0
     );
     let active: Vec<String> = redis::cmd("LRANGE")
         .arg(format!("{prefix}:payments:active"))
@@ -450,7 +452,7 @@ async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, due_ms: u64
         .run()
         .unwrap();
     let until = Instant::now() + Duration::from_secs(30);
-    while seen.lock().unwrap().len() < 17 && Instant::now() < until {
+    while seen.lock().unwrap().len() < 20 && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -481,8 +483,15 @@ async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, due_ms: u64
         "the delayed job ran at {} ms from its due time",
         d[0] as i64 - due_ms as i64
     );
-    assert_eq!(seen.len(), 17, "every payload once: {seen:?}");
-    for held in ["held", "parent", "child-1", "child-2", "fail-me", "done"] {
+    assert_eq!(seen.len(), 20, "every payload once: {seen:?}");
+    // The flow: both children, then their parent.
+    let at = |name: &str| seen.iter().position(|(n, _, _)| n == name).expect(name);
+    assert!(
+        at("parent") > at("child-1") && at("parent") > at("child-2"),
+        "{seen:?}"
+    );
+    assert_eq!(names("parent"), vec![103], "{seen:?}");
+    for held in ["held", "fail-me", "done"] {
         assert!(names(held).is_empty(), "{held} ran: {seen:?}");
     }
     let audit = q.audit().await.unwrap();

@@ -32,14 +32,18 @@
 //! `due * 4096 + counter`, older ones `due`); `removeOnComplete` / `removeOnFail` when `true`;
 //! failures (reason, the last stack trace, attempts made, when it finished); results of completed
 //! jobs (with `completed`); schedulers repeating `every` N ms or by cron `pattern` with `tz`,
-//! `limit`, `startDate`, `endDate`. **What does not** is counted in [`MigrateReport::not_mapped`] or
+//! `limit`, `startDate`, `endDate`; flows whose parent waits in `waiting-children` for children
+//! that all wait, not started, in this queue (copied whole with [`Queue::add_flow`], the children
+//! after the plain waiting jobs). **What does not** is counted in [`MigrateReport::not_mapped`] or
 //! skipped with a reason: active jobs whose lock lives (a BullMQ worker runs them; active jobs
-//! without a lock are copied as waiting), flows (a parent waiting for its children, and every child
-//! of one, stay in BullMQ to finish there), the next run a migrated scheduler had pending (the emq
-//! scheduler makes its own), legacy repeatable jobs without a scheduler hash, and options emq has
-//! no equivalent of (dedup ids, keep-N/age retention, custom backoff, job logs).
+//! without a lock are copied as waiting), other flows (nested, across queues, or with a child
+//! started or finished: parent and children stay in BullMQ to finish there), the next run a
+//! migrated scheduler had pending (the emq scheduler makes its own), legacy repeatable jobs without
+//! a scheduler hash, and options emq has no equivalent of (dedup ids, keep-N/age retention, custom
+//! backoff, job logs).
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::flow::FlowJob;
 use crate::job_id::JobId;
 use crate::keyspace::Family;
 use crate::options::{Backoff, JobOptions, MAX_PRIORITY};
@@ -238,6 +242,9 @@ impl Source {
         format!("{}:{id}", self.base)
     }
 }
+
+/// Source ids of one container, with their scores (sorted sets only), in order.
+type Ids = Vec<(String, Option<f64>)>;
 
 /// Where a job sits in the source, and how it is copied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -441,6 +448,8 @@ impl Queue {
                 ..Default::default()
             },
             schedulers: HashSet::new(),
+            flows: Vec::new(),
+            flow_children: HashSet::new(),
         };
         let paused: Option<String> = redis::cmd("HGET")
             .arg(m.src.key("meta"))
@@ -455,19 +464,28 @@ impl Queue {
             );
         }
         m.schedulers().await?;
-        m.active().await?;
+        // The ready jobs are read first: a flow moves only when all its children are among them.
+        let mut ready = Vec::new();
         for list in ["wait", "paused"] {
-            let ids = m.list_ids(list).await?;
-            m.copy("wait", list, Kind::List, ids).await?;
+            ready.push((list, Kind::List, m.list_ids(list).await?));
         }
-        for (state, kind) in [
+        for (set, kind) in [
             ("prioritized", Kind::Prioritized),
             ("delayed", Kind::Delayed),
         ] {
-            let ids = m.zset_ids(state).await?;
-            m.copy(state, state, kind, ids).await?;
+            ready.push((set, kind, m.zset_ids(set).await?));
         }
-        m.waiting_children().await?;
+        m.plan_flows(&ready).await?;
+        m.active().await?;
+        for (container, kind, ids) in ready {
+            let state = if kind == Kind::List {
+                "wait"
+            } else {
+                container
+            };
+            m.copy(state, container, kind, ids).await?;
+        }
+        m.copy_flows().await?;
         let failed = m.zset_ids("failed").await?;
         m.copy("failed", "failed", Kind::Finished, failed).await?;
         if options.completed {
@@ -501,6 +519,17 @@ struct Migration<'a> {
     report: MigrateReport,
     /// Ids of the source schedulers migrated (their pending runs are not copied).
     schedulers: HashSet<String>,
+    /// Flows that move whole (a parent and its children, all in this queue and not started).
+    flows: Vec<Flow>,
+    /// The source keys of those flows' children: not copied on their own.
+    flow_children: HashSet<String>,
+}
+
+/// A source flow planned for copying: its parent and children as read.
+struct Flow {
+    parent: Read,
+    /// Each child, with the container it waits in.
+    children: Vec<(Read, &'static str)>,
 }
 
 impl Migration<'_> {
@@ -567,22 +596,251 @@ impl Migration<'_> {
         self.copy("active", "active", Kind::List, free).await
     }
 
-    /// Flow parents waiting for their children stay in BullMQ.
-    async fn waiting_children(&mut self) -> Result<()> {
-        let ids = self.zset_ids("waiting-children").await?;
-        for (id, _) in ids {
+    /// Plans the flows that move whole: a parent in `waiting-children` whose children all wait,
+    /// not started, in this queue (`ready`), none finished yet and none a parent itself; the rest
+    /// stay in BullMQ, reported.
+    async fn plan_flows(&mut self, ready: &[(&'static str, Kind, Ids)]) -> Result<()> {
+        let parents = self.zset_ids("waiting-children").await?;
+        if parents.is_empty() {
+            return Ok(());
+        }
+        let mut waiting: HashMap<String, (&'static str, Option<f64>)> = HashMap::new();
+        for (container, _, ids) in ready {
+            for (id, score) in ids {
+                waiting.insert(self.src.job(id), (*container, *score));
+            }
+        }
+        for (pid, _) in parents {
             self.report.row("waiting-children").read += 1;
-            self.report.skip(
-                "waiting-children",
-                &id,
-                "flow: a parent waiting for its children (flows are not migrated; let BullMQ finish it)"
-                    .into(),
-            );
+            let pfield = self.src.job(&pid);
+            let mut c = self.conn();
+            let phash: HashMap<String, String> = redis::cmd("HGETALL")
+                .arg(&pfield)
+                .query_async(&mut c)
+                .await?;
+            let deps: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(format!("{pfield}:dependencies"))
+                .query_async(&mut c)
+                .await?;
+            let mut done = 0u64;
+            for part in ["processed", "failed", "unsuccessful"] {
+                let key = format!("{pfield}:{part}");
+                let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut c).await?;
+                let n: u64 = match kind.as_str() {
+                    "hash" => redis::cmd("HLEN").arg(&key).query_async(&mut c).await?,
+                    "set" => redis::cmd("SCARD").arg(&key).query_async(&mut c).await?,
+                    "zset" => redis::cmd("ZCARD").arg(&key).query_async(&mut c).await?,
+                    _ => 0,
+                };
+                done += n;
+            }
+            let reason = if phash.is_empty() {
+                Some("gone: its job hash no longer exists in the source")
+            } else if phash.contains_key("parentKey") {
+                Some("flow: a nested flow (its parent has a parent; let BullMQ finish it)")
+            } else if done > 0 {
+                Some("flow: some of its children already finished in BullMQ (let BullMQ finish it)")
+            } else if deps.is_empty() {
+                Some("flow: no pending children listed (let BullMQ finish it)")
+            } else if deps.iter().any(|d| !waiting.contains_key(d)) {
+                Some("flow: a child is active, in another queue or a parent itself (let BullMQ finish it)")
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                self.report.skip("waiting-children", &pid, reason.into());
+                continue;
+            }
+            let mut children = Vec::new();
+            for d in deps {
+                let (container, score) = waiting[&d];
+                let h: HashMap<String, String> =
+                    redis::cmd("HGETALL").arg(&d).query_async(&mut c).await?;
+                let source_id = d
+                    .strip_prefix(&format!("{}:", self.src.base))
+                    .unwrap_or(&d)
+                    .to_string();
+                children.push((
+                    Read {
+                        source_id,
+                        field: d.clone(),
+                        fields: h,
+                        due_ms: if container == "delayed" {
+                            score.map(bullmq_due_ms)
+                        } else {
+                            None
+                        },
+                    },
+                    container,
+                ));
+            }
+            for (child, _) in &children {
+                self.flow_children.insert(child.field.clone());
+            }
+            self.flows.push(Flow {
+                parent: Read {
+                    source_id: pid,
+                    field: pfield,
+                    fields: phash,
+                    due_ms: None,
+                },
+                children,
+            });
         }
         Ok(())
     }
 
-    /// Copies the jobs of one source container, a batch at a time. `state` names the report row,
+    /// Copies the planned flows with `Queue::add_flow` (ids stored first, as for every job).
+    async fn copy_flows(&mut self) -> Result<()> {
+        let mapping = self.q.name().key(Family::Migrated);
+        let flows = std::mem::take(&mut self.flows);
+        for flow in flows {
+            let n = flow.children.len() as u64;
+            let mut fields: Vec<&str> = vec![flow.parent.field.as_str()];
+            fields.extend(flow.children.iter().map(|(c, _)| c.field.as_str()));
+            let marks: Vec<Option<String>> = redis::cmd("HMGET")
+                .arg(&mapping)
+                .arg(&fields)
+                .query_async(&mut self.conn())
+                .await?;
+            if marks[0].as_deref().is_some_and(|m| m.contains('|')) {
+                self.report.row("waiting-children").already += 1;
+                self.report.row("flow-children").read += n;
+                self.report.row("flow-children").already += n;
+                if self.o.delete_source {
+                    self.delete_flow_source(&flow).await?;
+                }
+                continue;
+            }
+            self.report.row("waiting-children").written += 1;
+            self.report.row("flow-children").read += n;
+            self.report.row("flow-children").written += n;
+            if self.o.dry_run {
+                continue;
+            }
+            let mut pending = HashMap::new();
+            for (f, m) in fields.iter().zip(&marks) {
+                if let Some(m) = m {
+                    pending.insert(
+                        f.to_string(),
+                        JobId::parse(m.split('|').next().unwrap_or(""))?,
+                    );
+                }
+            }
+            let ids = self.claim_ids(&fields, &pending).await?;
+            let now = server_now_ms(self.q).await?;
+            let job = |this: &mut Self, r: &Read, id: JobId| {
+                let mut o = map_options(
+                    &opts_of(&r.fields),
+                    attempts_made(&r.fields),
+                    &mut this.report.not_mapped,
+                );
+                o.id = Some(id);
+                o.delay_ms = r.due_ms.map_or(0, |d| d.saturating_sub(now));
+                if r.due_ms.is_none() {
+                    o.lifo = false;
+                }
+                FlowJob {
+                    queue: this.q.name().to_string(),
+                    name: r.fields.get("name").cloned().unwrap_or_default(),
+                    data: data_of(&r.fields),
+                    options: o,
+                    children: Vec::new(),
+                }
+            };
+            let mut parent = job(self, &flow.parent, ids[0]);
+            parent.options.delay_ms = 0;
+            for ((child, _), id) in flow.children.iter().zip(&ids[1..]) {
+                let c = job(self, child, *id);
+                parent.children.push(c);
+            }
+            self.q.add_flow(parent).await?;
+            let mut pipe = redis::pipe();
+            for (f, id) in fields.iter().zip(&ids) {
+                pipe.cmd("HSET")
+                    .arg(&mapping)
+                    .arg(*f)
+                    .arg(format!("{id}|flow"))
+                    .arg(format!("={id}"))
+                    .arg(*f)
+                    .ignore();
+            }
+            let _: () = pipe.query_async(&mut self.conn()).await?;
+            if self.o.delete_source {
+                self.delete_flow_source(&flow).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete_flow_source(&mut self, flow: &Flow) -> Result<()> {
+        for (child, container) in &flow.children {
+            let one = [(child.source_id.clone(), child.field.clone())];
+            self.delete_sources(container, &one).await?;
+        }
+        let one = [(flow.parent.source_id.clone(), flow.parent.field.clone())];
+        self.delete_sources("waiting-children", &one).await?;
+        Ok(())
+    }
+
+    /// The emq id of each source job: the one stored by an earlier run (`pending`), else one minted
+    /// now and stored first (HSETNX: a racing run's id wins, and is read back).
+    async fn claim_ids(
+        &self,
+        fields: &[&str],
+        pending: &HashMap<String, JobId>,
+    ) -> Result<Vec<JobId>> {
+        let mapping = self.q.name().key(Family::Migrated);
+        let mut ids: Vec<JobId> = Vec::with_capacity(fields.len());
+        let mut fresh = Vec::new();
+        for f in fields {
+            match pending.get(*f) {
+                Some(id) => ids.push(*id),
+                None => {
+                    let id = self.q.mint_id()?;
+                    ids.push(id);
+                    fresh.push((ids.len() - 1, id));
+                }
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(ids);
+        }
+        let mut pipe = redis::pipe();
+        for (i, id) in &fresh {
+            pipe.cmd("HSETNX")
+                .arg(&mapping)
+                .arg(fields[*i])
+                .arg(id.to_string());
+        }
+        let set: Vec<i64> = pipe.query_async(&mut self.conn()).await?;
+        let lost: Vec<usize> = fresh
+            .iter()
+            .zip(set)
+            .filter(|(_, s)| *s == 0)
+            .map(|((i, _), _)| *i)
+            .collect();
+        for i in lost {
+            let v: String = redis::cmd("HGET")
+                .arg(&mapping)
+                .arg(fields[i])
+                .query_async(&mut self.conn())
+                .await?;
+            if v.contains('|') {
+                return Err(Error::new(
+                    ErrorCode::InvalidState,
+                    format!(
+                        "{} was migrated by another run meanwhile; run one migration at a time",
+                        fields[i]
+                    ),
+                ));
+            }
+            ids[i] = JobId::parse(&v)?;
+        }
+        Ok(ids)
+    }
+
+    /// Copies one source container's jobs, a batch at a time. `state` names the report row,
     /// `container` the source key the ids were read from.
     async fn copy(
         &mut self,
@@ -630,6 +888,9 @@ impl Migration<'_> {
         for ((((id, score), field), hash), mark) in chunk.iter().zip(&fields).zip(hashes).zip(marks)
         {
             let hash = hash?;
+            if self.flow_children.contains(field) {
+                continue; // copied with its flow (copy_flows)
+            }
             self.report.row(state).read += 1;
             if let Some(mark) = &mark {
                 if mark.contains('|') {
@@ -693,53 +954,8 @@ impl Migration<'_> {
             self.report.row(state).written += todo.len() as u64;
             return Ok(());
         }
-        // Mint ids for the jobs not seen before and store them first (HSETNX: a racing run's id
-        // wins, and is read back).
-        let mut ids: Vec<JobId> = Vec::with_capacity(todo.len());
-        let mut fresh = Vec::new();
-        for r in &todo {
-            match pending.get(&r.field) {
-                Some(id) => ids.push(*id),
-                None => {
-                    let id = self.q.mint_id()?;
-                    ids.push(id);
-                    fresh.push((ids.len() - 1, id));
-                }
-            }
-        }
-        if !fresh.is_empty() {
-            let mut pipe = redis::pipe();
-            for (i, id) in &fresh {
-                pipe.cmd("HSETNX")
-                    .arg(&mapping)
-                    .arg(&todo[*i].field)
-                    .arg(id.to_string());
-            }
-            let set: Vec<i64> = pipe.query_async(&mut self.conn()).await?;
-            let lost: Vec<usize> = fresh
-                .iter()
-                .zip(set)
-                .filter(|(_, s)| *s == 0)
-                .map(|((i, _), _)| *i)
-                .collect();
-            for i in lost {
-                let v: String = redis::cmd("HGET")
-                    .arg(&mapping)
-                    .arg(&todo[i].field)
-                    .query_async(&mut self.conn())
-                    .await?;
-                if v.contains('|') {
-                    return Err(Error::new(
-                        ErrorCode::InvalidState,
-                        format!(
-                            "{} was migrated by another run meanwhile; run one migration at a time",
-                            todo[i].field
-                        ),
-                    ));
-                }
-                ids[i] = JobId::parse(&v)?;
-            }
-        }
+        let fields: Vec<&str> = todo.iter().map(|r| r.field.as_str()).collect();
+        let ids = self.claim_ids(&fields, &pending).await?;
         let now = server_now_ms(self.q).await?;
         let written_state = match kind {
             Kind::Finished => state,
@@ -887,6 +1103,7 @@ impl Migration<'_> {
                     field.clone(),
                     format!("{field}:logs"),
                     format!("{field}:lock"),
+                    format!("{field}:dependencies"),
                 ] {
                     n += redis::cmd("DEL")
                         .arg(key)
