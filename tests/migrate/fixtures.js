@@ -8,7 +8,7 @@
 // `all`: "done" completed; "fail-me" failed after 2 attempts ("boom 1", "boom 2"); "held" active
 // with a live lock (60 s; this process exits without releasing it); a flow "parent" waiting for
 // "child-1" and "child-2"; 10 waiting "w" {n: 0..9} then "w-lifo" (LIFO); 4 prioritized "p"
-// (priorities 3, 1, 2, 1); one delayed "d" (5 s; its due time in the summary); job schedulers
+// (priorities 3, 1, 2, 1); one delayed "d" (8 s; its due time in the summary); job schedulers
 // "every-hour" (every 3,600,000 ms) and "cron-9" ("0 9 * * *", Europe/Berlin).
 'use strict';
 const path = require('path');
@@ -76,8 +76,8 @@ async function main() {
     await queue.add('p', { n: 20 + i, priority: prios[i] }, { priority: prios[i], attempts: 3, backoff: { type: 'exponential', delay: 1000 } });
   }
   // BullMQ takes a delayed job's due time from this process's clock: the job's timestamp + delay.
-  const d = await queue.add('d', { n: 30 }, { delay: 5000 });
-  out.delayed_due_ms = d.timestamp + 5000;
+  const d = await queue.add('d', { n: 30 }, { delay: 8000 });
+  out.delayed_due_ms = d.timestamp + 8000;
   await queue.upsertJobScheduler('every-hour', { every: 3600000 }, { name: 'tick', data: { t: 1 } });
   await queue.upsertJobScheduler('cron-9', { pattern: '0 9 * * *', tz: 'Europe/Berlin' }, { name: 'cron', data: { t: 2 } });
   out.counts = await queue.getJobCounts();
