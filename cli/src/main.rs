@@ -130,6 +130,9 @@ enum Command {
     /// Serve the web dashboard (overview, queues, jobs, workers; live; loopback by default).
     Ui(commands::ui::Args),
 
+    /// Copy a BullMQ (or EchoMQ 1.x) queue into an emq queue, crash-safe; prints a report.
+    Migrate(commands::migrate::Args),
+
     /// Run a Rust echo worker on one queue (for cross-language test suites; see `commands/work.rs`).
     #[command(hide = true)]
     Work(commands::work::Args),
@@ -183,6 +186,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Queues(args) => commands::queues::run_queues(&cli.urls, &args).await,
         Command::Workers(args) => commands::queues::run_workers(&cli.urls, &args).await,
         Command::Ui(args) => commands::ui::run(&cli.urls, &args).await,
+        Command::Migrate(args) => commands::migrate::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,
     }
 }

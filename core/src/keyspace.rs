@@ -354,11 +354,15 @@ pub enum Family {
     /// HASH from a live worker's id to its description (JSON: host, pid, language, concurrency,
     /// running, started and last-beat stamps on the server's clock).
     WorkerInfo,
+    /// HASH kept by `emq migrate` (core/src/migrate.rs): from a source job (its BullMQ key,
+    /// `<prefix>:<queue>:<id>`, data) to the emq job id minted for it (`<id>` while the copy may not
+    /// exist yet, `<id>|<state>` once it does), and from `=<emq id>` back to the source key.
+    Migrated,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 29] = [
+    pub const ALL: [Family; 30] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -388,6 +392,7 @@ impl Family {
         Family::Cancels,
         Family::Workers,
         Family::WorkerInfo,
+        Family::Migrated,
     ];
 
     /// The `<type>` part of the key.
@@ -422,6 +427,7 @@ impl Family {
             Family::Cancels => "cancels",
             Family::Workers => "workers",
             Family::WorkerInfo => "worker-info",
+            Family::Migrated => "migrated",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -463,7 +469,8 @@ impl Family {
             | Family::Groups
             | Family::GroupCounts
             | Family::DelayedPriority
-            | Family::WorkerInfo => "hash",
+            | Family::WorkerInfo
+            | Family::Migrated => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }

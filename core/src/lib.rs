@@ -23,6 +23,7 @@ pub mod job_id;
 pub mod keyspace;
 pub mod limits;
 pub mod metrics;
+pub mod migrate;
 pub mod minter;
 pub mod options;
 pub mod outcome;

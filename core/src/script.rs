@@ -558,6 +558,8 @@ scripts! {
     WORKER_GONE => "worker_gone",
     /// Lists the queue's live workers.
     WORKERS_LIST => "workers_list",
+    /// Inserts one finished job copied by `emq migrate`, and marks its source migrated.
+    MIGRATE_FINISHED => "migrate_finished",
 }
 
 #[cfg(test)]

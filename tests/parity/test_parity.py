@@ -37,6 +37,13 @@ CORE_ONLY = {
     "Queue.expire_dedup": "run by workers' maintenance loop",
     "Queue.fire_due_schedulers": "run by workers' scheduler loop",
     "Queue.audit": "an operator's check: `emq audit` and the Rust API",
+    # The queue registry is written by every add and worker heartbeat; operators repair it.
+    "Queue.register": "written by adds and worker heartbeats; `emq queues --repair` for operators",
+    "Queue.unregister": "done by `obliterate`; the Rust API for operators",
+    # A one-off operator's step, run from the CLI (`emq migrate`), not from application code.
+    "Queue.migrate_from_bullmq": "an operator's one-off step: `emq migrate` and the Rust API",
+    "Queue.migrated_id": "the migration's lookup, for operators: `emq migrate` and the Rust API",
+    "Queue.migrated_source": "the migration's lookup, for operators: `emq migrate` and the Rust API",
     "WorkerHandle.close_within": "Rust form of `close` with a deadline; bindings take it as a worker option",
     "WorkerHandle.running": "Rust introspection; bindings report `stats`",
 }

@@ -10,6 +10,7 @@ pub mod job;
 pub mod jobs;
 pub mod keyspace;
 pub mod metrics;
+pub mod migrate;
 pub mod queues;
 pub mod schedule;
 pub mod stats;
