@@ -28,7 +28,7 @@ const ADD_BATCH: usize = 250;
 /// Most add calls of one `add_bulk` waiting for their replies at once.
 const ADD_IN_FLIGHT: usize = 8;
 
-/// The outcome of a spawned script call.
+/// The outcome of a spawned group of script calls.
 fn joined<T>(r: std::result::Result<Result<T>, tokio::task::JoinError>) -> Result<T> {
     r.map_err(|e| Error::new(ErrorCode::Internal, format!("an add task failed: {e}")))?
 }
@@ -301,9 +301,8 @@ impl Queue {
             prepared.push((id, job, serde_json::to_string(&job.data)?));
         }
         let mut ids: Vec<JobId> = prepared.iter().map(|(id, _, _)| *id).collect();
-        // Each call goes out as soon as it is built (on its own task), so Redis runs one batch
-        // while the next is being built; at most ADD_IN_FLIGHT calls wait at once.
-        let mut in_flight = std::collections::VecDeque::new();
+        // The calls go out in order, ADD_IN_FLIGHT at a time in one pipeline (so the jobs land in
+        // the order given), and the next group is built while the previous one is in flight.
         let mut settle = |refused: Vec<String>, first: usize| -> Result<()> {
             for pair in refused.chunks(2) {
                 if let [index, holder] = pair {
@@ -316,33 +315,54 @@ impl Queue {
             Ok(())
         };
         let deadline = self.retry_deadline();
-        // A call that found the datastore unavailable is resent (same ids) until the deadline.
-        let outcome = |r: Result<Vec<String>>, first: usize| {
-            let batch = &prepared[first..(first + ADD_BATCH).min(prepared.len())];
-            async move {
-                match r {
-                    Err(e) if e.code() == ErrorCode::ServerUnavailable => {
-                        self.add_call(batch, deadline).await
-                    }
-                    other => other,
-                }
+        const GROUP: usize = ADD_BATCH * ADD_IN_FLIGHT;
+        let mut pending: Option<(usize, tokio::task::JoinHandle<Result<Vec<Vec<String>>>>)> = None;
+        for (g, group) in prepared.chunks(GROUP).enumerate() {
+            let invs = group
+                .chunks(ADD_BATCH)
+                .map(|batch| self.add_invocation(batch))
+                .collect::<Result<Vec<_>>>()?;
+            if let Some((first, call)) = pending.take() {
+                self.settle_group(&prepared, first, joined(call.await), deadline, &mut settle)
+                    .await?;
             }
-        };
-        for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
-            let inv = self.add_invocation(batch)?;
             let store = self.store.clone();
-            let call = tokio::spawn(async move { inv.invoke::<Vec<String>>(&store).await });
-            in_flight.push_back((n * ADD_BATCH, call));
-            if in_flight.len() >= ADD_IN_FLIGHT {
-                let (first, call) = in_flight.pop_front().expect("in flight");
-                settle(outcome(joined(call.await), first).await?, first)?;
-            }
+            let call = tokio::spawn(async move { store.pipeline::<Vec<String>>(&invs).await });
+            pending = Some((g * GROUP, call));
         }
-        while let Some((first, call)) = in_flight.pop_front() {
-            settle(outcome(joined(call.await), first).await?, first)?;
+        if let Some((first, call)) = pending.take() {
+            self.settle_group(&prepared, first, joined(call.await), deadline, &mut settle)
+                .await?;
         }
         self.register_after_add().await;
         Ok(ids)
+    }
+
+    /// The replies of one pipelined group of add calls starting at job `first`; when the datastore
+    /// was unavailable, each call of the group is resent (same ids) until the deadline, in order.
+    async fn settle_group(
+        &self,
+        prepared: &[(JobId, &NewJob, String)],
+        first: usize,
+        replies: Result<Vec<Vec<String>>>,
+        deadline: Instant,
+        settle: &mut impl FnMut(Vec<String>, usize) -> Result<()>,
+    ) -> Result<()> {
+        let end = (first + ADD_BATCH * ADD_IN_FLIGHT).min(prepared.len());
+        match replies {
+            Ok(replies) => {
+                for (n, refused) in replies.into_iter().enumerate() {
+                    settle(refused, first + n * ADD_BATCH)?;
+                }
+            }
+            Err(e) if e.code() == ErrorCode::ServerUnavailable => {
+                for (n, batch) in prepared[first..end].chunks(ADD_BATCH).enumerate() {
+                    settle(self.add_call(batch, deadline).await?, first + n * ADD_BATCH)?;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     /// Reads a job by its id's text form (the one gate parses it); None when there is no such job.

@@ -372,3 +372,21 @@ async fn metrics_count_and_render_as_prometheus_text() {
     )));
     assert!(samples >= 9 + 6);
 }
+
+/// A bulk add of several thousand jobs (many script calls, more than one pipelined group) lands
+/// them in wait in the order given: the calls used to go out on separate tasks, in any order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_bulk_add_keeps_its_order() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "bulk-order").await;
+        let ids = q.add_bulk(jobs("n", 4_600)).await.unwrap();
+        let waiting = q.list_ids(emq::JobState::Waiting, 0, 10_000).await.unwrap();
+        assert_eq!(waiting.len(), ids.len(), "{topology}");
+        let first_out_of_place = waiting.iter().zip(&ids).position(|(w, i)| w != i);
+        assert_eq!(
+            first_out_of_place, None,
+            "{topology}: wait order differs from the add's"
+        );
+        audit_ok(&q).await;
+    }
+}
