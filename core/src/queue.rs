@@ -28,6 +28,9 @@ const ADD_BATCH: usize = 250;
 /// Most add calls of one `add_bulk` waiting for their replies at once.
 const ADD_IN_FLIGHT: usize = 8;
 
+/// One pipelined group of add calls in flight: the refused (index, holder) pairs of each call.
+type AddGroup = tokio::task::JoinHandle<Result<Vec<Vec<String>>>>;
+
 /// The outcome of a spawned group of script calls.
 fn joined<T>(r: std::result::Result<Result<T>, tokio::task::JoinError>) -> Result<T> {
     r.map_err(|e| Error::new(ErrorCode::Internal, format!("an add task failed: {e}")))?
@@ -316,7 +319,7 @@ impl Queue {
         };
         let deadline = self.retry_deadline();
         const GROUP: usize = ADD_BATCH * ADD_IN_FLIGHT;
-        let mut pending: Option<(usize, tokio::task::JoinHandle<Result<Vec<Vec<String>>>>)> = None;
+        let mut pending: Option<(usize, AddGroup)> = None;
         for (g, group) in prepared.chunks(GROUP).enumerate() {
             let invs = group
                 .chunks(ADD_BATCH)
