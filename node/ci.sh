@@ -30,18 +30,23 @@ fi
   node/test/types/usage.ts
 echo "tsc: index.d.ts type-checks (strict), every @ts-expect-error holds"
 
-echo "== npm pack + install into a fresh folder"
+echo "== npm pack (emq and its platform package @emq/linux-x64-gnu) + install into a fresh folder"
+# The addon travels in the platform package, as npm users get it (scripts/test-packages does the
+# same with no Rust on PATH, and runs examples/node).
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+cp node/emq.linux-x64-gnu.node node/npm/linux-x64-gnu/
 (cd node && npm pack --silent --pack-destination "$tmp" >/dev/null)
-tarball="$(ls "$tmp"/emq-*.tgz)"
-tar tzf "$tarball" > "$tmp/contents"
+(cd node/npm/linux-x64-gnu && npm pack --silent --pack-destination "$tmp" >/dev/null)
+tarball="$(ls "$tmp"/emq-[0-9]*.tgz)"
+platform_tarball="$(ls "$tmp"/emq-linux-x64-gnu-*.tgz)"
+tar tzf "$platform_tarball" > "$tmp/contents"
 grep -qx 'package/emq.linux-x64-gnu.node' "$tmp/contents" \
-  || { echo "the tarball lacks emq.linux-x64-gnu.node" >&2; exit 1; }
+  || { echo "the platform tarball lacks emq.linux-x64-gnu.node" >&2; exit 1; }
 mkdir "$tmp/app"
 cd "$tmp/app"
 echo '{"name":"emq-install-check","version":"1.0.0","private":true}' > package.json
-npm install --silent --no-audit --no-fund --offline "$tarball"
+npm install --silent --no-audit --no-fund --offline "$tarball" "$platform_tarball"
 node -e "
 const emq = require('emq');
 for (const k of ['Queue', 'Worker', 'EmqError', 'InvalidJobId']) {

@@ -112,25 +112,48 @@ function platformTriple() {
   return `${platform}-${arch}`;
 }
 
+/**
+ * The addon, as napi-rs packages do it: EMQ_NATIVE_ADDON when set; else a local
+ * `emq.<triple>.node` beside this file (a checkout after node/build.sh, for development); else the
+ * platform package `@emq/<triple>` (an optional dependency of `emq`: npm installs the one that
+ * matches the machine, with the prebuilt addon inside, so no Rust toolchain is needed).
+ */
 function loadNative() {
   const triple = platformTriple();
-  const file = process.env.EMQ_NATIVE_ADDON || path.join(__dirname, `emq.${triple}.node`);
-  try {
-    return require(file);
-  } catch (e) {
-    const lib = process.platform === 'darwin' ? 'libemq_node.dylib' : process.platform === 'win32' ? 'emq_node.dll' : 'libemq_node.so';
-    const err = new Error(
-      `emq: cannot load the native addon ${file} (${e.message}).\n` +
-        `This package ships a prebuilt addon for linux-x64-gnu only. To build it for ${triple}, ` +
-        `from a checkout of the emq repository run:\n` +
-        `  cargo build --release -p emq-node\n` +
-        `  cp target/release/${lib} node/emq.${triple}.node\n` +
-        `(or run node/build.sh), then install the package from that node/ folder.`,
-      { cause: e },
-    );
-    err.code = 'EMQ_ADDON_NOT_FOUND';
-    throw err;
+  const tried = [];
+  const attempt = (what) => {
+    try {
+      return { addon: require(what) };
+    } catch (e) {
+      tried.push(`${what}: ${e.message.split('\n')[0]}`);
+      return { error: e };
+    }
+  };
+  let r;
+  if (process.env.EMQ_NATIVE_ADDON) {
+    r = attempt(process.env.EMQ_NATIVE_ADDON);
+  } else {
+    const local = path.join(__dirname, `emq.${triple}.node`);
+    r = require('fs').existsSync(local) ? attempt(local) : { error: null };
+    if (!r.addon) {
+      const viaPackage = attempt(`@emq/${triple}`);
+      if (viaPackage.addon || !r.error) r = viaPackage;
+    }
   }
+  if (r.addon) return r.addon;
+  const lib = process.platform === 'darwin' ? 'libemq_node.dylib' : process.platform === 'win32' ? 'emq_node.dll' : 'libemq_node.so';
+  const err = new Error(
+    `emq: cannot load the native addon for ${triple}; tried:\n  ${tried.join('\n  ')}\n` +
+      `npm installs the prebuilt addon as the optional dependency @emq/${triple} (check that ` +
+      `optional dependencies were not omitted, e.g. by --no-optional or --omit=optional). ` +
+      `For a platform without one, build it from a checkout of the emq repository:\n` +
+      `  cargo build --release -p emq-node\n` +
+      `  cp target/release/${lib} node/emq.${triple}.node\n` +
+      `(or run node/build.sh), then install the package from that node/ folder.`,
+    { cause: r.error },
+  );
+  err.code = 'EMQ_ADDON_NOT_FOUND';
+  throw err;
 }
 
 const native = loadNative();

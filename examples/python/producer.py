@@ -1,0 +1,35 @@
+"""Quick start, Python producer: adds one job to the queue `emails` and waits for its result.
+
+    pip install emq
+    python worker.py      # in one terminal (see worker.py)
+    python producer.py    # in another
+
+The datastore is EMQ_URL, default redis://127.0.0.1:6379.
+"""
+
+import asyncio
+import os
+
+import emq
+
+URL = os.environ.get("EMQ_URL", "redis://127.0.0.1:6379")
+
+
+async def main() -> None:
+    queue = await emq.Queue.connect(URL, "emails")
+    job_id = await queue.add("send", {"to": "ada@example.com"}, attempts=3, backoff=("exponential", 1.0))
+    print("added", job_id)
+
+    # Read the result back: poll the job until a worker has finished it (at most 30 s).
+    for _ in range(300):
+        job = await queue.get(job_id)
+        if job is not None and job["state"] in ("completed", "failed"):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise SystemExit(f"job {job_id} did not finish within 30 s: is worker.py running?")
+    print(job["state"], job["result"])
+    await queue.close()
+
+
+asyncio.run(main())
