@@ -255,13 +255,8 @@ impl Queue {
 
     /// Debounces the delayed holder of a dedup key: new data, due time pushed to now + delay.
     async fn debounce(&self, holder: JobId, options: &JobOptions, data: &str) -> Result<bool> {
-        let k = &self.keys;
         let n: i64 = script::DEBOUNCE
-            .prepare()
-            .key(&self.name.job_key(holder, JobPart::Record))
-            .key(&k.delayed)
-            .key(&k.dedup)
-            .key(&k.events)
+            .on(&self.name, Some(holder))?
             .arg(holder)
             .arg(options.dedup.as_deref().unwrap_or(""))
             .arg(data)
@@ -277,9 +272,7 @@ impl Queue {
         let mut dropped = 0;
         loop {
             let n: u64 = script::DEDUP_EXPIRE
-                .prepare()
-                .key(&self.keys.dedup)
-                .key(&self.keys.dedup_expiry)
+                .on(&self.name, None)?
                 .arg(1_000)
                 .invoke(&self.store)
                 .await?;
@@ -375,19 +368,8 @@ impl Queue {
 
     /// Reads a job and its state.
     pub async fn get(&self, id: JobId) -> Result<Option<Job>> {
-        let k = &self.keys;
         let flat: Vec<String> = script::JOB_STATE
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.active)
-            .key(&k.delayed)
-            .key(&k.prioritized)
-            .key(&k.completed)
-            .key(&k.failed)
-            .key(&k.stalled)
-            .key(&k.waiting_children)
+            .on(&self.name, Some(id))?
             .arg(id)
             .invoke(&self.store)
             .await?;
@@ -511,13 +493,8 @@ impl Queue {
 
     /// Stops handing out jobs (adds still land, in paused).
     pub async fn pause(&self) -> Result<()> {
-        let k = &self.keys;
         let _: i64 = script::PAUSE
-            .prepare()
-            .key(&k.meta)
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.events)
+            .on(&self.name, None)?
             .arg(self.max_events)
             .invoke(&self.store)
             .await?;
@@ -526,14 +503,8 @@ impl Queue {
 
     /// Hands out jobs again.
     pub async fn resume(&self) -> Result<()> {
-        let k = &self.keys;
         let _: i64 = script::RESUME
-            .prepare()
-            .key(&k.meta)
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.events)
-            .key(&k.marker)
+            .on(&self.name, None)?
             .arg(self.max_events)
             .invoke(&self.store)
             .await?;
@@ -550,39 +521,25 @@ impl Queue {
         Ok(v.as_deref() == Some("1"))
     }
 
-    pub(crate) fn remove_invocation(&self, id: JobId, allowed: &str, older_ms: u64) -> Invocation {
-        let k = &self.keys;
-        script::REMOVE_JOB
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&self.name.job_key(id, JobPart::Logs))
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.active)
-            .key(&k.leases)
-            .key(&k.delayed)
-            .key(&k.prioritized)
-            .key(&k.completed)
-            .key(&k.failed)
-            .key(&k.stalled)
-            .key(&k.waiting_children)
-            .key(&k.dedup)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.groups)
-            .key(&k.handoff)
-            .key(&k.delayed_priority)
+    pub(crate) fn remove_invocation(
+        &self,
+        id: JobId,
+        allowed: &str,
+        older_ms: u64,
+    ) -> Result<Invocation> {
+        Ok(script::REMOVE_JOB
+            .on(&self.name, Some(id))?
             .arg(id)
             .arg(allowed)
             .arg(self.max_events)
-            .arg(older_ms)
+            .arg(older_ms))
     }
 
     /// Removes a job that is not active: [`Moved::Moved`], [`Moved::NotFound`], or
     /// [`Moved::WrongState`]`(Active)`.
     pub async fn remove(&self, id: JobId) -> Result<Moved> {
         let n: i64 = self
-            .remove_invocation(id, "any", 0)
+            .remove_invocation(id, "any", 0)?
             .invoke(&self.store)
             .await?;
         self.outcome(id, n).await
@@ -608,7 +565,7 @@ impl Queue {
             let invs: Vec<Invocation> = chunk
                 .iter()
                 .map(|id| self.remove_invocation(*id, allowed, older_ms))
-                .collect();
+                .collect::<Result<_>>()?;
             let replies: Vec<i64> = self.store.pipeline(&invs).await?;
             removed += replies.iter().filter(|r| **r == 1).count() as u64;
         }
@@ -785,9 +742,7 @@ impl Queue {
     /// Records a job's progress (any JSON) and announces it on the events stream.
     pub async fn update_progress(&self, id: JobId, progress: &Value) -> Result<()> {
         let n: i64 = script::PROGRESS
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&self.keys.events)
+            .on(&self.name, Some(id))?
             .arg(id)
             .arg(serde_json::to_string(progress)?)
             .arg(self.max_events)
@@ -799,9 +754,7 @@ impl Queue {
     /// Appends a line to a job's log; returns the number of lines kept.
     pub async fn log(&self, id: JobId, line: &str) -> Result<u64> {
         let n: i64 = script::LOG
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&self.name.job_key(id, JobPart::Logs))
+            .on(&self.name, Some(id))?
             .arg(line)
             .arg(MAX_LOG_LINES)
             .invoke(&self.store)
@@ -823,17 +776,8 @@ impl Queue {
     /// Sends a failed job back to wait with its attempts reset; [`Moved::WrongState`] when it is
     /// not failed.
     pub async fn retry(&self, id: JobId) -> Result<Moved> {
-        let k = &self.keys;
         let n: i64 = script::RETRY_JOB
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&k.failed)
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.marker)
-            .key(&k.prioritized)
+            .on(&self.name, Some(id))?
             .arg(id)
             .arg(self.max_events)
             .invoke(&self.store)
@@ -862,17 +806,8 @@ impl Queue {
 
     /// Runs a delayed job now; [`Moved::WrongState`] when it is not delayed.
     pub async fn promote(&self, id: JobId) -> Result<Moved> {
-        let k = &self.keys;
         let n: i64 = script::PROMOTE_JOB
-            .prepare()
-            .key(&k.delayed)
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.marker)
-            .key(&k.prioritized)
-            .key(&k.delayed_priority)
+            .on(&self.name, None)?
             .arg(id)
             .arg(self.max_events)
             .invoke(&self.store)
@@ -891,18 +826,8 @@ impl Queue {
             ..JobOptions::default()
         }
         .validate()?;
-        let k = &self.keys;
         let n: i64 = script::CHANGE_PRIORITY
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.prioritized)
-            .key(&k.delayed)
-            .key(&k.delayed_priority)
-            .key(&k.meta)
-            .key(&k.marker)
-            .key(&k.events)
+            .on(&self.name, Some(id))?
             .arg(id)
             .arg(priority)
             .arg(self.max_events)
@@ -919,25 +844,8 @@ impl Queue {
     /// [`Interrupt::Cancelled`](crate::Interrupt::Cancelled); a binding cancels its task), then
     /// fails it the same way. A job that finished is left as it is.
     pub async fn cancel(&self, id: JobId, reason: &str) -> Result<CancelOutcome> {
-        let k = &self.keys;
         let r: String = script::CANCEL
-            .prepare()
-            .key(&self.name.job_key(id, JobPart::Record))
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.active)
-            .key(&k.delayed)
-            .key(&k.prioritized)
-            .key(&k.stalled)
-            .key(&k.waiting_children)
-            .key(&k.failed)
-            .key(&k.dedup)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.metrics)
-            .key(&k.groups)
-            .key(&k.delayed_priority)
-            .key(&k.cancels)
+            .on(&self.name, Some(id))?
             .arg(id)
             .arg(reason)
             .arg(self.max_events)

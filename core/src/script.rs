@@ -11,7 +11,8 @@
 //! restart).
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::keyspace::Key;
+use crate::job_id::JobId;
+use crate::keyspace::{Family, JobPart, Key, QueueName};
 use crate::store::Store;
 use redis::{FromRedisValue, ToRedisArgs};
 use std::sync::OnceLock;
@@ -114,6 +115,39 @@ impl Script {
             keys: Vec::new(),
             args: Vec::new(),
         }
+    }
+
+    /// Starts a call with every fixed key bound by its header name: a family's key of `queue`
+    /// for a family's name, `record` / `logs` of `job`. A caller adds only the repeating group's
+    /// keys (if any) and the args. Refused (`internal`) when the header names a key that is not one
+    /// role (`finished=completed|failed`: bind those with [`Script::prepare`] and
+    /// [`Invocation::key`]) or a job part without a `job`.
+    pub fn on(&'static self, queue: &QueueName, job: Option<JobId>) -> Result<Invocation> {
+        let h = self.header()?;
+        let fixed = h.keys.len() - usize::from(h.keys_repeat);
+        let mut inv = self.prepare();
+        for (name, roles) in h.keys[..fixed].iter().zip(&h.key_roles) {
+            let refuse = |why: &str| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("{}.lua: KEYS {name}: {why}", self.name),
+                )
+            };
+            let [role] = roles.as_slice() else {
+                return Err(refuse("takes one of several keys; bind it with .key()"));
+            };
+            let key = match (role.as_str(), job) {
+                ("record", Some(id)) => queue.job_key(id, JobPart::Record),
+                ("logs", Some(id)) => queue.job_key(id, JobPart::Logs),
+                ("record" | "logs", None) => return Err(refuse("a job's key, and no job given")),
+                (role, _) => match Family::ALL.iter().find(|f| f.role() == role) {
+                    Some(f) => queue.key(*f),
+                    None => return Err(refuse("not a queue family")),
+                },
+            };
+            inv.keys.push(key);
+        }
+        Ok(inv)
     }
 }
 
