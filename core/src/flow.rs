@@ -100,13 +100,8 @@ impl Queue {
                 q.register_after_add().await;
                 return Ok(());
             }
-            let k = q.keys();
             let mut inv = script::ADD_PARENT
-                .prepare()
-                .key(&q.name().job_key(ids.id, JobPart::Record))
-                .key(&k.waiting_children)
-                .key(&k.meta)
-                .key(&k.events)
+                .on(q.name(), Some(ids.id))?
                 .arg(ids.id)
                 .arg(&flow.name)
                 .arg(data)
@@ -169,7 +164,6 @@ pub(crate) async fn notify_parent(
 ) -> Result<String> {
     let (pq, pid) = parse_ref(parent)?;
     let q = child_queue.queue(pq.as_str())?;
-    let k = q.keys();
     let policy = job
         .options
         .get("parent_policy")
@@ -181,16 +175,7 @@ pub(crate) async fn notify_parent(
         Err(v) => ("failed", v),
     };
     script::CHILD_DONE
-        .prepare()
-        .key(&q.name().job_key(pid, JobPart::Record))
-        .key(&k.waiting_children)
-        .key(&k.wait)
-        .key(&k.paused)
-        .key(&k.failed)
-        .key(&k.meta)
-        .key(&k.events)
-        .key(&k.marker)
-        .key(&k.prioritized)
+        .on(q.name(), Some(pid))?
         .arg(pid)
         .arg(format!("{}:{}", child_queue.name(), child))
         .arg(kind)

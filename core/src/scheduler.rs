@@ -19,7 +19,6 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
-use crate::keyspace::JobPart;
 use crate::options::JobOptions;
 use crate::queue::Queue;
 use crate::script;
@@ -248,11 +247,8 @@ impl Queue {
             spec["cron"] = Value::from(c);
             spec["tz"] = Value::from(z);
         }
-        let k = self.keys();
         let created: i64 = script::SCHEDULER_UPSERT
-            .prepare()
-            .key(&k.schedulers)
-            .key(&k.schedule_due)
+            .on(&self.name, None)?
             .arg(id)
             .arg(spec.to_string())
             .arg(schedule.first_after.as_millis() as u64)
@@ -268,11 +264,8 @@ impl Queue {
 
     /// Deletes the scheduler `id`; true when it existed.
     pub async fn remove_scheduler(&self, id: &str) -> Result<bool> {
-        let k = self.keys();
         let n: i64 = script::SCHEDULER_REMOVE
-            .prepare()
-            .key(&k.schedulers)
-            .key(&k.schedule_due)
+            .on(&self.name, None)?
             .arg(id)
             .invoke(self.store())
             .await?;
@@ -316,11 +309,8 @@ impl Queue {
 
     /// Fires every due scheduler once; returns the runs enqueued and the ms until the next is due.
     pub async fn fire_due_schedulers(&self) -> Result<(u64, Option<u64>)> {
-        let k = self.keys();
         let reply: Vec<redis::Value> = script::SCHEDULERS_DUE
-            .prepare()
-            .key(&k.schedule_due)
-            .key(&k.schedulers)
+            .on(&self.name, None)?
             .arg(100)
             .invoke(self.store())
             .await?;
@@ -369,17 +359,7 @@ impl Queue {
             };
             let id: JobId = self.mint_id()?;
             let n: i64 = script::SCHEDULER_FIRE
-                .prepare()
-                .key(&k.schedulers)
-                .key(&k.schedule_due)
-                .key(&self.name().job_key(id, JobPart::Record))
-                .key(&k.wait)
-                .key(&k.paused)
-                .key(&k.meta)
-                .key(&k.events)
-                .key(&k.marker)
-                .key(&k.groups)
-                .key(&k.prioritized)
+                .on(&self.name, Some(id))?
                 .arg(&d.id)
                 .arg(id)
                 .arg(self.max_events)

@@ -824,17 +824,8 @@ async fn unblock(s: &Arc<Shared>, client_id: Option<i64>) -> bool {
 /// None when the general claim must decide (paused, limits, priorities, or already taken).
 async fn claim_named(s: &Arc<Shared>, id: JobId) -> Result<Option<(Job, String)>> {
     let q = &s.queue;
-    let k = q.keys();
     let reply: Vec<redis::Value> = script::CLAIM_ID
-        .prepare()
-        .key(&q.name().job_key(id, JobPart::Record))
-        .key(&k.wait)
-        .key(&k.active)
-        .key(&k.leases)
-        .key(&k.meta)
-        .key(&k.events)
-        .key(&k.marker)
-        .key(&k.prioritized)
+        .on(s.queue.name(), Some(id))?
         .arg(id)
         .arg(s.opts.lease.as_millis() as u64)
         .arg(q.max_events)
@@ -1462,14 +1453,9 @@ fn note_finish_error(s: &Shared, id: JobId, e: crate::Error) {
 }
 
 async fn renew(s: &Shared, lease_ms: u64, pairs: &[(JobId, String)]) -> Result<Vec<String>> {
-    let k = s.queue.keys();
     let mut lost = Vec::new();
     for chunk in pairs.chunks(500) {
-        let mut inv = script::RENEW
-            .prepare()
-            .key(&k.active)
-            .key(&k.leases)
-            .arg(lease_ms);
+        let mut inv = script::RENEW.on(s.queue.name(), None)?.arg(lease_ms);
         for (id, token) in chunk {
             inv = inv.arg(*id).arg(token);
         }
@@ -1522,19 +1508,8 @@ async fn sweep_loop(s: Arc<Shared>) {
 
 async fn sweep_once(s: &Shared) -> Result<()> {
     let q = &s.queue;
-    let k = q.keys();
     let ids: Vec<String> = script::SWEEP
-        .prepare()
-        .key(&k.active)
-        .key(&k.leases)
-        .key(&k.stalled)
-        .key(&k.sweep)
-        .key(&k.handoff)
-        .key(&k.wait)
-        .key(&k.paused)
-        .key(&k.meta)
-        .key(&k.events)
-        .key(&k.marker)
+        .on(s.queue.name(), None)?
         .arg(s.opts.stalled_interval.as_millis() as u64)
         .arg(1_000)
         .arg(q.max_events)
@@ -1542,19 +1517,7 @@ async fn sweep_once(s: &Shared) -> Result<()> {
         .await?;
     for id in ids.iter().filter_map(|t| JobId::parse(t).ok()) {
         let r: String = script::RECOVER
-            .prepare()
-            .key(&q.name().job_key(id, JobPart::Record))
-            .key(&q.name().job_key(id, JobPart::Logs))
-            .key(&k.stalled)
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.failed)
-            .key(&k.dedup)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.marker)
-            .key(&k.groups)
-            .key(&k.prioritized)
+            .on(s.queue.name(), Some(id))?
             .arg(id)
             .arg(s.opts.max_stalls)
             .arg(
