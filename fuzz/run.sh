@@ -3,7 +3,7 @@
 # and prints libFuzzer's figures per target. Uses `cargo fuzz` when installed (nightly); otherwise
 # builds the same libfuzzer-sys targets with the installed toolchain's coverage instrumentation
 # (`-Cpasses=sancov-module`, no sanitizer: emq's parsers are safe Rust, a panic is the finding).
-# Corpora live in fuzz/corpus/<target> (seeded from fuzz/seeds/<target>), crashes in fuzz/artifacts.
+# FUZZ_SKIP="a b" skips targets. Corpora live in fuzz/corpus/<target> (seeded from fuzz/seeds/<target>), crashes in fuzz/artifacts.
 set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-10}"
@@ -16,6 +16,7 @@ export RUSTFLAGS="${RUSTFLAGS:-} -Cpasses=sancov-module -Cllvm-args=-sanitizer-c
 triple=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release --quiet --bins --target "$triple"
 for t in "${targets[@]}"; do
+  if [[ " ${FUZZ_SKIP:-} " == *" $t "* ]]; then echo "fuzz: $t skipped (FUZZ_SKIP)"; continue; fi
   mkdir -p "corpus/$t" "artifacts/$t"
   [ -d "seeds/$t" ] && cp -n seeds/"$t"/* "corpus/$t/" 2>/dev/null || true
   if [ -n "${RUNS:-}" ]; then limit=(-runs="$RUNS"); else limit=(-max_total_time="$secs"); fi

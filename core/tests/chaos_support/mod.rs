@@ -348,6 +348,14 @@ impl Fleet {
         self.stats.get(&n).copied().unwrap_or((0, 0))
     }
 
+    /// The jobs the last faulted child had running when the fault began.
+    pub fn last_in_flight(&self) -> Vec<String> {
+        self.faults
+            .last()
+            .map(|f| f.in_flight.clone())
+            .unwrap_or_default()
+    }
+
     pub fn faults(&self) -> usize {
         self.faults.len()
     }
@@ -505,6 +513,73 @@ fn pump(
     }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Measures how long jobs stranded by a fault stay in `active`: a job is out once the stall sweep
+/// counted it (its `stalls` went up) or it finished. Polls every 25 ms on its own task.
+pub struct StrandWatch {
+    pending: Arc<std::sync::Mutex<Vec<(emq::JobId, Instant, u32)>>>,
+    pub out_ms: Arc<std::sync::Mutex<Vec<u64>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl StrandWatch {
+    pub fn start(q: Queue) -> StrandWatch {
+        let w = StrandWatch {
+            pending: Arc::default(),
+            out_ms: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (pending, out, stop) = (w.pending.clone(), w.out_ms.clone(), w.stop.clone());
+        tokio::spawn(async move {
+            let until = Instant::now() + Duration::from_secs(900);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                let now: Vec<_> = pending.lock().unwrap().clone();
+                for (id, at, stalls) in now {
+                    let Ok(Some(job)) = q.get(id).await else {
+                        continue;
+                    };
+                    if job.stalls > stalls || job.finished_ms.is_some() {
+                        out.lock().unwrap().push(at.elapsed().as_millis() as u64);
+                        pending.lock().unwrap().retain(|p| p.0 != id);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        });
+        w
+    }
+
+    /// Watches `ids`, stranded at `at`, whose stall counts were read just after the fault.
+    pub async fn watch(&self, q: &Queue, ids: &[String], at: Instant) {
+        for id in ids {
+            let id = emq::JobId::parse(id).unwrap();
+            if let Ok(Some(job)) = q.get(id).await {
+                if job.finished_ms.is_none() {
+                    self.pending.lock().unwrap().push((id, at, job.stalls));
+                }
+            }
+        }
+    }
+
+    /// The longest stay in `active` after a fault, and how many jobs are still being watched.
+    pub fn worst(&self) -> (u64, usize) {
+        let worst = self
+            .out_ms
+            .lock()
+            .unwrap()
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0);
+        (worst, self.pending.lock().unwrap().len())
+    }
+}
+
+impl Drop for StrandWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Polls `f` every 25 ms until it holds or `limit` passes; returns whether it held.

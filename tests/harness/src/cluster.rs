@@ -256,7 +256,8 @@ fn wait_replicas_linked(nodes: &[RedisServer], deadline: Instant) -> io::Result<
                 .command(&["INFO", "replication"])?
                 .as_text()
                 .unwrap_or_default();
-            if info.contains("role:slave") && !info.contains("master_link_status:up") {
+            let replica = info.contains("role:slave") || info.contains("role:replica");
+            if replica && !info.contains("master_link_status:up") {
                 pending = Some(node.port());
                 break;
             }
