@@ -174,6 +174,7 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
                 Some(j) => assert!(j.finished_ms.is_some() && j.failure.is_none(), "{j:?}"),
             }
         }
+        let audit = q.audit().await.unwrap();
         let b = book.lock().unwrap();
         let twice = b.runs.values().filter(|&&r| r > 1).count();
         // The longest pause between completions from the kill until the victim resumed.
@@ -190,7 +191,8 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
             gap = gap.max(t.duration_since(prev).as_millis() as u64);
             prev = *t;
         }
-        let audit = q.audit().await.unwrap();
+        let add_errors = b.add_errors.len();
+        drop(b);
         if i > 0 {
             assert_eq!(
                 missing, 0,
@@ -204,7 +206,7 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
         }
         figures.push(json!({
             "queue": i, "victim": i == 0, "acked": acked.len(), "lost": missing,
-            "run_twice": twice, "add_errors": b.add_errors.len(),
+            "run_twice": twice, "add_errors": add_errors,
             "completions_during_failover": ts.len(), "max_pause_ms": gap,
             "audit_ok": audit.ok(), "audit_problems": audit.problems.len(),
         }));

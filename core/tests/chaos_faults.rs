@@ -2,8 +2,8 @@
 //! worker frozen past its lease (SIGSTOP / SIGCONT), a network partition between a worker and the
 //! datastore longer than the lease (a TCP proxy under the test's control), and the datastore
 //! SIGKILLed and restarted from its AOF. After each: no job lost, every extra run explained by a
-//! fault on the worker that ran it, the audit clean, and stranded jobs back at work within lease
-//! + sweep interval + margin. Short profile by default (CI); `EMQ_CHAOS=long` for the long one;
+//! fault on the worker that ran it, the audit clean, and stranded jobs out of `active` within
+//! lease, sweep interval and margin. Short profile by default (CI); `EMQ_CHAOS=long` for the long one;
 //! `EMQ_CHAOS_REPORT=<file>` collects the figures (see tests/chaos/run.sh and RELIABILITY.md).
 
 mod chaos_support;

@@ -14,5 +14,6 @@ cargo test -p emq --test chaos_faults --test chaos_failover -- --test-threads=1
 python3 tests/chaos/render.py "$EMQ_CHAOS_REPORT" --summary
 if [ "$profile" = long ]; then
   python3 tests/chaos/render.py "$EMQ_CHAOS_REPORT" --into RELIABILITY.md
+  cp "$EMQ_CHAOS_REPORT" tests/chaos/long-report.jsonl
   echo "chaos: RELIABILITY.md table rewritten from $EMQ_CHAOS_REPORT"
 fi
