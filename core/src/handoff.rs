@@ -41,11 +41,12 @@ fn netstrings(mut rest: &[u8]) -> Result<Vec<String>> {
             .ok()
             .and_then(|t| t.parse().ok())
             .ok_or_else(|| malformed("bad length"))?;
-        let body = rest
-            .get(colon + 1..colon + 1 + len)
-            .ok_or_else(|| malformed("short"))?;
+        let end = (colon + 1)
+            .checked_add(len)
+            .ok_or_else(|| malformed("bad length"))?;
+        let body = rest.get(colon + 1..end).ok_or_else(|| malformed("short"))?;
         out.push(String::from_utf8(body.to_vec()).map_err(|_| malformed("not UTF-8"))?);
-        rest = &rest[colon + 1 + len..];
+        rest = &rest[end..];
     }
     Ok(out)
 }
@@ -122,6 +123,16 @@ mod tests {
             b"x".to_vec(),
         ] {
             assert!(parse(&bad).is_err(), "{:?}", String::from_utf8_lossy(&bad));
+        }
+    }
+
+    #[test]
+    fn a_length_near_usize_max_is_refused_not_an_overflow() {
+        // Found by fuzz/fuzz_targets/handoff_entry.rs: `colon + 1 + len` overflowed (a panic in
+        // debug builds) for a length of usize::MAX.
+        for len in [usize::MAX, usize::MAX - 1, usize::MAX - 3] {
+            let entry = format!("{len}:ab");
+            assert!(parse(entry.as_bytes()).is_err(), "{entry}");
         }
     }
 }

@@ -53,3 +53,13 @@ pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Store, Topology};
 pub use worker::{CloseReport, Worker, WorkerAborter, WorkerHandle, WorkerOptions, WorkerStats};
 pub use worker_registry::WorkerInfo;
+
+/// Entry points for the fuzz targets in `fuzz/` (not part of the API): parsers of outside bytes
+/// that are private to the core.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Parses a `handoff` entry (the netstrings a claim script pushes); `Ok` holds the job's id.
+    pub fn handoff_entry(entry: &[u8]) -> crate::Result<crate::JobId> {
+        crate::handoff::parse(entry).map(|h| h.job.id)
+    }
+}

@@ -27,7 +27,8 @@ pub struct SlotRange {
     pub port: u16,
 }
 
-/// N masters, 0 replicas; all nodes stopped on drop.
+/// N masters and (with [`RedisCluster::start_with_replicas`]) their replicas; all nodes stopped
+/// on drop.
 #[derive(Debug)]
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
@@ -36,6 +37,25 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(masters: usize) -> io::Result<RedisCluster> {
+        Self::start_with_replicas(masters, 0, &[])
+    }
+
+    /// `masters` masters with `replicas` replicas each (`redis-cli --cluster create
+    /// --cluster-replicas`, so 3+ masters when `replicas > 0`), every node started with
+    /// `extra_args` too (e.g. `--cluster-node-timeout 2000` for a quick failover). Returns once
+    /// the slot map is agreed and every replica's link to its master is up. `nodes()` lists the
+    /// masters first, in the order the slot ranges were assigned by `--cluster create`.
+    pub fn start_with_replicas(
+        masters: usize,
+        replicas: usize,
+        extra_args: &[&str],
+    ) -> io::Result<RedisCluster> {
+        if replicas > 0 && masters < 3 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "replicas need 3 or more masters (redis-cli --cluster create)",
+            ));
+        }
         if masters == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -43,19 +63,24 @@ impl RedisCluster {
             ));
         }
         let deadline = Instant::now() + CLUSTER_TIMEOUT;
-        let mut nodes = Vec::with_capacity(masters);
-        for _ in 0..masters {
+        let total = masters * (1 + replicas);
+        let mut nodes = Vec::with_capacity(total);
+        for _ in 0..total {
             nodes.push(RedisServer::start_with(ServerOptions {
                 cluster_enabled: true,
+                extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
                 ..ServerOptions::default()
             })?);
         }
         if masters >= 3 {
-            create_with_redis_cli(&nodes, deadline)?;
+            create_with_redis_cli(&nodes, replicas, deadline)?;
         } else {
             create_by_hand(&nodes)?;
         }
         let slots = wait_converged(&nodes, deadline)?;
+        if replicas > 0 {
+            wait_replicas_linked(&nodes, deadline)?;
+        }
         Ok(RedisCluster { nodes, slots })
     }
 
@@ -97,13 +122,17 @@ impl RedisCluster {
     }
 }
 
-fn create_with_redis_cli(nodes: &[RedisServer], deadline: Instant) -> io::Result<()> {
+fn create_with_redis_cli(
+    nodes: &[RedisServer],
+    replicas: usize,
+    deadline: Instant,
+) -> io::Result<()> {
     let mut c = Command::new(cmd::cli_program());
     c.arg("--cluster").arg("create");
     for n in nodes {
         c.arg(format!("127.0.0.1:{}", n.port()));
     }
-    c.args(["--cluster-replicas", "0", "--cluster-yes"]);
+    c.args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]);
     let left = deadline.saturating_duration_since(Instant::now());
     let out = cmd::run_ok(&mut c, left.max(Duration::from_secs(1)))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -216,6 +245,36 @@ fn check_once(nodes: &[RedisServer], ports: &BTreeSet<u16>) -> Result<Vec<SlotRa
         }
     }
     agreed.ok_or_else(|| "no nodes".to_string())
+}
+
+/// Polls until every replica reports `master_link_status:up` (its first sync done).
+fn wait_replicas_linked(nodes: &[RedisServer], deadline: Instant) -> io::Result<()> {
+    loop {
+        let mut pending = None;
+        for node in nodes {
+            let info = node
+                .command(&["INFO", "replication"])?
+                .as_text()
+                .unwrap_or_default();
+            let replica = info.contains("role:slave") || info.contains("role:replica");
+            if replica && !info.contains("master_link_status:up") {
+                pending = Some(node.port());
+                break;
+            }
+        }
+        let Some(port) = pending else {
+            return Ok(());
+        };
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "replica on port {port} not linked to its master within {CLUSTER_TIMEOUT:?}"
+                ),
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// CLUSTER SLOTS reply -> sorted ranges with the master's port.
