@@ -1,5 +1,16 @@
 // Type declarations of the `emq` package (Node.js bindings of the emq core).
 
+// Node's AbortSignal, as far as emq's types use it (merges with the DOM's or @types/node's
+// declaration when either is present; this file needs neither).
+declare global {
+  interface AbortSignal {
+    readonly aborted: boolean;
+    readonly reason: any;
+    addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+    removeEventListener(type: 'abort', listener: () => void): void;
+  }
+}
+
 /** A job id minted by the core: `j` + 15 lowercase base32 characters. Only the core mints them. */
 export type JobId = string & { readonly __brand: 'JobId' };
 
@@ -43,9 +54,13 @@ export interface JobOptions {
   lease?: number;
   /** Time limit for one run of the handler (default: none). */
   timeout?: number;
-  /** Delete the job as soon as it completes. */
+  /**
+   * Delete the job as soon as it completes. Per job only `true`/`false`: retention by count or age
+   * is queue-wide, a `Worker` option (`{ removeOnComplete: { count, age } }`); a count or an object
+   * here is refused with `invalid_option`.
+   */
   removeOnComplete?: boolean;
-  /** Delete the job as soon as it finally fails. */
+  /** Delete the job as soon as it finally fails (per job only `true`/`false`, as `removeOnComplete`). */
   removeOnFail?: boolean;
   /** While a job with this key is waiting or active, adding another returns the first one's id. */
   dedup?: string;
@@ -78,7 +93,7 @@ export interface BulkJob<T = unknown> {
 }
 
 export interface Failure {
-  /** `handler_failed`, `timeout`, `stalled`, or the thrown error's own string `code`. */
+  /** `handler_failed`, `timeout`, `cancelled`, `stalled`, or the thrown error's own string `code`. */
   code: string;
   message: string;
   stack?: string;
@@ -114,6 +129,14 @@ export interface ActiveJob<T = any> {
   /** Attempts made before this one (0 on the first run). */
   attemptsMade: number;
   attempts: number;
+  /**
+   * Aborted when the worker asks this run to stop; `signal.reason` is a `JobInterrupted` whose
+   * `code` says why: 'cancelled' (`queue.cancel`), 'timeout' (the job's `timeout`) or 'shutdown'
+   * (the close grace period ended, or `worker.abort()`). Pass it to `fetch` & co, or listen for
+   * 'abort' and return/throw: the job's outcome is recorded (and a retry can start) only once the
+   * handler's promise has settled, whatever it settles with.
+   */
+  readonly signal: AbortSignal;
   /** Records progress (any JSON value). */
   updateProgress(progress: unknown): Promise<void>;
   /** Appends a line to the job's log; resolves to the number of lines kept. */
@@ -304,9 +327,51 @@ export declare class Queue {
   recentEvents(limit?: number): Promise<QueueEvent[]>;
   /** Counts, jobs finished per minute over the last hour, and lifetime counters. */
   metrics(): Promise<QueueMetrics>;
+  /**
+   * Cancels a job: 'cancelled' (it was waiting or delayed: it will not run, and ends failed with
+   * the failure code `cancelled` and `reason` in its message), 'requested' (it is running: its
+   * worker aborts `job.signal`; it ends failed `cancelled`, not retried), 'finished' (too late),
+   * 'not_found'.
+   */
+  cancel(id: JobId | string, reason?: string): Promise<CancelOutcome>;
+  /**
+   * Waits up to `timeout` ms (default 30000) for a job to finish, also one that finished before
+   * the call: resolves to its result; rejects with `HandlerFailed` (`failureCode`, `message`,
+   * `stack` of the job's failure) when it failed for good, `Timeout` when it did not finish in
+   * time, `JobNotFound` when there is no such job.
+   */
+  wait<R = Json>(id: JobId | string, opts?: { timeout?: number }): Promise<R>;
+  /** The live workers of this queue (every language), from the worker registry. */
+  workers(): Promise<WorkerInfo[]>;
   /** Releases the queue's node-id lease. */
   close(): Promise<void>;
 }
+
+export type CancelOutcome = 'cancelled' | 'requested' | 'finished' | 'not_found';
+
+/** A live worker as registered (times: server ms). */
+export interface WorkerInfo {
+  id: string;
+  queue: string;
+  host: string;
+  pid: number;
+  /** 'node', 'python', 'rust', ... */
+  language: string;
+  concurrency: number;
+  running: number;
+  version: string;
+  startedMs: number;
+  beatMs: number;
+  lapseMs: number;
+}
+
+/**
+ * Retention of finished jobs, queue-wide (applied by the workers in the background, every 5 s):
+ * `true` keeps none, `false` keeps all (memory grows without bound), a number keeps the newest
+ * that many, `{ count, age }` keeps at most `count` and none older than `age` ms (a field left
+ * out is no limit).
+ */
+export type Retention = boolean | number | { count?: number; age?: number };
 
 /** Options of a worker. Times are in milliseconds. */
 export interface WorkerOptions {
@@ -320,8 +385,21 @@ export interface WorkerOptions {
   maxStalls?: number;
   /** Longest single wait for work (default 5000). */
   blockTimeout?: number;
-  /** How long `close` waits for in-flight jobs before giving them back (default 10000). */
+  /**
+   * The shutdown grace period: how long `close` lets running handlers finish (default 10000)
+   * before it aborts their `job.signal` (reason code 'shutdown') and gives their jobs back to
+   * waiting, their attempt not counted.
+   */
   shutdownTimeout?: number;
+  /**
+   * Retention of completed jobs, queue-wide (default: the newest 1,000, none older than a day;
+   * the last worker started wins).
+   */
+  removeOnComplete?: Retention;
+  /** Retention of failed jobs, queue-wide (default: the newest 10,000, none older than 7 days). */
+  removeOnFail?: Retention;
+  /** Same as calling `worker.closeOnSignals()`: SIGINT/SIGTERM close gracefully, a second aborts. */
+  handleSignals?: boolean;
 }
 
 export interface WorkerStats {
@@ -334,17 +412,51 @@ export interface WorkerStats {
 
 export type Handler<T = any, R = unknown> = (job: ActiveJob<T>) => R | Promise<R>;
 
+/**
+ * A worker, and an EventEmitter of its own runs' outcomes: 'completed' (job, result) and 'failed'
+ * (job, error) as its handler settled them (an interrupted run emits 'failed' with the signal's
+ * reason; a job given back at shutdown emits neither); 'closed' once `close` finished; 'error'
+ * (error) for faults of the worker itself (a listener that threw, a close on a signal that
+ * failed). Without an 'error' listener those are dropped: a worker never throws into the process.
+ */
 export declare class Worker<T = any, R = unknown> {
   /** Starts processing at once. A throw or rejection fails the job; a returned value is its result. */
   constructor(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions);
   static start<T = any, R = unknown>(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions): Promise<Worker<T, R>>;
   readonly queue: Queue;
+  /** Counters (after `close`: as they were when the close began, `running` 0). */
   stats(): WorkerStats;
   /**
-   * Stops fetching, waits up to `timeout` ms for in-flight jobs, gives the rest back to the queue,
-   * and stops keeping the process alive. Resolves to how many jobs were given back.
+   * Graceful shutdown: stops fetching, lets running handlers finish for up to `timeout` ms
+   * (default: `shutdownTimeout`), then aborts the signals of those still running and gives their
+   * jobs back to waiting, attempts not counted; stops keeping the process alive. Resolves to how
+   * many jobs were given back.
    */
   close(opts?: { timeout?: number }): Promise<number>;
+  /**
+   * Stops at once (a second Ctrl-C): aborts every running job's signal (code 'shutdown'), releases
+   * nothing (the jobs come back through their leases, as after a crash), cuts a close short.
+   */
+  abort(): Promise<number>;
+  /** SIGINT/SIGTERM (or `signals`): the first closes gracefully, a second aborts. Returns the worker. */
+  closeOnSignals(opts?: { signals?: string[] }): this;
+  on(event: 'completed', listener: (job: ActiveJob<T>, result: R) => void): this;
+  on(event: 'failed', listener: (job: ActiveJob<T>, error: unknown) => void): this;
+  on(event: 'error', listener: (error: Error) => void): this;
+  on(event: 'closed', listener: () => void): this;
+  once(event: 'completed', listener: (job: ActiveJob<T>, result: R) => void): this;
+  once(event: 'failed', listener: (job: ActiveJob<T>, error: unknown) => void): this;
+  once(event: 'error', listener: (error: Error) => void): this;
+  once(event: 'closed', listener: () => void): this;
+  /** EventEmitter's (a Worker is one at run time). */
+  off(event: 'completed' | 'failed' | 'error' | 'closed', listener: (...args: any[]) => void): this;
+  removeListener(event: 'completed' | 'failed' | 'error' | 'closed', listener: (...args: any[]) => void): this;
+  listenerCount(event: 'completed' | 'failed' | 'error' | 'closed'): number;
+}
+
+/** Why a job's signal was aborted (`job.signal.reason`); not an EmqError (nothing went wrong). */
+export declare class JobInterrupted extends Error {
+  readonly code: 'cancelled' | 'timeout' | 'shutdown';
 }
 
 export type ErrorCode =
@@ -392,7 +504,14 @@ export declare class JobNotFound extends EmqError { readonly code: 'job_not_foun
 export declare class InvalidState extends EmqError { readonly code: 'invalid_state'; constructor(message: string); }
 export declare class Timeout extends EmqError { readonly code: 'timeout'; constructor(message: string); }
 export declare class Closed extends EmqError { readonly code: 'closed'; constructor(message: string); }
-export declare class HandlerFailed extends EmqError { readonly code: 'handler_failed'; constructor(message: string); }
+/** A job failed (from `queue.wait`): `failureCode`, `message` and `stack` are the job's failure's. */
+export declare class HandlerFailed extends EmqError {
+  readonly code: 'handler_failed';
+  constructor(message: string);
+  /** The job's failure code: `handler_failed`, `timeout`, `cancelled`, `stalled`, or the handler's own. */
+  readonly failureCode?: string;
+  readonly failure?: Failure;
+}
 export declare class Internal extends EmqError { readonly code: 'internal'; constructor(message: string); }
 
 /** Throw it from a handler to fail the job without its remaining attempts. */

@@ -6,6 +6,7 @@
 // batches (one JSON array per wake-up) and this file settles each back through the native worker.
 
 const path = require('path');
+const { EventEmitter } = require('events');
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -181,6 +182,7 @@ const JOB_OPTIONS = new Set([
 ]);
 const WORKER_OPTIONS = new Set([
   'concurrency', 'lease', 'stalledInterval', 'maxStalls', 'blockTimeout', 'shutdownTimeout',
+  'removeOnComplete', 'removeOnFail', 'handleSignals',
 ]);
 
 function checkKeys(kind, opts, allowed) {
@@ -211,6 +213,16 @@ function jobOpts(opts) {
     if (v !== undefined && v !== null) {
       checkFinite(k, v);
       out[k] = v;
+    }
+  }
+  for (const k of ['removeOnComplete', 'removeOnFail']) {
+    if (out[k] !== undefined && typeof out[k] !== 'boolean') {
+      // The core keeps finished jobs by count and age queue-wide, not per job.
+      throw emqError(
+        'invalid_option',
+        `the job option ${k} takes true or false; retention by count or age is queue-wide: ` +
+          `pass { ${k}: ${JSON.stringify(out[k])} } to new Worker(queue, handler, opts)`,
+      );
     }
   }
   if (typeof out.backoff === 'number') out.backoff = { type: 'fixed', delay: out.backoff };
@@ -274,6 +286,7 @@ function flowPayloads(flow, what, out = []) {
 
 const kNative = Symbol('emq.native');
 const kToken = Symbol('emq.token');
+const kSlot = Symbol('emq.slot');
 
 /** A handle on one queue. Get one with `await Queue.connect(url | urls, name)`. */
 class Queue {
@@ -521,6 +534,41 @@ class Queue {
     return JSON.parse(await call(() => this[kNative].metrics()));
   }
 
+  /**
+   * Cancels a job with `reason`. Resolves to 'cancelled' (it was waiting or delayed: it will not
+   * run, and ends failed with the failure code `cancelled`), 'requested' (it is running: the
+   * worker aborts its `job.signal`, and it ends failed with the code `cancelled`, not retried),
+   * 'finished' (it had already finished) or 'not_found'.
+   */
+  async cancel(id, reason = '') {
+    if (typeof reason !== 'string') throw emqError('invalid_option', 'cancel(id, reason): reason must be a string');
+    return call(() => this[kNative].cancel(id, reason));
+  }
+
+  /**
+   * Waits up to `timeout` ms (default 30000) for a job to finish, also one that finished before
+   * the call. Resolves to its result; rejects with a HandlerFailed (code `handler_failed`) whose
+   * `failureCode` is the job's failure code (`handler_failed`, `timeout`, `cancelled`, `stalled`,
+   * or the handler's own), with the failure's message and `stack`; with a Timeout (code
+   * `timeout`) when it did not finish in time; with JobNotFound when there is no such job.
+   */
+  async wait(id, { timeout = 30000 } = {}) {
+    checkFinite('timeout', timeout);
+    const r = JSON.parse(await call(() => this[kNative].wait(id, timeout)));
+    if (r.ok) return r.result;
+    const f = r.failure || {};
+    const e = emqError('handler_failed', f.message ?? 'the job failed');
+    e.failureCode = f.code ?? 'handler_failed';
+    e.failure = f;
+    if (typeof f.stack === 'string') e.stack = f.stack;
+    throw e;
+  }
+
+  /** The live workers of this queue: `{ id, queue, host, pid, language, concurrency, running, ... }`. */
+  async workers() {
+    return JSON.parse(await call(() => this[kNative].workers()));
+  }
+
   /** Releases the queue's node-id lease. */
   async close() {
     return call(() => this[kNative].close());
@@ -556,17 +604,36 @@ function failure(e) {
 }
 
 /**
- * The worker's dispatcher: the addon calls it with a JSON array of jobs (one call per wake-up, as
- * many jobs as arrived since the last one). It runs `handler` on each and settles each job through
- * the native worker: successes are gathered and sent in one `complete` call per microtask
- * checkpoint, failures one `fail` call each. It never throws, and no outcome ever rejects: a
- * synchronous throw, a rejection or an unserialisable result fails that job only. A promise that
- * never settles is left to the job's timeout and lease, which the core enforces.
+ * Why a running job's `job.signal` was aborted (its `reason`): `code` is 'cancelled'
+ * (queue.cancel), 'timeout' (the job's timeout) or 'shutdown' (the worker's close grace period
+ * ended, or worker.abort()). Not an EmqError: nothing went wrong.
  */
-function dispatcher(handler, queue, worker) {
+class JobInterrupted extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+  get name() {
+    return 'JobInterrupted';
+  }
+}
+
+/**
+ * The worker's dispatcher: the addon calls it with a JSON array of entries (one call per wake-up,
+ * as many as arrived since the last one): jobs, and aborts (`{ s, abort, reason }`: the core
+ * interrupted the run of job `s`). It runs `handler` on each job and settles each through the
+ * native worker: successes are gathered and sent in one `complete` call per microtask checkpoint,
+ * failures one `fail` call each. An abort aborts the job's `signal`; the core ends the run only
+ * once the handler's promise has settled. It never throws, and no outcome ever rejects: a
+ * synchronous throw, a rejection or an unserialisable result fails that job only.
+ */
+function dispatcher(handler, queue, slot) {
   let seqs = [];
   let results = [];
   let flushQueued = false;
+  // Jobs handed to the handler and not settled yet, by sequence number.
+  const live = new Map();
+  slot.live = live;
   const flush = () => {
     flushQueued = false;
     const s = seqs;
@@ -574,18 +641,26 @@ function dispatcher(handler, queue, worker) {
     seqs = [];
     results = [];
     try {
-      worker.native.complete(s, r);
-    } catch (_) {
-      /* the worker is gone: its jobs were released */
+      slot.native.complete(s, r);
+    } catch (e) {
+      slot.error(e); // the worker is gone: its jobs were released
     }
   };
+  const settled = (seq) => {
+    const st = live.get(seq);
+    if (st !== undefined) live.delete(seq);
+    return st;
+  };
   const fail = (seq, e) => {
+    const st = settled(seq);
     try {
       const f = failure(e).error;
-      worker.native.fail(seq, f.message, f.code ?? null, f.stack ?? null, f.unrecoverable === true);
-    } catch (_) {
-      /* the worker is gone */
+      slot.native.fail(seq, f.message, f.code ?? null, f.stack ?? null, f.unrecoverable === true);
+    } catch (err) {
+      slot.error(err); // the worker is gone
     }
+    // A job given back at shutdown did not fail.
+    if (st !== undefined && !(st.reason && st.reason.code === 'shutdown')) slot.emit('failed', st.job, e);
   };
   const ok = (seq, value) => {
     let text = null;
@@ -598,34 +673,64 @@ function dispatcher(handler, queue, worker) {
       }
       if (text === undefined) text = null;
     }
+    const st = settled(seq);
     seqs.push(seq);
     results.push(text);
     if (!flushQueued) {
       flushQueued = true;
       queueMicrotask(flush);
     }
+    if (st === undefined) return;
+    if (!st.reason) slot.emit('completed', st.job, value ?? null);
+    // The core records an interrupted run by its interrupt, whatever the handler returned.
+    else if (st.reason.code !== 'shutdown') slot.emit('failed', st.job, st.reason);
+  };
+  const abort = (st, code, message) => {
+    if (st.reason) return;
+    st.reason = new JobInterrupted(code, message);
+    if (st.ctrl) st.ctrl.abort(st.reason);
+  };
+  slot.abortAll = (code, message) => {
+    for (const st of live.values()) abort(st, code, message);
   };
   return (batchText) => {
     let jobs;
     try {
       jobs = JSON.parse(batchText);
-    } catch (_) {
+    } catch (e) {
+      slot.error(e);
       return; // never produced by the addon; its jobs would time out rather than crash the process
     }
     for (let i = 0; i < jobs.length; i++) {
       const raw = jobs[i];
       const seq = raw.s;
+      if (raw.abort !== undefined) {
+        const st = live.get(seq);
+        if (st !== undefined) abort(st, raw.abort, raw.reason);
+        continue;
+      }
       const id = raw.id;
+      // The AbortController is made on first use of `job.signal`.
+      const st = { job: null, ctrl: null, reason: null };
       const job = {
         id,
         name: raw.name,
         data: raw.data,
         attemptsMade: raw.attemptsMade,
         attempts: raw.attempts,
+        get signal() {
+          if (st.ctrl === null) {
+            st.ctrl = new AbortController();
+            if (st.reason) st.ctrl.abort(st.reason);
+          }
+          return st.ctrl.signal;
+        },
         updateProgress: (p) => queue.updateProgress(id, p),
         log: (line) => queue.log(id, line),
         childrenResults: () => queue.childrenResults(id),
       };
+      st.job = job;
+      live.set(seq, st);
       let r;
       try {
         r = handler(job);
@@ -648,25 +753,57 @@ function dispatcher(handler, queue, worker) {
 }
 
 /**
- * Runs `handler(job)` on the jobs of `queue`, `concurrency` at a time. A returned value (or the
- * value a returned promise resolves to) becomes the job's result; a throw or a rejection fails the
- * job (retried while attempts remain). Call `await worker.close()` to stop it.
+ * A worker: runs `handler(job)` on the queue's jobs. An EventEmitter: 'completed' (job, result)
+ * and 'failed' (job, error), from the outcomes of its own handler runs (an interrupted run emits
+ * 'failed' with the signal's reason; a job given back at shutdown emits neither), 'closed' once
+ * `close` has finished, and 'error'
+ * (error) for faults of the worker itself (a listener that threw, a failed close on a signal).
+ * Without an 'error' listener such errors are dropped: the worker keeps going and never throws
+ * into the process.
  */
-class Worker {
+class Worker extends EventEmitter {
   constructor(queue, handler, opts) {
+    super();
     if (!(queue instanceof Queue)) {
       throw emqError('invalid_option', 'new Worker(queue, handler): queue must come from Queue.connect');
     }
     if (typeof handler !== 'function') {
       throw emqError('invalid_option', 'new Worker(queue, handler): handler must be a function');
     }
-    const o = checkKeys('worker', opts, WORKER_OPTIONS);
+    let o = checkKeys('worker', opts, WORKER_OPTIONS);
+    let handleSignals = false;
+    if (o !== undefined && 'handleSignals' in o) {
+      ({ handleSignals, ...o } = o);
+    }
     // The dispatcher settles jobs through the native worker; it first runs on a later event-loop
     // turn, after this constructor has set `slot.native`.
-    const slot = { native: null };
+    const slot = {
+      native: null,
+      live: null,
+      abortAll: null,
+      emit: (event, ...args) => {
+        if (this.listenerCount(event) === 0) return;
+        try {
+          this.emit(event, ...args);
+        } catch (e) {
+          slot.error(e);
+        }
+      },
+      error: (e) => {
+        if (this.listenerCount('error') === 0) return;
+        try {
+          this.emit('error', e instanceof Error ? e : toEmqError(e));
+        } catch (_) {
+          /* an 'error' listener threw: nothing more to tell */
+        }
+      },
+    };
+    this[kSlot] = slot;
     this[kNative] = slot.native = callSync(() => queue[kNative].worker(dispatcher(handler, queue, slot), o));
     this.queue = queue;
     this._closing = null;
+    this._signals = null;
+    if (handleSignals) this.closeOnSignals();
   }
 
   /** As `new Worker(...)`, as a promise. */
@@ -674,18 +811,61 @@ class Worker {
     return new Worker(queue, handler, opts);
   }
 
-  /** Counters: completed, failed, leaseLost, recovered, running. */
+  /** Counters: completed, failed, leaseLost, recovered, running (after close: as the close began). */
   stats() {
     return this[kNative].stats();
   }
 
   /**
-   * Stops fetching, waits up to `timeout` ms for in-flight jobs, gives the rest back to the queue,
-   * and stops keeping the process alive. Resolves to how many jobs were given back.
+   * Graceful shutdown: stops fetching, lets running handlers finish for up to `timeout` ms
+   * (default: the `shutdownTimeout` option, 10000), then aborts the signals of those still running
+   * (reason code 'shutdown') and gives their jobs back to waiting, their attempt not counted.
+   * Stops keeping the process alive. Resolves to how many jobs were given back.
    */
   async close({ timeout } = {}) {
-    if (!this._closing) this._closing = call(() => this[kNative].close(timeout));
+    if (!this._closing) {
+      this._closing = call(() => this[kNative].close(timeout)).finally(() => {
+        this._unhookSignals();
+        this[kSlot].emit('closed');
+      });
+    }
     return this._closing;
+  }
+
+  /**
+   * Stops at once (a second Ctrl-C): aborts every running job's signal (reason code 'shutdown'),
+   * releases nothing (the jobs come back through their leases, as after a crash), and cuts a close
+   * in progress short. Resolves when the worker is closed.
+   */
+  async abort() {
+    callSync(() => this[kNative].abort());
+    if (this[kSlot].abortAll) this[kSlot].abortAll('shutdown', 'the worker was aborted');
+    return this.close();
+  }
+
+  /**
+   * Closes on SIGINT / SIGTERM: the first signal closes gracefully (see `close`), a second one
+   * aborts (see `abort`). The handlers are removed once the worker is closed, so the process then
+   * exits as usual when nothing else keeps it alive. Same as the option `handleSignals: true`.
+   * Returns the worker.
+   */
+  closeOnSignals({ signals = ['SIGINT', 'SIGTERM'] } = {}) {
+    if (this._signals || this._closing) return this;
+    let seen = 0;
+    const onSignal = () => {
+      seen += 1;
+      if (seen === 1) this.close().catch((e) => this[kSlot].error(e));
+      else this.abort().catch((e) => this[kSlot].error(e));
+    };
+    for (const sig of signals) process.on(sig, onSignal);
+    this._signals = { signals, onSignal };
+    return this;
+  }
+
+  _unhookSignals() {
+    if (!this._signals) return;
+    for (const sig of this._signals.signals) process.removeListener(sig, this._signals.onSignal);
+    this._signals = null;
   }
 }
 
@@ -737,6 +917,7 @@ module.exports = {
   EventStream,
   EmqError,
   UnrecoverableError,
+  JobInterrupted,
   errorCodes: Object.keys(CLASS_NAMES),
   ...errors,
 };

@@ -86,7 +86,8 @@ for (const topology of ['standalone', 'cluster']) {
     assert.equal(handed.name, 'double');
     assert.deepEqual(handed.data, { n: 21 });
     assert.equal(handed.attemptsMade, 0);
-    assert.equal(worker.stats().completed, 0, 'stats are zeros once closed');
+    assert.equal(worker.stats().completed, 3, 'stats keep their figures once closed');
+    assert.equal(worker.stats().running, 0);
   });
 }
 

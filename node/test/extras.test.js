@@ -349,17 +349,32 @@ test('the batched hand-off settles every job of mixed sync, async, thrown and re
   }
 });
 
-test('a promise that never settles is failed by the job timeout, and close still returns', async () => {
+test('a promise that never settles keeps its job past the timeout (no retry overlaps it); close gives it back', async () => {
   const q = await connect('standalone', 'hang');
-  const id = await q.add('hang', {}, { timeout: 300 });
-  const w = new Worker(q, () => new Promise(() => {}), FAST);
+  const id = await q.add('hang', {}, { timeout: 300, attempts: 2 });
+  let runs = 0;
+  let reason = null;
+  const w = new Worker(q, (job) => {
+    runs += 1;
+    job.signal.addEventListener('abort', () => (reason = job.signal.reason));
+    return new Promise(() => {});
+  }, FAST);
+  let given;
   try {
-    await waitFor('the timeout', async () => (await q.counts()).failed === 1);
+    await waitFor('the timeout to abort the signal', async () => reason !== null, 10_000);
+    assert.equal(reason.code, 'timeout');
+    await sleep(700);
+    // The handler ignores its signal: the run goes on, so the job is neither failed nor retried.
+    assert.equal(runs, 1);
+    assert.equal((await q.get(id)).state, 'active');
   } finally {
-    assert.equal(await w.close({ timeout: 2000 }), 0);
+    given = await w.close({ timeout: 200 });
   }
+  // The close's grace ended and the handler still ran: its job went back to waiting, uncounted.
+  assert.equal(given, 1);
   const job = await q.get(id);
-  assert.equal(job.failure.code, 'timeout');
+  assert.equal(job.state, 'waiting');
+  assert.equal(job.attemptsMade, 0);
 });
 
 for (const topology of ['standalone', 'cluster']) {

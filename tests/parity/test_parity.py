@@ -100,7 +100,7 @@ def _py_methods(text, cls):
 
 
 def _js_methods(text, cls):
-    body = _block(text, rf"^class {cls} \{{")
+    body = _block(text, rf"^class {cls}(?: extends [\w.]+)? \{{")
     names = set()
     for m in re.finditer(r"^  (?:static )?(?:async )?(?:get )?([a-z]\w*)\(", body, re.M):
         names.add(snake(m.group(1)))

@@ -3,7 +3,9 @@
 //! batch (`addBulk`, a flow, a scheduler) crosses into Rust as one string instead of one napi call
 //! per property.
 
+use emq::options::Retention;
 use emq::{Backoff, Error, ErrorCode, JobId, JobOptions, ParentPolicy, WorkerOptions};
+use napi::bindgen_prelude::Either3;
 use napi_derive::napi;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -217,6 +219,46 @@ pub struct WorkerOpts {
     pub max_stalls: Option<f64>,
     pub block_timeout: Option<f64>,
     pub shutdown_timeout: Option<f64>,
+    /// Retention of completed jobs, queue-wide: `true` (keep none), `false` (keep all), a count,
+    /// or `{ count, age }` (age in ms; a missing field is no limit).
+    pub remove_on_complete: Option<Either3<bool, f64, RetentionOpts>>,
+    /// Retention of failed jobs, as `remove_on_complete`.
+    pub remove_on_fail: Option<Either3<bool, f64, RetentionOpts>>,
+}
+
+/// `{ count, age }` of a retention option (age in milliseconds).
+#[napi(object)]
+pub struct RetentionOpts {
+    pub count: Option<f64>,
+    pub age: Option<f64>,
+}
+
+fn retention(what: &str, v: Either3<bool, f64, RetentionOpts>) -> emq::Result<Retention> {
+    Ok(match v {
+        Either3::A(true) => Retention {
+            count: Some(0),
+            age_ms: None,
+        },
+        Either3::A(false) => Retention::KEEP_ALL,
+        Either3::B(n) => Retention {
+            count: Some(whole(what, n, u64::MAX >> 11)?),
+            age_ms: None,
+        },
+        Either3::C(o) => {
+            if o.count.is_none() && o.age.is_none() {
+                return Err(invalid_option(format!(
+                    "{what} needs count, age or both, got {{}}"
+                )));
+            }
+            Retention {
+                count: o
+                    .count
+                    .map(|c| whole(&format!("{what}.count"), c, u64::MAX >> 11))
+                    .transpose()?,
+                age_ms: ms(&format!("{what}.age"), o.age)?,
+            }
+        }
+    })
 }
 
 /// Converts and validates a worker's options.
@@ -244,6 +286,12 @@ pub(crate) fn worker_options(o: Option<WorkerOpts>) -> emq::Result<WorkerOptions
     }
     if let Some(d) = dur("shutdownTimeout", o.shutdown_timeout)? {
         out.shutdown_deadline = d;
+    }
+    if let Some(r) = o.remove_on_complete {
+        out.completed = retention("removeOnComplete", r)?;
+    }
+    if let Some(r) = o.remove_on_fail {
+        out.failed = retention("removeOnFail", r)?;
     }
     Ok(out)
 }

@@ -473,6 +473,62 @@ impl NativeQueue {
         .to_string())
     }
 
+    /// Cancels a job: 'cancelled' (it was waiting or delayed and will not run), 'requested' (it is
+    /// running: its worker aborts the handler's signal, and the job ends failed with the code
+    /// `cancelled`), 'finished' (too late) or 'not_found'.
+    #[napi]
+    pub async fn cancel(&self, id: String, reason: String) -> napi::Result<String> {
+        let id = parse_id(&id)?;
+        self.q
+            .cancel(id, &reason)
+            .await
+            .map(|o| o.as_str().to_string())
+            .map_err(throw)
+    }
+
+    /// Waits up to `timeout` ms for a job to finish: JSON `{"ok":true,"result":…}` or
+    /// `{"ok":false,"failure":{code,message,stack}}`; a timeout throws with the code `timeout`.
+    #[napi]
+    pub async fn wait(&self, id: String, timeout: f64) -> napi::Result<String> {
+        let id = parse_id(&id)?;
+        let t = emq::options::millis("timeout", timeout).map_err(throw)?;
+        let out = match self
+            .q
+            .wait(id, Duration::from_millis(t))
+            .await
+            .map_err(throw)?
+        {
+            Ok(result) => json!({ "ok": true, "result": result }),
+            Err(f) => json!({ "ok": false, "failure": f }),
+        };
+        Ok(out.to_string())
+    }
+
+    /// The live workers of this queue, as JSON (camelCase keys).
+    #[napi]
+    pub async fn workers(&self) -> napi::Result<String> {
+        let list = self.q.workers().await.map_err(throw)?;
+        let out: Vec<Value> = list
+            .iter()
+            .map(|w| {
+                json!({
+                    "id": w.id,
+                    "queue": w.queue,
+                    "host": w.host,
+                    "pid": w.pid,
+                    "language": w.language,
+                    "concurrency": w.concurrency,
+                    "running": w.running,
+                    "version": w.version,
+                    "startedMs": w.started_ms,
+                    "beatMs": w.beat_ms,
+                    "lapseMs": w.lapse_ms,
+                })
+            })
+            .collect();
+        Ok(Value::Array(out).to_string())
+    }
+
     /// Releases the queue's node-id lease.
     #[napi]
     pub async fn close(&self) -> napi::Result<()> {

@@ -13,9 +13,11 @@
 
 use crate::options::{ms, worker_options, WorkerOpts};
 use crate::throw;
-use emq::{Handler, HandlerError, HandlerResult, JobContext, WorkerHandle};
+use emq::{
+    Handler, HandlerError, HandlerResult, Interrupt, JobContext, WorkerAborter, WorkerHandle,
+};
 use futures::channel::oneshot;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -151,27 +153,26 @@ struct JsHandler {
     dispatch: Arc<Dispatch>,
 }
 
-impl Handler for JsHandler {
-    fn handle(&self, job: JobContext) -> BoxFuture<'static, HandlerResult> {
-        let (tx, rx) = oneshot::channel();
-        let mut entry = Vec::with_capacity(128);
-        let (seq, call) = {
-            let mut st = self.dispatch.lock();
+impl Dispatch {
+    /// Appends `entry` to the pending batch (with `job_seq`, a job the dispatcher must fail if it
+    /// throws) and wakes JS when the batch was empty. False when the worker is closed or JS can
+    /// no longer be called.
+    fn enqueue(self: &Arc<Self>, entry: &[u8], job_seq: Option<u32>) -> bool {
+        let call = {
+            let mut st = self.lock();
             let Some(tsfn) = st.tsfn.clone() else {
-                return Box::pin(async { Err(closed()) });
+                return false;
             };
-            let seq = st.next_seq;
-            st.next_seq = (seq + 1) & SEQ_MASK;
-            write_job(&mut entry, seq, &job);
-            st.parked.insert(seq, tx);
             let first = st.batch.is_empty();
             st.batch.push(if first { b'[' } else { b',' });
-            st.batch.extend_from_slice(&entry);
-            st.batch_seqs.push(seq);
-            (seq, first.then_some(tsfn))
+            st.batch.extend_from_slice(entry);
+            if let Some(seq) = job_seq {
+                st.batch_seqs.push(seq);
+            }
+            first.then_some(tsfn)
         };
         if let Some(tsfn) = call {
-            let weak = Arc::downgrade(&self.dispatch);
+            let weak = Arc::downgrade(self);
             let status = tsfn.call_with_return_value(
                 (),
                 ThreadsafeFunctionCallMode::NonBlocking,
@@ -184,20 +185,77 @@ impl Handler for JsHandler {
             );
             if status != Status::Ok {
                 // The function is being released (the worker is closing): nothing will run it.
-                self.dispatch.settle(seq, Err(closed()));
+                return false;
             }
+        }
+        true
+    }
+
+    /// Tells JS to abort the signal of the job `seq` (`{"s":seq,"abort":"timeout","reason":…}`).
+    fn abort(self: &Arc<Self>, seq: u32, why: &Interrupt) {
+        let mut entry = Vec::with_capacity(96);
+        let _ = write!(
+            entry,
+            "{{\"s\":{seq},\"abort\":\"{}\",\"reason\":",
+            why.as_str()
+        );
+        let _ = serde_json::to_writer(&mut entry, &why.message());
+        entry.push(b'}');
+        if !self.enqueue(&entry, None) {
+            // JS cannot be told (the worker is closing): end the run here.
+            self.settle(seq, Err(closed()));
+        }
+    }
+}
+
+impl Handler for JsHandler {
+    fn handle(&self, job: JobContext) -> BoxFuture<'static, HandlerResult> {
+        let (tx, rx) = oneshot::channel();
+        let mut entry = Vec::with_capacity(128);
+        let seq = {
+            let mut st = self.dispatch.lock();
+            if st.tsfn.is_none() {
+                return Box::pin(async { Err(closed()) });
+            }
+            let seq = st.next_seq;
+            st.next_seq = (seq + 1) & SEQ_MASK;
+            st.parked.insert(seq, tx);
+            seq
+        };
+        write_job(&mut entry, seq, &job);
+        if !self.dispatch.enqueue(&entry, Some(seq)) {
+            self.dispatch.settle(seq, Err(closed()));
         }
         let guard = Parked {
             dispatch: self.dispatch.clone(),
             seq,
             armed: true,
         };
+        let dispatch = self.dispatch.clone();
         Box::pin(async move {
             let mut guard = guard;
-            let outcome = rx.await;
+            let mut rx = rx;
+            // An interrupt (cancel, timeout, shutdown) aborts the job's signal in JS; the run ends
+            // only once the JS handler's promise has settled (cooperative_cancel), so no retry of
+            // the job can overlap it.
+            let outcome = {
+                let cancelled = job.cancelled();
+                futures::pin_mut!(cancelled);
+                match futures::future::select(&mut rx, cancelled).await {
+                    Either::Left((o, _)) => o,
+                    Either::Right((why, _)) => {
+                        dispatch.abort(seq, &why);
+                        rx.await
+                    }
+                }
+            };
             guard.armed = false;
             outcome.unwrap_or_else(|_| Err(closed()))
         })
+    }
+
+    fn cooperative_cancel(&self) -> bool {
+        true
     }
 }
 
@@ -215,6 +273,9 @@ pub struct WorkerStats {
 #[napi]
 pub struct NativeWorker {
     handle: Mutex<Option<WorkerHandle>>,
+    aborter: WorkerAborter,
+    /// The counters as they were when `close` began (what `stats` reports after it).
+    last: Mutex<Option<(emq::WorkerStats, usize)>>,
     dispatch: Arc<Dispatch>,
 }
 
@@ -240,6 +301,7 @@ pub(crate) fn start(
                 .unwrap_or_else(|| "[]".to_string()))
         })?;
     dispatch.lock().tsfn = Some(Arc::new(tsfn));
+    emq::worker_registry::set_language("node");
     let started = emq::Worker::builder(queue.clone())
         .options(options)
         .handler(JsHandler {
@@ -254,7 +316,9 @@ pub(crate) fn start(
         }
     };
     Ok(NativeWorker {
+        aborter: handle.aborter(),
         handle: Mutex::new(Some(handle)),
+        last: Mutex::new(None),
         dispatch,
     })
 }
@@ -309,14 +373,19 @@ impl NativeWorker {
         self.dispatch.settle(seq, Err(he));
     }
 
-    /// Its counters (zeros once closed).
+    /// Its counters (once closed: as they were when the close began, running 0).
     #[napi]
     pub fn stats(&self) -> WorkerStats {
         let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-        let (s, running) = guard
-            .as_ref()
-            .map(|h| (h.stats(), h.running()))
-            .unwrap_or_default();
+        let (s, running) = match guard.as_ref() {
+            Some(h) => (h.stats(), h.running()),
+            None => self
+                .last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .map(|(s, _)| (s, 0))
+                .unwrap_or_default(),
+        };
         WorkerStats {
             completed: s.completed as f64,
             failed: s.failed as f64,
@@ -332,7 +401,14 @@ impl NativeWorker {
     #[napi]
     pub async fn close(&self, timeout: Option<f64>) -> napi::Result<f64> {
         let deadline = ms("timeout", timeout).map_err(throw)?;
-        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let handle = {
+            let mut guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(h) = guard.as_ref() {
+                *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((h.stats(), h.running()));
+            }
+            guard.take()
+        };
         let result = match handle {
             None => Ok(0.0),
             Some(h) => {
@@ -345,5 +421,13 @@ impl NativeWorker {
         };
         self.dispatch.close();
         result
+    }
+
+    /// Stops at once (a second Ctrl-C): a close in progress stops waiting and releases nothing;
+    /// running handlers are dropped (their jobs come back through their leases, as after a
+    /// crash). Call `close` after it to release the JS side.
+    #[napi]
+    pub fn abort(&self) {
+        self.aborter.abort();
     }
 }

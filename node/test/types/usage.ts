@@ -3,6 +3,7 @@
 import {
   Queue, Worker, JobId, JobOptions, ActiveJob, Counts, EmqError, InvalidJobId, UnrecoverableError,
   ErrorCode, errorCodes, QueueEvent, SchedulerInfo, FlowIds, Job,
+  CancelOutcome, WorkerInfo, JobInterrupted, HandlerFailed, Timeout,
 } from '../../index';
 
 interface Email { to: string; n: number }
@@ -64,6 +65,52 @@ export async function usage(): Promise<void> {
   const given: number = await worker.close({ timeout: 1_000 });
   await started.close();
   const done: number = worker.stats().completed;
+
+  // Worker control: signals, cancel, wait, events, retention, the registry.
+  const controlled = new Worker<Email, number>(
+    q,
+    (j) =>
+      new Promise<number>((resolve, reject) => {
+        if (j.signal.aborted) return reject(j.signal.reason);
+        j.signal.addEventListener('abort', () => {
+          const why: JobInterrupted = j.signal.reason;
+          const code: 'cancelled' | 'timeout' | 'shutdown' = why.code;
+          reject(why);
+          void code;
+        });
+        resolve(j.data.n);
+      }),
+    {
+      shutdownTimeout: 5_000, handleSignals: true,
+      removeOnComplete: { count: 100, age: 3_600_000 }, removeOnFail: 1_000,
+    },
+  );
+  controlled.closeOnSignals({ signals: ['SIGTERM'] });
+  controlled.on('completed', (j, result) => {
+    const n: number = result;
+    void [j.id, n];
+  });
+  controlled.on('failed', (j, e) => void [j.id, e]);
+  controlled.on('error', (e: Error) => void e.message);
+  controlled.once('closed', () => undefined);
+  const outcome: CancelOutcome = await q.cancel(id, 'not needed');
+  try {
+    const r: number = await q.wait<number>(id, { timeout: 5_000 });
+    void r;
+  } catch (e) {
+    if (e instanceof HandlerFailed) void [e.failureCode, e.message, e.stack, e.failure?.code];
+    else if (e instanceof Timeout) void e.code;
+  }
+  const live: WorkerInfo[] = await q.workers();
+  const lang: string = live[0].language;
+  const aborted: number = await controlled.abort();
+  void [outcome, lang, aborted];
+  // @ts-expect-error a per-job retention is true or false; counts are a Worker option
+  await q.add('x', {}, { removeOnComplete: { count: 100 } });
+  // @ts-expect-error no such worker event
+  controlled.on('exploded', () => undefined);
+  // @ts-expect-error a cancel reason is a string
+  await q.cancel(id, 42);
 
   try {
     await q.get('forged');
