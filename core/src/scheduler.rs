@@ -132,6 +132,16 @@ impl CronSchedule {
                 "a cron expression has 5 fields (or 6 with seconds first), got {fields} in {expr:?}"
             )));
         }
+        // A list with an empty item (`,`, `1,,2`, `5,`) names no value; the parser accepts some of
+        // them and then searches for an occurrence forever (found by fuzzing `fuzz/`).
+        if let Some(field) = expr
+            .split_whitespace()
+            .find(|f| f.split(',').any(str::is_empty))
+        {
+            return Err(invalid(format!(
+                "invalid cron expression {expr:?}: the field {field:?} has an empty list item"
+            )));
+        }
         let cron = CronParser::builder()
             .seconds(Seconds::Optional)
             .year(Year::Disallowed)
@@ -447,6 +457,27 @@ mod tests {
             five.next_occurrence_ms(d + 1, false).unwrap(),
             d + 5 * 60 * 1000
         );
+    }
+
+    #[test]
+    fn a_field_with_an_empty_list_item_is_refused_at_once() {
+        // It used to hang (no occurrence search ever ended); run it on a thread with a deadline.
+        for expr in [
+            "*/255 , * * * *",
+            "1,,2 * * * *",
+            "5, * * * *",
+            "0 ,1 * * *",
+        ] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let e = expr.to_string();
+            std::thread::spawn(move || {
+                let _ = tx.send(CronSchedule::parse(&e, "UTC").map(|_| ()));
+            });
+            let r = rx
+                .recv_timeout(std::time::Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("{expr:?}: parse did not return within 5 s"));
+            assert_eq!(r.unwrap_err().code(), ErrorCode::InvalidOption, "{expr:?}");
+        }
     }
 
     #[test]

@@ -208,6 +208,28 @@ async def test_unreachable_server(qname):
     assert e.value.code == "server_unavailable"
 
 
+async def test_workers_lists_a_live_python_worker(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    assert await q.workers() == []
+
+    async def handle(job):
+        return None
+
+    worker = emq.Worker(q, handle, concurrency=3)
+    try:
+        deadline = time.monotonic() + 10
+        while not await q.workers():
+            assert time.monotonic() < deadline, "the worker never registered"
+            await asyncio.sleep(0.05)
+        [info] = await q.workers()
+        assert info["language"] == "python" and info["concurrency"] == 3, info
+        assert info["pid"] == os.getpid() and info["queue"] == qname.strip("{}"), info
+    finally:
+        await worker.close()
+    assert await q.workers() == [], "a closed worker leaves the registry"
+    await q.close()
+
+
 async def test_options_pause_resume_dedup(standalone, qname):
     q = await emq.Queue.connect(standalone, qname)
     a = await q.add("d", 1, dedup="k")

@@ -810,6 +810,17 @@ impl Queue {
         run(py, self.metrics_future(py)?, blocking)
     }
 
+    /// The queue's live workers (the core's worker registry), as JSON objects.
+    #[pyo3(signature = (blocking=false))]
+    fn workers(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        let q = self.core(py)?;
+        run(
+            py,
+            Box::pin(async move { Ok(Out::Json(serde_json::to_string(&q.workers().await?)?)) }),
+            blocking,
+        )
+    }
+
     #[pyo3(signature = (limit=100, blocking=false))]
     fn recent_events(&self, py: Python<'_>, limit: usize, blocking: bool) -> PyResult<Py<PyAny>> {
         run(py, self.recent_events_future(py, limit)?, blocking)
@@ -873,6 +884,7 @@ impl Worker {
         if let Some(t) = shutdown_timeout {
             opts.shutdown_deadline = Duration::from_millis(seconds_ms(py, "shutdown_timeout", t)?);
         }
+        emq::worker_registry::set_language("python");
         let handle = emq::Worker::builder(q)
             .options(opts)
             .handler(handler)

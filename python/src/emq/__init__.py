@@ -395,6 +395,11 @@ class Queue:
         """Counts per state, completed/failed per minute, and lifetime counters."""
         return await self._native.metrics()
 
+    async def workers(self) -> List[Dict[str, Any]]:
+        """The queue's live workers: id, host, pid, language, concurrency, running, started_ms,
+        beat_ms (server ms). A worker leaves when it closes or its heartbeat lapses (15 s)."""
+        return await self._native.workers()
+
     async def __aenter__(self) -> "Queue":
         return self
 

@@ -176,6 +176,10 @@ class Queue:
     def metrics(self) -> Dict[str, Any]:
         return self._native.metrics(blocking=True)
 
+    def workers(self) -> List[Dict[str, Any]]:
+        """The queue's live workers (see :meth:`emq.Queue.workers`)."""
+        return self._native.workers(blocking=True)
+
     def close(self) -> None:
         """Releases the queue's id-minting lease."""
         self._native.close_blocking()
