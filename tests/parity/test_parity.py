@@ -241,7 +241,7 @@ def test_error_codes_are_one_table_in_every_language():
     dts = (ROOT / "node/index.d.ts").read_text()
     dts_block = dts.split("export type ErrorCode =", 1)[1].split(";", 1)[0]
     dts_union = set(re.findall(r"'(\w+)'", dts_block))
-    uni = _block((ROOT / "bindings/uniffi/src/lib.rs").read_text(), r"^pub enum EmqException \{")
+    uni = _block(_uniffi_sources(), r"^pub enum EmqException \{")
     uni_variants = set(re.findall(r"^    (\w+) \{ message: String \},", uni, re.M))
     found = {
         "python/src/emq/errors.py": py,

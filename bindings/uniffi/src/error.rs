@@ -140,6 +140,16 @@ pub fn error_codes() -> Vec<String> {
         .collect()
 }
 
+/// A job's failure as the caller's error (`Queue.wait`): `HandlerFailed` whose message is the
+/// failure's code and message, then its stack (when it has one) on the next lines.
+pub(crate) fn job_failed(f: emq::Failure) -> EmqException {
+    let message = match &f.stack {
+        Some(stack) if !stack.is_empty() => format!("{}: {}\n{stack}", f.code, f.message),
+        _ => format!("{}: {}", f.code, f.message),
+    };
+    EmqException::HandlerFailed { message }
+}
+
 pub(crate) fn invalid_option(message: impl Into<String>) -> EmqException {
     EmqException::InvalidOption {
         message: message.into(),
@@ -159,5 +169,19 @@ mod tests {
             assert_eq!(error_code(e.to_string()), code.as_str());
         }
         assert_eq!(error_codes().len(), ErrorCode::ALL.len());
+    }
+
+    #[test]
+    fn a_job_failure_is_handler_failed_with_code_message_and_stack() {
+        let e = job_failed(emq::Failure {
+            code: "cancelled".into(),
+            message: "the job was cancelled: bye".into(),
+            stack: Some("at Foo.bar".into()),
+        });
+        assert_eq!(e.error_code(), ErrorCode::HandlerFailed);
+        assert_eq!(
+            e.to_string(),
+            "handler_failed: cancelled: the job was cancelled: bye\nat Foo.bar"
+        );
     }
 }

@@ -43,15 +43,32 @@ pub trait JobHandler: Send + Sync {
     async fn handle(&self, job: JobRecord) -> Result<String, HandlerFailure>;
 }
 
-/// The core handler around a foreign one.
+/// The core handler around a foreign one. Cooperative: when the worker interrupts a run (a cancel,
+/// the job's timeout, the end of the shutdown grace period), the foreign call is dropped, which
+/// cancels the Kotlin coroutine (Swift: the task), and the run resolves only once the coroutine
+/// has stopped (see [`Call`]), so the core records the outcome — and a retry can start — only
+/// after the handler is done.
 pub(crate) struct ForeignHandler(pub(crate) Arc<dyn JobHandler>);
 
 impl emq::Handler for ForeignHandler {
+    fn cooperative_cancel(&self) -> bool {
+        true
+    }
+
     fn handle(&self, ctx: JobContext) -> BoxFuture<'static, emq::HandlerResult> {
         let foreign = self.0.clone();
         let job = JobRecord::from(ctx.job());
         Box::pin(async move {
-            match foreign.handle(job).await {
+            let mut call = Call(Some(Box::pin(async move { foreign.handle(job).await })));
+            let done = tokio::select! {
+                r = call.run() => r,
+                why = ctx.cancelled() => {
+                    call.stop().await;
+                    // The interrupt decides the outcome (the core ignores this error's text).
+                    return Err(HandlerError::new(why.message()));
+                }
+            };
+            match done {
                 Ok(text) if text.trim().is_empty() => Ok(serde_json::Value::Null),
                 Ok(text) => serde_json::from_str(&text).map_err(|e| {
                     HandlerError::new(format!("the handler's result is not valid JSON: {e}"))
@@ -67,5 +84,44 @@ impl emq::Handler for ForeignHandler {
                 }),
             }
         })
+    }
+}
+
+type ForeignCall = BoxFuture<'static, Result<String, HandlerFailure>>;
+
+/// One call of the foreign handler. Dropping uniffi's foreign future runs the foreign side's
+/// "dropped" callback, which cancels the coroutine; in Kotlin that callback also joins the
+/// coroutine (generate.sh adds the join to the generated code), so the drop returns once the
+/// handler has stopped. That blocks the dropping thread, so an unfinished call is always dropped
+/// on a blocking thread, never on a runtime worker: awaited by [`Call::stop`], in the background
+/// when the run itself is dropped (a worker's abort).
+struct Call(Option<ForeignCall>);
+
+impl Call {
+    async fn run(&mut self) -> Result<String, HandlerFailure> {
+        let r = self.0.as_mut().expect("a call runs once").await;
+        // Finished: the coroutine is returning, its join is immediate.
+        self.0 = None;
+        r
+    }
+
+    /// Cancels the foreign call and resolves once it has stopped.
+    async fn stop(&mut self) {
+        if let Some(fut) = self.0.take() {
+            let _ = tokio::task::spawn_blocking(move || drop(fut)).await;
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if let Some(fut) = self.0.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn_blocking(move || drop(fut));
+                }
+                Err(_) => drop(fut),
+            }
+        }
     }
 }

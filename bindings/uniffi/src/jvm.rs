@@ -98,6 +98,11 @@ fn java_vm() -> Option<*mut JavaVm> {
     Some(*VM.get_or_init(|| vm as usize) as *mut JavaVm)
 }
 
+/// True when this process runs a JVM (the binding is used from Kotlin or Java).
+pub(crate) fn in_jvm() -> bool {
+    java_vm().is_some()
+}
+
 /// Attaches the current thread to the JVM as a daemon, named like the thread (`emq-uniffi`), if
 /// the process runs a JVM and the thread is not attached yet. The runtime's `on_thread_start`.
 pub(crate) fn attach_current_thread() {

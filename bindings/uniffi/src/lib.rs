@@ -5,7 +5,8 @@
 //! the handler (a foreign-implemented async [`JobHandler`] wrapped into the core's
 //! [`emq::Handler`]). All queue logic is the core's. One file per exported type:
 //!
-//! - [`queue`]: `Queue`, every queue operation; [`worker`]: `WorkerHandle` and `WorkerStats`;
+//! - [`queue`]: `Queue`, every queue operation; [`worker`]: `WorkerHandle`, `WorkerStats` and
+//!   `WorkerInfo`;
 //! - [`events`]: `EventStream` and `Event`; [`handler`]: `JobHandler`, `HandlerFailure`;
 //! - [`options`]: `JobOptions`, `Backoff`, `ParentPolicy`, `NewJob`, `RateLimit`;
 //! - [`job`]: `JobRecord`, `JobState`, `JobFailure`, `Counts`; [`flow`]: `FlowJob`, `FlowIds`;
@@ -36,6 +37,6 @@ pub use options::{Backoff, JobOptions, NewJob, ParentPolicy, RateLimit};
 pub use queue::Queue;
 pub use runtime::runtime;
 pub use schedule::{Schedule, SchedulerInfo};
-pub use worker::{WorkerHandle, WorkerStats};
+pub use worker::{WorkerHandle, WorkerInfo, WorkerStats};
 
 uniffi::setup_scaffolding!();

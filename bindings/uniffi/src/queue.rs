@@ -10,7 +10,7 @@ use crate::metrics::QueueMetrics;
 use crate::options::{json, JobOptions, NewJob, RateLimit};
 use crate::runtime::{on_runtime, runtime};
 use crate::schedule::{Schedule, SchedulerInfo};
-use crate::worker::WorkerHandle;
+use crate::worker::{WorkerHandle, WorkerInfo};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,6 +140,48 @@ impl Queue {
     pub async fn close(&self) -> Result<(), EmqException> {
         let q = self.inner.clone();
         on_runtime(async move { q.close().await }).await
+    }
+
+    /// Mints a job id now, to add later with `JobOptions(id = …)`: adding the same id twice adds
+    /// one job, so an add retried after a crash or a lost reply cannot duplicate it.
+    pub fn mint_id(&self) -> Result<String, EmqException> {
+        let _guard = runtime().enter();
+        Ok(self.inner.mint_id()?.to_string())
+    }
+
+    /// Cancels a job. One that has not run yet (waiting, delayed, prioritized, paused, …) does not
+    /// run: it is failed at once with the failure code `cancelled` and the reason in its message,
+    /// not retried (`"cancelled"`). A running one's handler coroutine is cancelled at once, and
+    /// once it has stopped the job is failed the same way (`"requested"`). Returns `"finished"`
+    /// for a job that had completed or failed (left as it is), `"not_found"` when there is none.
+    #[uniffi::method(default(reason = ""))]
+    pub async fn cancel(&self, id: String, reason: String) -> Result<String, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let q = self.inner.clone();
+        on_runtime(async move { q.cancel(id, &reason).await.map(|o| o.as_str().to_string()) }).await
+    }
+
+    /// Waits up to `timeout_ms` for a job to finish, also one that finished before the call:
+    /// returns its result as JSON text; throws `HandlerFailed` when it failed for good (its
+    /// message is `handler_failed: <failure code>: <failure message>`, then the stack on the next
+    /// lines when the handler's language gave one; a cancelled job's failure code is
+    /// `cancelled`), `Timeout` when it did not finish in time, `JobNotFound` when there is no such
+    /// job.
+    pub async fn wait(&self, id: String, timeout_ms: f64) -> Result<String, EmqException> {
+        let id = emq::JobId::parse(&id)?;
+        let timeout = Duration::from_millis(emq::options::millis("timeout_ms", timeout_ms)?);
+        let q = self.inner.clone();
+        match on_runtime(async move { q.wait(id, timeout).await }).await? {
+            Ok(result) => Ok(result.to_string()),
+            Err(failure) => Err(crate::error::job_failed(failure)),
+        }
+    }
+
+    /// The live workers of this queue, in every language, soonest registration lapse first.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>, EmqException> {
+        let q = self.inner.clone();
+        let list = on_runtime(async move { q.workers().await }).await?;
+        Ok(list.into_iter().map(WorkerInfo::from).collect())
     }
 
     /// Reads a job; null when there is no such job.
@@ -314,33 +356,64 @@ impl Queue {
     }
 
     /// Starts a worker running `handler` on this queue, `concurrency` jobs at once, with leases of
-    /// `lease_ms`. Keep the returned handle: dropping (or destroying) it stops the worker at once;
-    /// its `close()` (Kotlin: `shutdown()`) stops it gracefully.
-    #[uniffi::method(default(concurrency = 1, lease_ms = 30000.0))]
+    /// `lease_ms`. `shutdown_timeout_ms`: the grace period of a graceful close (running handlers
+    /// may finish within it; then they are cancelled and their jobs go back to waiting, the
+    /// attempt not counted). `stalled_interval_ms`: how often the stalled-job sweep runs;
+    /// `max_stalls`: stalls a job may have before it fails; `block_timeout_ms`: the longest
+    /// single wait for work. The core checks every bound (`InvalidOption`). Keep the returned
+    /// handle: dropping (or destroying) it stops the worker at once; its `close()` (Kotlin:
+    /// `shutdown()`) stops it gracefully.
+    #[uniffi::method(default(
+        concurrency = 1,
+        lease_ms = 30000.0,
+        shutdown_timeout_ms = 10000.0,
+        stalled_interval_ms = 15000.0,
+        max_stalls = 1,
+        block_timeout_ms = 5000.0
+    ))]
+    #[allow(clippy::too_many_arguments)]
     pub fn start_worker(
         &self,
         handler: Arc<dyn JobHandler>,
         concurrency: i32,
         lease_ms: f64,
+        shutdown_timeout_ms: f64,
+        stalled_interval_ms: f64,
+        max_stalls: u32,
+        block_timeout_ms: f64,
     ) -> Result<Arc<WorkerHandle>, EmqException> {
         if concurrency < 1 {
             return Err(invalid_option(format!(
                 "concurrency must be at least 1, got {concurrency}"
             )));
         }
-        let lease = Duration::from_millis(emq::options::millis("lease_ms", lease_ms)?);
+        let ms = |what: &str, v: f64| -> Result<Duration, EmqException> {
+            Ok(Duration::from_millis(emq::options::millis(what, v)?))
+        };
         let opts = emq::WorkerOptions {
             concurrency: concurrency as usize,
-            lease,
+            lease: ms("lease_ms", lease_ms)?,
+            shutdown_deadline: ms("shutdown_timeout_ms", shutdown_timeout_ms)?,
+            stalled_interval: ms("stalled_interval_ms", stalled_interval_ms)?,
+            max_stalls,
+            block_timeout: ms("block_timeout_ms", block_timeout_ms)?,
             ..emq::WorkerOptions::default()
         };
+        opts.validate()?;
+        emq::worker_registry::set_language(if crate::jvm::in_jvm() {
+            "kotlin"
+        } else {
+            "swift"
+        });
         let _guard = runtime().enter();
         let handle = emq::Worker::builder(self.inner.clone())
             .options(opts)
             .handler(ForeignHandler(handler))
             .run()?;
+        let aborter = handle.aborter();
         Ok(Arc::new(WorkerHandle {
             inner: Mutex::new(Some(handle)),
+            aborter,
         }))
     }
 }

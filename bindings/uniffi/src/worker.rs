@@ -15,19 +15,69 @@ pub struct WorkerStats {
     pub running: u64,
 }
 
+/// A live worker of a queue, as registered (`Queue.workers()`; the core's `WorkerInfo`). Instants
+/// are the server's clock, milliseconds since the epoch.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct WorkerInfo {
+    /// Its id (unique per worker).
+    pub id: String,
+    /// The queue it serves.
+    pub queue: String,
+    /// The host it runs on.
+    pub host: String,
+    /// Its process id.
+    pub pid: u32,
+    /// The language driving it (`kotlin`, `swift`, `python`, `node`, `rust`).
+    pub language: String,
+    /// Its concurrency.
+    pub concurrency: u64,
+    /// Jobs it was running at its last heartbeat.
+    pub running: u64,
+    /// The emq version it runs.
+    pub version: String,
+    /// Its first heartbeat.
+    pub started_ms: u64,
+    /// Its last heartbeat.
+    pub beat_ms: u64,
+    /// When its registration lapses without another heartbeat.
+    pub lapse_ms: u64,
+}
+
+impl From<emq::worker_registry::WorkerInfo> for WorkerInfo {
+    fn from(w: emq::worker_registry::WorkerInfo) -> WorkerInfo {
+        WorkerInfo {
+            id: w.id,
+            queue: w.queue,
+            host: w.host,
+            pid: w.pid,
+            language: w.language,
+            concurrency: w.concurrency as u64,
+            running: w.running as u64,
+            version: w.version,
+            started_ms: w.started_ms,
+            beat_ms: w.beat_ms,
+            lapse_ms: w.lapse_ms,
+        }
+    }
+}
+
 /// A running worker. Dropping it (Swift: the last reference going away; Kotlin: `close()`,
 /// `destroy()` or garbage collection) aborts the worker at once, and the jobs it held are recovered
-/// when their leases expire. `close()` (Kotlin: `shutdown()`) stops it gracefully.
+/// when their leases expire. `close()` (Kotlin: `shutdown()`) stops it gracefully; `abort()` stops
+/// it at once, also while a graceful close is under way. Kotlin: `closeOnShutdown()` (dev/emq/
+/// Shutdown.kt) closes it gracefully when the JVM shuts down (SIGTERM, Ctrl-C, `System.exit`).
 #[derive(uniffi::Object)]
 pub struct WorkerHandle {
     pub(crate) inner: Mutex<Option<emq::WorkerHandle>>,
+    pub(crate) aborter: emq::WorkerAborter,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
 impl WorkerHandle {
-    /// Stops the worker gracefully: no new jobs; in-flight jobs finish within the shutdown
-    /// deadline (10 s), the rest are given back to wait. Returns how many were given back. A second
-    /// call does nothing. Kotlin names it `shutdown()`: its objects are `AutoCloseable`, whose
+    /// Stops the worker gracefully: no new jobs; running handlers get the worker's
+    /// `shutdown_timeout_ms` (default 10 s) to finish, then their coroutines are cancelled and
+    /// their jobs go back to waiting, the attempt not counted (neither failed nor stalled).
+    /// Returns how many jobs were given back. A second call does nothing. Kotlin names it `shutdown()`: its objects are `AutoCloseable`, whose
     /// `close()` destroys the handle (aborting the worker, see [`WorkerHandle`]).
     pub async fn close(&self) -> Result<u64, EmqException> {
         let handle = self.inner.lock().expect("worker handle").take();
@@ -35,6 +85,14 @@ impl WorkerHandle {
             Some(h) => Ok(on_runtime(async move { h.close().await }).await?.released),
             None => Ok(0),
         }
+    }
+
+    /// Stops the worker at once, from any thread, also while `close()` waits (a second Ctrl-C):
+    /// running handlers are cancelled, nothing more is waited for or given back, and the jobs it
+    /// held come back through their leases, as after a crash. Idempotent.
+    pub fn abort(&self) {
+        let _guard = runtime().enter();
+        self.aborter.abort();
     }
 
     /// True until the graceful close was called.

@@ -36,7 +36,13 @@ expect 'func get\(id: String\) ?async throws +-> JobRecord\?' 'Queue.get(id:)'
 expect 'func counts\(\) ?async throws +-> Counts' 'Queue.counts()'
 expect 'func pause\(\) ?async throws' 'Queue.pause()'
 expect 'func resume\(\) ?async throws' 'Queue.resume()'
-expect 'func startWorker\(handler: JobHandler, concurrency: Int32 = 1, leaseMs: Double = Double\(30000.0\)\) ?throws +-> WorkerHandle' 'Queue.startWorker(handler:concurrency:leaseMs:)'
+expect 'func startWorker\(handler: JobHandler, concurrency: Int32 = 1, leaseMs: Double = Double\(30000.0\), shutdownTimeoutMs: Double = Double\(10000.0\), stalledIntervalMs: Double = Double\(15000.0\), maxStalls: UInt32 = UInt32\(1\), blockTimeoutMs: Double = Double\(5000.0\)\) ?throws +-> WorkerHandle' 'Queue.startWorker(handler:concurrency:leaseMs:shutdownTimeoutMs:stalledIntervalMs:maxStalls:blockTimeoutMs:)'
+expect 'func cancel\(id: String, reason: String = ""\) ?async throws +-> String' 'Queue.cancel(id:reason:)'
+expect 'func wait\(id: String, timeoutMs: Double\) ?async throws +-> String' 'Queue.wait(id:timeoutMs:)'
+expect 'func mintId\(\) ?throws +-> String' 'Queue.mintId()'
+expect 'func workers\(\) ?async throws +-> \[WorkerInfo\]' 'Queue.workers()'
+expect '^public struct WorkerInfo\b' 'struct WorkerInfo'
+expect 'open func abort\(\) *\{' 'WorkerHandle.abort()'
 expect 'open func close\(\) ?async throws +-> UInt64' 'WorkerHandle.close() async throws -> UInt64'
 expect 'public func errorCode\(message: String\) +-> String' 'errorCode(message:)'
 expect 'func addBulk\(jobs: \[NewJob\]\) ?async throws +-> \[String\]' 'Queue.addBulk(jobs:)'
@@ -60,12 +66,12 @@ expect 'case exponential\(delayMs: Double, maxMs: Double' 'Backoff.exponential(d
 expect '^public enum ParentPolicy\b' 'enum ParentPolicy'
 # Every field of the core's JobOptions.
 for f in delayMs priority attempts backoff jitter leaseMs lifo removeOnComplete removeOnFail \
-    timeoutMs dedup debounce dedupTtlMs parentPolicy group; do
+    timeoutMs dedup debounce dedupTtlMs parentPolicy group id; do
     expect "public var $f: " "JobOptions.$f"
 done
 # One EmqException case per core error code.
 for code in InvalidQueueName InvalidJobId InvalidOption InvalidPayload ServerUnavailable \
-    IncompatibleVersion CrossSlot UndeclaredKey ScriptError LeaseLost NodeLeaseLost JobNotFound \
+    AuthFailed PermissionDenied IncompatibleVersion CrossSlot UndeclaredKey ScriptError LeaseLost NodeLeaseLost JobNotFound \
     InvalidState Timeout Closed HandlerFailed Internal; do
     expect "case $code\(message: String\)" "EmqException.$code"
 done

@@ -221,9 +221,8 @@ class QueueTest {
             assertTrue(e.message!!.startsWith("invalid_queue_name: "), e.message)
             assertEquals("invalid_queue_name", errorCode(e.message!!))
             assertTrue(e is EmqException)
-            // The core's 19 codes (tests/parity checks the variants equal core/src/error.rs).
             assertEquals(19, errorCodes().size)
-            assertTrue(errorCodes().containsAll(listOf("auth_failed", "permission_denied")))
+            assertTrue(errorCodes().containsAll(listOf("auth_failed", "permission_denied", "timeout")), errorCodes().toString())
 
             val q = Queue.connect(url, Harness.uniqueQueue("kt-errors"))
             try {
