@@ -208,6 +208,23 @@ async def test_unreachable_server(qname):
     assert e.value.code == "server_unavailable"
 
 
+async def test_worker_options_have_the_cores_bounds(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+
+    async def handle(job):
+        return None
+
+    # 2**63 raised a raw OverflowError; 10**9 was accepted; stalled_interval could not be set.
+    for bad in (dict(concurrency=2**63), dict(concurrency=10**9), dict(concurrency=0),
+                dict(concurrency=-1), dict(concurrency=1.5), dict(concurrency=True),
+                dict(stalled_interval=0), dict(max_stalls=-1), dict(max_stalls=2**40)):
+        with pytest.raises(emq.InvalidOption):
+            emq.Worker(q, handle, **bad)
+    worker = emq.Worker(q, handle, concurrency=2, stalled_interval=0.5, max_stalls=3)
+    await worker.close()
+    await q.close()
+
+
 async def test_workers_lists_a_live_python_worker(standalone, qname):
     q = await emq.Queue.connect(standalone, qname)
     assert await q.workers() == []

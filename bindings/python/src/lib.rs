@@ -849,26 +849,46 @@ impl Worker {
     /// `entry(call)` is called per job with an `emq._emq.Call` (threaded mode). With `batched`,
     /// jobs are queued for the event loop instead: it watches `wake_fd` and calls `take`.
     #[new]
-    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=1, lease=None, batched=false, shutdown_timeout=None))]
+    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         queue: &Queue,
         entry: Py<PyAny>,
         event_loop: Option<Py<PyAny>>,
-        concurrency: i64,
+        concurrency: Option<&Bound<'_, PyAny>>,
         lease: Option<&Bound<'_, PyAny>>,
         batched: bool,
         shutdown_timeout: Option<&Bound<'_, PyAny>>,
+        stalled_interval: Option<&Bound<'_, PyAny>>,
+        max_stalls: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Worker> {
         let q = queue.core(py)?;
-        if concurrency < 1 {
-            return Err(code_err(
-                py,
-                ErrorCode::InvalidOption,
-                "concurrency must be at least 1",
-            ));
-        }
+        // Whole numbers only; their bounds are the core's (WorkerOptions::validate), so a number
+        // too large for the machine becomes one the core refuses with its bound in the message.
+        let whole = |what: &str, v: &Bound<'_, PyAny>| -> PyResult<u64> {
+            if v.is_instance_of::<pyo3::types::PyBool>()
+                || !v.is_instance_of::<pyo3::types::PyInt>()
+            {
+                return Err(code_err(
+                    py,
+                    ErrorCode::InvalidOption,
+                    format!("{what} must be a whole number, got {}", v.repr()?),
+                ));
+            }
+            if v.lt(0)? {
+                return Err(code_err(
+                    py,
+                    ErrorCode::InvalidOption,
+                    format!("{what} must not be negative, got {}", v.repr()?),
+                ));
+            }
+            Ok(v.extract::<u64>().unwrap_or(u64::MAX))
+        };
+        let concurrency = match concurrency {
+            Some(c) => whole("concurrency", c)?,
+            None => 1,
+        };
         let lease_ms = match lease {
             Some(l) => seconds_ms(py, "lease", l)?,
             None => 30_000,
@@ -877,10 +897,16 @@ impl Worker {
         let rt = runtime()?;
         let _guard = rt.enter();
         let mut opts = emq::WorkerOptions {
-            concurrency: concurrency as usize,
+            concurrency: usize::try_from(concurrency).unwrap_or(usize::MAX),
             lease: Duration::from_millis(lease_ms),
             ..Default::default()
         };
+        if let Some(t) = stalled_interval {
+            opts.stalled_interval = Duration::from_millis(seconds_ms(py, "stalled_interval", t)?);
+        }
+        if let Some(m) = max_stalls {
+            opts.max_stalls = u32::try_from(whole("max_stalls", m)?).unwrap_or(u32::MAX);
+        }
         if let Some(t) = shutdown_timeout {
             opts.shutdown_deadline = Duration::from_millis(seconds_ms(py, "shutdown_timeout", t)?);
         }

@@ -546,7 +546,10 @@ class Worker:
     job retries while attempts remain); raising :class:`Unrecoverable` fails the job at once. A
     run longer than the job's ``timeout`` is stopped (its task cancelled; a ``def`` handler sees
     ``job.cancelled``) and, once it has stopped, fails with the code ``timeout``. ``lease`` is in
-    seconds.
+    seconds (default 30, renewed every third of it); ``stalled_interval`` (seconds, default 15,
+    at least 0.1) is how often the stalled sweep runs, so a crashed worker's jobs return within
+    about lease + stalled_interval; ``max_stalls`` (default 1) is how many stalls a job survives.
+    Every bound is the core's, refused with :class:`InvalidOption` naming it.
 
     Shutdown: :meth:`close` (or :meth:`run`, which closes on SIGINT/SIGTERM) takes no new jobs
     and gives running handlers ``shutdown_timeout`` seconds (default 10) to finish; a handler
@@ -564,9 +567,12 @@ class Worker:
         lease: Seconds = 30.0,
         *,
         shutdown_timeout: Seconds = 10.0,
+        stalled_interval: Optional[Seconds] = None,
+        max_stalls: Optional[int] = None,
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
+        opts = dict(shutdown_timeout=shutdown_timeout, stalled_interval=stalled_interval, max_stalls=max_stalls)
         try:
             loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
         except RuntimeError:
@@ -580,7 +586,7 @@ class Worker:
         if is_async:
             self._handler = handler
             self._native = _emq.Worker(
-                queue._native, handler, loop, concurrency, lease, batched=True, shutdown_timeout=shutdown_timeout
+                queue._native, handler, loop, concurrency, lease, batched=True, **opts
             )
             self._fd = self._native.wake_fd
             loop.add_reader(self._fd, self._drain)  # type: ignore[union-attr]
@@ -589,7 +595,7 @@ class Worker:
             def entry(call: "_emq.Call") -> Any:
                 return handler(Job(call))
 
-            self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease, shutdown_timeout=shutdown_timeout)
+            self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease, **opts)
 
     def _drain(self) -> None:
         """On the loop, when jobs are queued: cancel the tasks of jobs the core gave up on

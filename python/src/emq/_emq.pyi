@@ -87,9 +87,12 @@ class Worker:
         queue: Queue,
         entry: Callable[[Call], Any],
         event_loop: Optional[asyncio.AbstractEventLoop] = None,
-        concurrency: int = 1,
+        concurrency: Optional[int] = None,
         lease: Optional[Seconds] = None,
         batched: bool = False,
+        shutdown_timeout: Optional[Seconds] = None,
+        stalled_interval: Optional[Seconds] = None,
+        max_stalls: Optional[int] = None,
     ) -> None: ...
     @property
     def wake_fd(self) -> Optional[int]: ...

@@ -211,6 +211,8 @@ class Worker:
         lease: Seconds = 30.0,
         *,
         shutdown_timeout: Seconds = 10.0,
+        stalled_interval: Optional[Seconds] = None,
+        max_stalls: Optional[int] = None,
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
@@ -220,7 +222,16 @@ class Worker:
         def entry(call: "_emq.Call") -> Any:
             return handler(Job(call))
 
-        self._native = _emq.Worker(queue._native, entry, None, concurrency, lease, shutdown_timeout=shutdown_timeout)
+        self._native = _emq.Worker(
+            queue._native,
+            entry,
+            None,
+            concurrency,
+            lease,
+            shutdown_timeout=shutdown_timeout,
+            stalled_interval=stalled_interval,
+            max_stalls=max_stalls,
+        )
 
     def run(self) -> None:
         """Blocks until SIGINT or SIGTERM, then closes gracefully (see :meth:`close`); a second
