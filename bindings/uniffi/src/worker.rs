@@ -120,11 +120,14 @@ impl WorkerHandle {
 
 impl Drop for WorkerHandle {
     fn drop(&mut self) {
-        // Dropping the core handle aborts its tasks; aborting needs no runtime context, but enter
-        // one anyway so that anything dropped with it that touches tokio finds a runtime.
-        let _guard = runtime().enter();
-        if let Ok(mut inner) = self.inner.lock() {
-            inner.take();
-        }
+        // Dropped outside any runtime context (a Kotlin close or finaliser), the core handle
+        // aborts its tasks and withdraws the worker's waiters registration before returning
+        // (bounded, on its own runtime). Entering the runtime here made it withdraw in a spawned
+        // task instead, so an add right after the drop could still hand a job to the gone
+        // worker (QueueTest's "destroying the worker handle" saw it ACTIVE, now and then).
+        // (On a runtime thread, when an async caller drops the last reference, the core spawns
+        // the withdrawal: all it can do there.)
+        let inner = self.inner.lock().ok().and_then(|mut inner| inner.take());
+        drop(inner);
     }
 }
