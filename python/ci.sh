@@ -16,6 +16,7 @@ echo "== venv: $VENV"
 source "$VENV/bin/activate"
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet maturin pytest pytest-asyncio
+python -m mypy --version >/dev/null 2>&1 || python -m pip install --quiet mypy
 
 echo "== pip install ./python (maturin builds bindings/python)"
 # EMQ_PY_PROFILE=dev makes maturin build without optimisation (quicker, for CI); default release.
@@ -27,6 +28,24 @@ if ! python -m pip install ./python >"$VENV/pip-install.log" 2>&1; then
 fi
 grep -E "Successfully installed" "$VENV/pip-install.log" || true
 python -c "import emq, emq.sync, emq._emq; print('emq', emq.__version__, 'native module', emq._emq.__file__)"
+
+echo "== mypy --strict on examples/python (typed against the installed package and its stubs)"
+(cd "$ROOT" && python -m mypy --strict --cache-dir=/dev/null examples/python/*.py)
+
+echo "== python/README.md shows examples/python as they are"
+python - "$ROOT" <<'PY'
+import re, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+text = (root / "python/README.md").read_text()
+blocks = re.findall(r"^<!-- (examples/\S+) -->\n```[a-z]*\n(.*?)^```$", text, re.S | re.M)
+shown = {rel for rel, _ in blocks}
+bad = [rel for rel, body in blocks if (root / rel).read_text() != body]
+bad += [f"{p.relative_to(root)} (not shown)" for p in sorted((root / "examples/python").glob("*.py")) if str(p.relative_to(root)) not in shown]
+if bad:
+    sys.exit("python/README.md differs from: " + ", ".join(bad))
+print("python/README.md shows", ", ".join(sorted(shown)))
+PY
 
 echo "== cargo build -p emq-harness"
 cargo build -p emq-harness

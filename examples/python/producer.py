@@ -19,16 +19,13 @@ async def main() -> None:
     queue = await emq.Queue.connect(URL, "emails")
     job_id = await queue.add("send", {"to": "ada@example.com"}, attempts=3, backoff=("exponential", 1.0))
     print("added", job_id)
-
-    # Read the result back: poll the job until a worker has finished it (at most 30 s).
-    for _ in range(300):
-        job = await queue.get(job_id)
-        if job is not None and job["state"] in ("completed", "failed"):
-            break
-        await asyncio.sleep(0.1)
-    else:
+    try:
+        # The job's result once a worker has finished it (a job that failed for good raises
+        # emq.HandlerFailed; not finished within 30 s raises emq.Timeout).
+        result = await queue.wait(job_id, timeout=30)
+    except emq.Timeout:
         raise SystemExit(f"job {job_id} did not finish within 30 s: is worker.py running?")
-    print(job["state"], job["result"])
+    print("completed", result)
     await queue.close()
 
 

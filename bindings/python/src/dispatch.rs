@@ -14,17 +14,17 @@
 //!   takes the GIL only while Python runs; a coroutine returned there is handed to the loop with
 //!   `asyncio.run_coroutine_threadsafe`.
 //!
-//! Either way the handler receives an `emq.Job` (a dict of the job, plus `progress`, `log`,
-//! `children_results` backed by its [`Call`]). An exception becomes the run's failure with its
+//! Either way the handler receives an `emq.Job` (the job's fields as attributes, plus `progress`,
+//! `log`, `children_results` backed by its [`Call`]). An exception becomes the run's failure with its
 //! formatted traceback; an `emq.Unrecoverable` skips the remaining attempts.
 
 use crate::convert::{py_to_value, value_to_py};
 use crate::loop_bridge::WakePipe;
-use crate::{code_err, runtime, spawn_py, CoreFuture, Out};
+use crate::{code_err, runtime, CoreFuture, Out};
 use emq::{ErrorCode, HandlerError, HandlerResult, JobContext};
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
@@ -136,16 +136,6 @@ impl Call {
         self.send(Err(handler_error(py, exc)));
     }
 
-    /// Puts the job's fields into `target` (a dict, e.g. an `emq.Job`).
-    fn fill(&self, py: Python<'_>, target: &Bound<'_, PyDict>) -> PyResult<()> {
-        if let serde_json::Value::Object(m) = self.ctx.job().to_json() {
-            for (k, v) in &m {
-                target.set_item(k, value_to_py(py, v)?)?;
-            }
-        }
-        Ok(())
-    }
-
     /// True once the worker learned that its lease on this job is gone.
     #[getter]
     fn lease_lost(&self) -> bool {
@@ -173,37 +163,23 @@ impl Call {
         }
     }
 
-    /// Records progress (any JSON value).
-    fn progress<'py>(
-        &self,
-        py: Python<'py>,
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// Records progress (any JSON value): an awaitable, or with `blocking` done at once.
+    #[pyo3(signature = (value, blocking=false))]
+    fn progress(&self, py: Python<'_>, value: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
         let f = self.progress_future(py, value)?;
-        spawn_py(py, f)
-    }
-
-    fn progress_blocking(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let f = self.progress_future(py, value)?;
-        crate::block(py, f)
+        crate::run(py, f, blocking)
     }
 
     /// Appends a line to the job's log; the number of lines kept.
-    fn log<'py>(&self, py: Python<'py>, line: String) -> PyResult<Bound<'py, PyAny>> {
-        spawn_py(py, self.log_future(line))
-    }
-
-    fn log_blocking(&self, py: Python<'_>, line: String) -> PyResult<Py<PyAny>> {
-        crate::block(py, self.log_future(line))
+    #[pyo3(signature = (line, blocking=false))]
+    fn log(&self, py: Python<'_>, line: String, blocking: bool) -> PyResult<Py<PyAny>> {
+        crate::run(py, self.log_future(line), blocking)
     }
 
     /// In a flow, the children's results by `<queue>:<id>`.
-    fn children_results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        spawn_py(py, self.children_future())
-    }
-
-    fn children_results_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::block(py, self.children_future())
+    #[pyo3(signature = (blocking=false))]
+    fn children_results(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        crate::run(py, self.children_future(), blocking)
     }
 }
 

@@ -159,7 +159,7 @@ pub(crate) fn _resolve(fut: &Bound<'_, PyAny>, ok: bool, value: &Bound<'_, PyAny
 }
 
 /// An awaitable of `fut` (on the running loop), or with `blocking` its outcome (GIL released).
-fn run(py: Python<'_>, fut: CoreFuture, blocking: bool) -> PyResult<Py<PyAny>> {
+pub(crate) fn run(py: Python<'_>, fut: CoreFuture, blocking: bool) -> PyResult<Py<PyAny>> {
     if blocking {
         block(py, fut)
     } else {

@@ -27,8 +27,26 @@ import asyncio
 import inspect
 import os
 import signal
+import threading
 from datetime import timedelta
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    Generator,
+    Generic,
+    Iterable,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from . import _emq
 from .errors import (
@@ -417,29 +435,131 @@ def _outcome(out: Dict[str, Any]) -> Any:
     """A job's result, or its failure raised as :class:`HandlerFailed`."""
     if out["ok"]:
         return out["result"]
-    failure = out["failure"]
-    exc = HandlerFailed(failure.get("message", ""))
-    exc.failure = failure  # type: ignore[attr-defined]
-    exc.failure_code = failure.get("code", "handler_failed")  # type: ignore[attr-defined]
-    exc.stack = failure.get("stack")  # type: ignore[attr-defined]
-    raise exc
+    raise HandlerFailed.from_failure(out["failure"])
 
 
-class Job(dict):
-    """The job a handler receives: a dict (``id``, ``name``, ``data``, ``attempts_made``,
-    ``parent``…, as :meth:`Queue.get` returns it) with a few methods on the running job."""
+def _on_loop() -> bool:
+    """True when the calling thread runs an asyncio event loop (an ``async def`` handler's),
+    False in a plain ``def`` handler's thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
-    __slots__ = ("_call",)
 
-    def __init__(self, call: "_emq.Call") -> None:
-        call.fill(self)
+_T = TypeVar("_T")
+
+
+class Reported(Generic[_T]):
+    """What :meth:`Job.progress` and :meth:`Job.log` return in a plain ``def`` handler: the call
+    has already been made (blocking), so there is nothing to wait for; awaiting it anyway gives
+    its value, and not awaiting it is fine (no "never awaited" warning)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: _T) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, _T]:
+        return self.value
+        yield  # pragma: no cover  (makes this a generator)
+
+
+class Job(Mapping[str, Any]):
+    """The job a handler receives: one run of one job.
+
+    Typed attributes: ``id``, ``name``, ``data`` (the payload), ``attempt`` (the number of this
+    run, starting at 1: ``attempts_made + 1``), ``attempts_made`` (runs before this one that
+    failed), ``attempts`` (the most runs allowed), ``options`` (the job options it was added
+    with that differ from the defaults), ``parent`` (in a flow: ``"<queue>:<id>"``, else None),
+    ``priority``, ``stalls``, ``dedup``, ``created_ms`` / ``processed_ms`` (server ms).
+
+    Methods on the running job: :meth:`progress`, :meth:`log`, :meth:`children_results` — awaited
+    in an ``async def`` handler; in a plain ``def`` handler (it runs in a thread) the same calls
+    block until done, with no ``await``. ``lease_lost``, ``cancelled``, ``interrupt`` and
+    ``cancel_reason`` say whether the worker wants the run to stop.
+
+    Compatible with the earlier dict form: ``job["data"]``, ``job.get("parent")``, ``dict(job)``
+    read the job's fields as :meth:`Queue.get` returns them (a read-only mapping).
+    """
+
+    __slots__ = (
+        "_call",
+        "_fields",
+        "id",
+        "name",
+        "data",
+        "attempt",
+        "attempts_made",
+        "attempts",
+        "options",
+        "parent",
+        "priority",
+        "stalls",
+        "dedup",
+        "created_ms",
+        "processed_ms",
+    )
+
+    id: str
+    name: str
+    data: Any
+    attempt: int
+    attempts_made: int
+    attempts: int
+    options: Dict[str, Any]
+    parent: Optional[str]
+    priority: int
+    stalls: int
+    dedup: Optional[str]
+    created_ms: int
+    processed_ms: Optional[int]
+
+    def __init__(self, call: "Optional[_emq.Call]", fields: Optional[Dict[str, Any]] = None) -> None:
+        f: Dict[str, Any] = call.job() if call is not None else dict(fields or {})
         self._call = call
+        self._fields = f
+        self.id = f["id"]
+        self.name = f["name"]
+        self.data = f.get("data")
+        self.attempts_made = f.get("attempts_made", 0)
+        self.attempt = self.attempts_made + 1
+        self.attempts = f.get("attempts", 1)
+        self.options = f.get("options") or {}
+        self.parent = f.get("parent")
+        self.priority = f.get("priority", 0)
+        self.stalls = f.get("stalls", 0)
+        self.dedup = f.get("dedup")
+        self.created_ms = f.get("created_ms", 0)
+        self.processed_ms = f.get("processed_ms")
+
+    # -- the mapping of the job's fields (the earlier dict form) -----------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        return self._fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __repr__(self) -> str:
+        return f"<emq.Job {self.name!r} id={self.id} attempt={self.attempt}/{self.attempts}>"
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def _run(self) -> "_emq.Call":
+        if self._call is None:
+            raise InvalidState("this job is a snapshot from a worker event: its run is over")
+        return self._call
 
     @property
     def lease_lost(self) -> bool:
         """True once the worker learned that its lease on this job is gone (another worker may
         run it): a long handler should stop early."""
-        return self._call.lease_lost
+        return self._call.lease_lost if self._call is not None else False
 
     @property
     def cancelled(self) -> bool:
@@ -448,42 +568,59 @@ class Job(dict):
         ended. An ``async def`` handler is cancelled (``asyncio.CancelledError``) at that moment;
         a plain ``def`` handler should poll this and return (or raise) soon. Until it does, its
         job stays leased to it (so a retry never overlaps it)."""
-        return self._call.cancelled
+        return self._call.cancelled if self._call is not None else False
 
     @property
     def interrupt(self) -> Optional[str]:
         """Why the worker asked this run to stop: None, ``"cancelled"``, ``"timeout"`` or
         ``"shutdown"``."""
-        return self._call.interrupt
+        return self._call.interrupt if self._call is not None else None
 
     @property
     def cancel_reason(self) -> Optional[str]:
         """The reason given to :meth:`Queue.cancel`, once the job was cancelled."""
-        return self._call.cancel_reason
+        return self._call.cancel_reason if self._call is not None else None
 
-    async def progress(self, value: Any) -> None:
-        """Records progress (any JSON value) and announces it on the events stream."""
-        await self._call.progress(value)
+    def progress(self, value: Any) -> Awaitable[None]:
+        """Records progress (any JSON value) and announces it (the queue's events stream, the
+        worker's ``progress`` event). ``await job.progress(50)`` in an ``async def`` handler;
+        ``job.progress(50)`` in a plain ``def`` (it blocks until recorded)."""
+        call = self._run()
+        if _on_loop():
+            return call.progress(value)  # type: ignore[no-any-return]
+        call.progress(value, blocking=True)
+        return Reported(None)
 
-    async def log(self, line: str) -> int:
-        """Appends a line to the job's log (see :meth:`Queue.logs`); returns the lines kept."""
-        return await self._call.log(line)
+    def log(self, line: str) -> Awaitable[int]:
+        """Appends a line to the job's log (see :meth:`Queue.logs`); gives the number of lines
+        kept. Awaited in an ``async def`` handler; blocking in a plain ``def``."""
+        call = self._run()
+        if _on_loop():
+            return call.log(line)  # type: ignore[no-any-return]
+        return Reported(call.log(line, blocking=True))
 
-    async def children_results(self) -> Dict[str, Any]:
+    def children_results(self) -> Awaitable[Dict[str, Any]]:
         """In a flow's parent: each child's result by ``"<queue>:<id>"`` (a failed child under
-        ``parent_policy="ignore"`` appears as ``{"failed": …}``)."""
-        return await self._call.children_results()
+        ``parent_policy="ignore"`` appears as ``{"failed": …}``). Awaited in an ``async def``
+        handler; blocking in a plain ``def``."""
+        call = self._run()
+        if _on_loop():
+            return call.children_results()  # type: ignore[no-any-return]
+        return Reported(call.children_results(blocking=True))
 
-    # Blocking twins, for plain ``def`` handlers (they run in a thread).
+    # The earlier blocking twins (``job.progress(…)`` blocks by itself in a ``def`` handler).
 
     def progress_blocking(self, value: Any) -> None:
-        self._call.progress_blocking(value)
+        """As :meth:`progress`, blocking whatever the thread (kept for compatibility)."""
+        self._run().progress(value, blocking=True)
 
     def log_blocking(self, line: str) -> int:
-        return self._call.log_blocking(line)
+        """As :meth:`log`, blocking whatever the thread (kept for compatibility)."""
+        return self._run().log(line, blocking=True)  # type: ignore[no-any-return]
 
     def children_results_blocking(self) -> Dict[str, Any]:
-        return self._call.children_results_blocking()
+        """As :meth:`children_results`, blocking whatever the thread (kept for compatibility)."""
+        return self._run().children_results(blocking=True)  # type: ignore[no-any-return]
 
 
 class EventStream:
@@ -532,6 +669,86 @@ async def _run_async(
         if tasks.get(job_id) is asyncio.current_task():
             del tasks[job_id]
     call.finish(result)
+
+
+#: The events a worker reports (see :meth:`Worker.on`).
+WORKER_EVENTS = ("completed", "failed", "progress", "stalled", "error")
+
+WorkerEventName = Literal["completed", "failed", "progress", "stalled", "error"]
+
+
+class _Listeners:
+    """A worker's event listeners, and the dispatch of the events its native half reports (shared
+    by :class:`Worker` and :class:`emq.sync.Worker`)."""
+
+    def __init__(self) -> None:
+        self.by_name: Dict[str, List[Callable[..., Any]]] = {name: [] for name in WORKER_EVENTS}
+
+    def add(self, name: str, fn: Callable[..., Any]) -> None:
+        if name not in self.by_name:
+            raise InvalidOption(f"unknown worker event {name!r}: one of {', '.join(WORKER_EVENTS)}")
+        if not callable(fn):
+            raise InvalidOption("a worker event listener must be callable")
+        self.by_name[name].append(fn)
+
+    def remove(self, name: str, fn: Callable[..., Any]) -> None:
+        fns = self.by_name.get(name)
+        if fns and fn in fns:
+            fns.remove(fn)
+
+    @staticmethod
+    def args(ev: Dict[str, Any]) -> Tuple[Any, ...]:
+        kind = ev["kind"]
+        if kind == "completed":
+            return (Job(None, ev["job"]), ev.get("result"))
+        if kind == "failed":
+            return (Job(None, ev["job"]), HandlerFailed.from_failure(ev["failure"], bool(ev.get("will_retry"))))
+        if kind == "progress":
+            return (Job(None, ev["job"]), ev.get("value"))
+        if kind == "stalled":
+            return (ev["job_id"],)
+        err = ev.get("error") or {}
+        from .errors import error_for_code
+
+        return (error_for_code(str(err.get("code", "internal")), str(err.get("message", ""))),)
+
+    def dispatch(self, events: List[Dict[str, Any]], spawn: Optional[Callable[[Any], Any]]) -> None:
+        """Calls the listeners of each event, in order. A listener that returns an awaitable has it
+        run by ``spawn`` (a task on the loop) or, without a loop, to completion here. A listener
+        that raises is reported to the ``error`` listeners; nothing reaches the worker."""
+        for ev in events:
+            fns = self.by_name.get(ev.get("kind", ""))
+            if not fns:
+                continue
+            try:
+                args = self.args(ev)
+            except Exception as exc:  # a malformed event: never expected
+                self._listener_failed(ev.get("kind", "?"), exc, spawn)
+                continue
+            for fn in list(fns):
+                try:
+                    r = fn(*args)
+                    if inspect.isawaitable(r):
+                        if spawn is not None:
+                            spawn(self._guarded(ev["kind"], r, spawn))
+                        else:
+                            asyncio.run(self._guarded(ev["kind"], r, None))
+                except Exception as exc:
+                    self._listener_failed(ev["kind"], exc, spawn)
+
+    async def _guarded(self, kind: str, aw: Awaitable[Any], spawn: Optional[Callable[[Any], Any]]) -> None:
+        try:
+            await aw
+        except Exception as exc:
+            self._listener_failed(kind, exc, spawn)
+
+    def _listener_failed(self, kind: str, exc: BaseException, spawn: Optional[Callable[[Any], Any]]) -> None:
+        if kind == "error":
+            return  # an error listener raised: nothing more to tell
+        self.dispatch(
+            [{"kind": "error", "error": {"code": "internal", "message": f"a {kind!r} listener raised {exc!r}"}}],
+            spawn,
+        )
 
 
 class Worker:
@@ -596,6 +813,74 @@ class Worker:
                 return handler(Job(call))
 
             self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease, **opts)
+        self._listeners = _Listeners()
+        self._pump: "Optional[asyncio.Task[None]]" = None
+        self._pump_thread: Optional[threading.Thread] = None
+        self._listener_tasks: "set[asyncio.Task[None]]" = set()
+
+    # -- events ------------------------------------------------------------------------------
+
+    def on(self, event: WorkerEventName, listener: Callable[..., Any]) -> "Worker":
+        """Calls ``listener`` on each ``event`` of this worker; returns the worker (chainable).
+
+        - ``"completed"``: ``listener(job, result)`` once a run's result is recorded;
+        - ``"failed"``: ``listener(job, error)`` for each failed run, once recorded (a timeout and a
+          cancel count; a job given back at shutdown does not): ``error`` is a
+          :class:`HandlerFailed` with ``failure_code``, ``message``, ``stack`` and ``will_retry``;
+        - ``"progress"``: ``listener(job, value)`` when a handler of this worker reported progress;
+        - ``"stalled"``: ``listener(job_id)`` when this worker's stalled sweep found a job whose
+          worker vanished (it goes back to waiting, or fails after ``max_stalls``);
+        - ``"error"``: ``listener(exc)`` (an :class:`EmqError`) for the worker's own troubles — a
+          lost connection, a failed lease renewal, a listener that raised: the worker keeps trying.
+
+        ``job`` is a snapshot (:class:`Job`: ``id``, ``name``, ``data``, ``attempt``…). Listeners
+        run on the worker's event loop (a plain ``def`` worker without a loop: on one thread of
+        their own), in order; a listener may be ``async def`` (it then runs as a task). Register
+        them right after creating the worker: events before the first registration are not
+        kept. A listener that raises is reported to ``error``; nothing reaches the worker."""
+        self._listeners.add(event, listener)
+        self._native.listen()
+        if self._pump is None and self._pump_thread is None:
+            if self._loop is not None:
+                self._pump = self._loop.create_task(self._pump_events())
+            else:
+                self._pump_thread = threading.Thread(target=self._pump_blocking, name="emq-worker-events", daemon=True)
+                self._pump_thread.start()
+        return self
+
+    def off(self, event: WorkerEventName, listener: Callable[..., Any]) -> "Worker":
+        """Removes a listener added with :meth:`on`."""
+        self._listeners.remove(event, listener)
+        return self
+
+    def _spawn(self, aw: Any) -> None:
+        task = self._loop.create_task(aw)  # type: ignore[union-attr]
+        self._listener_tasks.add(task)
+        task.add_done_callback(self._listener_tasks.discard)
+
+    async def _pump_events(self) -> None:
+        while True:
+            batch = await self._native.events(1.0)
+            if batch is None:
+                return  # closed, and every event delivered
+            self._listeners.dispatch(batch, self._spawn)
+
+    def _pump_blocking(self) -> None:
+        while True:
+            batch = self._native.events(1.0, blocking=True)
+            if batch is None:
+                return
+            self._listeners.dispatch(batch, None)
+
+    async def _end_events(self) -> None:
+        """After the close: the last events reach their listeners."""
+        if self._pump is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._pump), 5.0)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                self._pump.cancel()
+        elif self._pump_thread is not None:
+            self._pump_thread.join(5.0)
 
     def _drain(self) -> None:
         """On the loop, when jobs are queued: cancel the tasks of jobs the core gave up on
@@ -606,7 +891,7 @@ class Worker:
         create_task = self._loop.create_task  # type: ignore[union-attr]
         for call in calls:
             job = Job(call)
-            job_id = job["id"]
+            job_id = job.id
             tasks[job_id] = create_task(_run_async(handler, job, call, job_id, tasks))
         # After the starts: a job cancelled before its task ran never runs.
         for job_id in abandoned:
@@ -665,6 +950,7 @@ class Worker:
             if self._fd is not None and self._loop is not None and not self._loop.is_closed():
                 self._loop.remove_reader(self._fd)
             self._fd = None
+        await self._end_events()
 
     def stats(self) -> Dict[str, int]:
         """Counters: ``completed``, ``failed``, ``lease_lost``, ``recovered``."""

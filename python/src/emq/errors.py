@@ -8,7 +8,7 @@ handler raises it to fail the job without using its remaining attempts.
 
 from __future__ import annotations
 
-from typing import Dict, Type
+from typing import Any, Dict, Optional, Type
 
 __all__ = [
     "EmqError",
@@ -157,9 +157,30 @@ class Closed(EmqError):
 class HandlerFailed(EmqError):
     """A job failed for good: raised by ``Queue.wait`` with ``failure_code`` (``handler_failed``,
     ``timeout``, ``cancelled``, ``stalled``…), ``stack`` (the traceback, when recorded) and
-    ``failure`` (the whole failure dict); also the code of failure records."""
+    ``failure`` (the whole failure dict); also the code of failure records. A worker's
+    ``failed`` event passes one for each failed run, with ``will_retry`` (True when the job goes
+    back for another attempt)."""
 
     code = "handler_failed"
+    #: The failure's own code: ``handler_failed``, ``timeout``, ``cancelled``, ``stalled``,
+    #: ``invalid_payload`` or the handler's.
+    failure_code: str = "handler_failed"
+    #: The traceback, when one was recorded.
+    stack: Optional[str] = None
+    #: The whole failure record (``code``, ``message``, ``stack``).
+    failure: Optional[Dict[str, Any]] = None
+    #: In a worker's ``failed`` event: True when the job will run again (attempts remain).
+    will_retry: bool = False
+
+    @classmethod
+    def from_failure(cls, failure: Dict[str, Any], will_retry: bool = False) -> "HandlerFailed":
+        """The exception for a failure record."""
+        exc = cls(str(failure.get("message", "")))
+        exc.failure = failure
+        exc.failure_code = str(failure.get("code", "handler_failed"))
+        exc.stack = failure.get("stack")
+        exc.will_retry = will_retry
+        return exc
 
 
 class Internal(EmqError):
