@@ -5,7 +5,7 @@
 
 use crate::convert::py_to_value;
 use crate::{
-    code_err, core_err, int_u32, job_options, name_text, seconds_ms, spawn_py, CoreFuture, Out,
+    code_err, core_err, int_u32, job_options, name_text, seconds_ms, CoreFuture, Out,
     Queue,
 };
 use emq::{
@@ -410,24 +410,26 @@ pub struct EventStream {
 impl EventStream {
     /// The next events (dicts: `stream_id`, `kind`, `job_id`, `fields`), waiting up to `wait`
     /// seconds for the first; an empty list when none came.
-    #[pyo3(signature = (wait=None, count=100))]
-    fn next_batch<'py>(
+    #[pyo3(signature = (wait=None, count=100, blocking=false))]
+    fn next_batch(
         &self,
-        py: Python<'py>,
-        wait: Option<&Bound<'py, PyAny>>,
+        py: Python<'_>,
+        wait: Option<&Bound<'_, PyAny>>,
         count: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         let wait = match wait {
             Some(w) => Duration::from_millis(seconds_ms(py, "wait", w)?),
             None => Duration::from_secs(1),
         };
         let inner = self.inner.clone();
-        spawn_py(
+        crate::run(
             py,
             Box::pin(async move {
                 let mut s = inner.lock().await;
                 events_json(s.next_batch(wait, count.max(1)).await?)
             }),
+            blocking,
         )
     }
 }

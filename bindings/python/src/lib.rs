@@ -18,6 +18,7 @@ mod convert;
 mod dispatch;
 mod extras;
 mod loop_bridge;
+mod worker_events;
 
 use emq::{Backoff, ErrorCode, JobOptions};
 use futures::future::BoxFuture;
@@ -168,7 +169,7 @@ pub(crate) fn run(py: Python<'_>, fut: CoreFuture, blocking: bool) -> PyResult<P
 }
 
 /// Runs `fut` to completion on the runtime with the GIL released.
-pub(crate) fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
+fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
     let rt = runtime()?;
     let outcome = py.detach(|| rt.block_on(fut));
     outcome.map_err(|e| core_err(py, &e))?.into_py(py)
@@ -491,18 +492,14 @@ impl Queue {
 
 #[pymethods]
 impl Queue {
-    /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue `name`.
+    /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue
+    /// `name`. Like every method here that talks to the datastore: an awaitable, or with
+    /// `blocking=True` the outcome itself (GIL released), for the sync facade.
     #[staticmethod]
-    fn connect(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<Bound<'_, PyAny>> {
+    #[pyo3(signature = (urls, name, blocking=false))]
+    fn connect(py: Python<'_>, urls: Vec<String>, name: String, blocking: bool) -> PyResult<Py<PyAny>> {
         let f = connect_future(py, urls, name)?;
-        spawn_py(py, f)
-    }
-
-    /// As `connect`, blocking (GIL released).
-    #[staticmethod]
-    fn connect_blocking(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<Py<PyAny>> {
-        let f = connect_future(py, urls, name)?;
-        block(py, f)
+        run(py, f, blocking)
     }
 
     /// The queue's name.
@@ -518,68 +515,41 @@ impl Queue {
         Ok(id.to_string())
     }
 
-    #[pyo3(signature = (name, data, options=None))]
+    #[pyo3(signature = (name, data, options=None, blocking=false))]
     fn add<'py>(
         &self,
         py: Python<'py>,
         name: &Bound<'py, PyAny>,
         data: &Bound<'py, PyAny>,
         options: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let a = add_args(py, name, data, options)?;
-        let f = self.add_future(py, a)?;
-        spawn_py(py, f)
-    }
-
-    #[pyo3(signature = (name, data, options=None))]
-    fn add_blocking<'py>(
-        &self,
-        py: Python<'py>,
-        name: &Bound<'py, PyAny>,
-        data: &Bound<'py, PyAny>,
-        options: Option<&Bound<'py, PyDict>>,
+        blocking: bool,
     ) -> PyResult<Py<PyAny>> {
         let a = add_args(py, name, data, options)?;
         let f = self.add_future(py, a)?;
-        block(py, f)
+        run(py, f, blocking)
     }
 
+    #[pyo3(signature = (jobs, blocking=false))]
     fn add_bulk<'py>(
         &self,
         py: Python<'py>,
         jobs: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let f = self.bulk_future(py, jobs)?;
-        spawn_py(py, f)
-    }
-
-    fn add_bulk_blocking<'py>(
-        &self,
-        py: Python<'py>,
-        jobs: &Bound<'py, PyAny>,
+        blocking: bool,
     ) -> PyResult<Py<PyAny>> {
         let f = self.bulk_future(py, jobs)?;
-        block(py, f)
+        run(py, f, blocking)
     }
 
-    fn get<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (id, blocking=false))]
+    fn get<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
         let f = self.get_future(py, id)?;
-        spawn_py(py, f)
+        run(py, f, blocking)
     }
 
-    fn get_blocking<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
-        let f = self.get_future(py, id)?;
-        block(py, f)
-    }
-
-    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (blocking=false))]
+    fn counts(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         let f = self.counts_future(py)?;
-        spawn_py(py, f)
-    }
-
-    fn counts_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let f = self.counts_future(py)?;
-        block(py, f)
+        run(py, f, blocking)
     }
 
     #[pyo3(signature = (blocking=false))]
@@ -602,24 +572,17 @@ impl Queue {
         )
     }
 
-    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (blocking=false))]
+    fn close(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
         let q = self.core(py)?;
-        spawn_py(
+        run(
             py,
             Box::pin(async move { q.close().await.map(|_| Out::None) }),
+            blocking,
         )
     }
 
-    fn close_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let q = self.core(py)?;
-        block(
-            py,
-            Box::pin(async move { q.close().await.map(|_| Out::None) }),
-        )
-    }
-
-    // The extras (bodies in extras.rs). Each returns an awaitable, or with `blocking=True` the
-    // outcome itself (the sync facade).
+    // The extras (bodies in extras.rs).
 
     /// Adds a flow (a dict: name, data, queue, children, job options); the ids in its shape.
     #[pyo3(signature = (flow, blocking=false))]
@@ -827,9 +790,9 @@ impl Queue {
     }
 
     /// Follows the queue's events from now on (or after a stream id): an `EventStream`.
-    #[pyo3(signature = (after=None))]
-    fn events<'py>(&self, py: Python<'py>, after: Option<String>) -> PyResult<Bound<'py, PyAny>> {
-        spawn_py(py, self.events_future(py, after)?)
+    #[pyo3(signature = (after=None, blocking=false))]
+    fn events(&self, py: Python<'_>, after: Option<String>, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.events_future(py, after)?, blocking)
     }
 }
 
@@ -842,6 +805,29 @@ struct Worker {
     handle: Mutex<Option<emq::WorkerHandle>>,
     aborter: emq::WorkerAborter,
     dispatch: Option<Arc<Dispatch>>,
+    events: Arc<worker_events::EventQueue>,
+}
+
+impl Worker {
+    /// Closes the core worker, then ends the events (the last ones are still handed out).
+    fn close_future(&self) -> CoreFuture {
+        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let events = self.events.clone();
+        Box::pin(async move {
+            let r = match handle {
+                Some(h) => h.close().await.map(|_| ()),
+                None => Ok(()),
+            };
+            events.close();
+            r.map(|_| Out::None)
+        })
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.events.close();
+    }
 }
 
 #[pymethods]
@@ -911,15 +897,18 @@ impl Worker {
             opts.shutdown_deadline = Duration::from_millis(seconds_ms(py, "shutdown_timeout", t)?);
         }
         emq::worker_registry::set_language("python");
+        let events = worker_events::EventQueue::new();
         let handle = emq::Worker::builder(q)
             .options(opts)
             .handler(handler)
+            .on_event(events.hook())
             .run()
             .map_err(|e| core_err(py, &e))?;
         Ok(Worker {
             aborter: handle.aborter(),
             handle: Mutex::new(Some(handle)),
             dispatch,
+            events,
         })
     }
 
@@ -937,31 +926,28 @@ impl Worker {
         }
     }
 
-    /// Stops fetching, lets in-flight jobs finish (within the shutdown deadline), releases the rest.
-    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
-        spawn_py(
-            py,
-            Box::pin(async move {
-                if let Some(h) = handle {
-                    h.close().await?;
-                }
-                Ok(Out::None)
-            }),
-        )
+    /// Stops fetching, lets in-flight jobs finish (within the shutdown deadline), releases the
+    /// rest: an awaitable, or with `blocking` done at once (GIL released).
+    #[pyo3(signature = (blocking=false))]
+    fn close(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.close_future(), blocking)
     }
 
-    /// The blocking twin of `close` (GIL released), for the sync facade.
-    fn close_blocking(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
-        block(
+    /// Keeps the worker's events for `events` from now on.
+    fn listen(&self) {
+        self.events.listen();
+    }
+
+    /// The worker's next events (a list of dicts), waiting up to `wait` seconds for the first;
+    /// `[]` when none came; None once the worker is closed and every event was taken.
+    #[pyo3(signature = (wait, blocking=false))]
+    fn events(&self, py: Python<'_>, wait: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+        let wait = Duration::from_millis(seconds_ms(py, "wait", wait)?.max(1));
+        let events = self.events.clone();
+        run(
             py,
-            Box::pin(async move {
-                if let Some(h) = handle {
-                    h.close().await?;
-                }
-                Ok(Out::None)
-            }),
+            Box::pin(async move { Ok(Out::OptJson(events.next(wait).await)) }),
+            blocking,
         )
     }
 

@@ -751,7 +751,92 @@ class _Listeners:
         )
 
 
-class Worker:
+_W = TypeVar("_W", bound="_WorkerEvents")
+
+
+class _WorkerEvents:
+    """The events half of :class:`Worker` and :class:`emq.sync.Worker`."""
+
+    _native: "_emq.Worker"
+    _loop: Optional[asyncio.AbstractEventLoop]
+
+    def _init_events(self, loop: Optional[asyncio.AbstractEventLoop]) -> None:
+        self._loop = loop
+        self._listeners = _Listeners()
+        self._pump: "Optional[asyncio.Task[None]]" = None
+        self._pump_thread: Optional[threading.Thread] = None
+        self._listener_tasks: "set[asyncio.Task[None]]" = set()
+
+    # -- events ------------------------------------------------------------------------------
+
+    def on(self: _W, event: WorkerEventName, listener: Callable[..., Any]) -> _W:
+        """Calls ``listener`` on each ``event`` of this worker; returns the worker (chainable).
+
+        - ``"completed"``: ``listener(job, result)`` once a run's result is recorded;
+        - ``"failed"``: ``listener(job, error)`` for each failed run, once recorded (a timeout and a
+          cancel count; a job given back at shutdown does not): ``error`` is a
+          :class:`HandlerFailed` with ``failure_code``, ``message``, ``stack`` and ``will_retry``;
+        - ``"progress"``: ``listener(job, value)`` when a handler of this worker reported progress;
+        - ``"stalled"``: ``listener(job_id)`` when this worker's stalled sweep found a job whose
+          worker vanished (it goes back to waiting, or fails after ``max_stalls``);
+        - ``"error"``: ``listener(exc)`` (an :class:`EmqError`) for the worker's own troubles — a
+          lost connection, a failed lease renewal, a listener that raised: the worker keeps trying.
+
+        ``job`` is a snapshot (:class:`Job`: ``id``, ``name``, ``data``, ``attempt``…). Listeners
+        run on the worker's event loop (a plain ``def`` worker without a loop: on one thread of
+        their own), in order; a listener may be ``async def`` (it then runs as a task). Register
+        them right after creating the worker: events before the first registration are not
+        kept. A listener that raises is reported to ``error``; nothing reaches the worker."""
+        self._listeners.add(event, listener)
+        self._native.listen()
+        if self._pump is None and self._pump_thread is None:
+            if self._loop is not None:
+                self._pump = self._loop.create_task(self._pump_events())
+            else:
+                self._pump_thread = threading.Thread(target=self._pump_blocking, name="emq-worker-events", daemon=True)
+                self._pump_thread.start()
+        return self
+
+    def off(self: _W, event: WorkerEventName, listener: Callable[..., Any]) -> _W:
+        """Removes a listener added with :meth:`on`."""
+        self._listeners.remove(event, listener)
+        return self
+
+    def _spawn(self, aw: Any) -> None:
+        task = self._loop.create_task(aw)  # type: ignore[union-attr]
+        self._listener_tasks.add(task)
+        task.add_done_callback(self._listener_tasks.discard)
+
+    async def _pump_events(self) -> None:
+        while True:
+            batch = await self._native.events(1.0)
+            if batch is None:
+                return  # closed, and every event delivered
+            self._listeners.dispatch(batch, self._spawn)
+
+    def _pump_blocking(self) -> None:
+        while True:
+            batch = self._native.events(1.0, blocking=True)
+            if batch is None:
+                return
+            self._listeners.dispatch(batch, None)
+
+    async def _end_events(self) -> None:
+        """After the close: the last events reach their listeners."""
+        if self._pump is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._pump), 5.0)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                self._pump.cancel()
+        self._end_events_blocking()
+
+    def _end_events_blocking(self) -> None:
+        if self._pump_thread is not None and self._pump_thread is not threading.current_thread():
+            self._pump_thread.join(5.0)
+
+
+
+class Worker(_WorkerEvents):
     """Runs ``handler`` on the jobs of ``queue``, ``concurrency`` at a time, from construction
     until :meth:`close`.
 
@@ -813,74 +898,7 @@ class Worker:
                 return handler(Job(call))
 
             self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease, **opts)
-        self._listeners = _Listeners()
-        self._pump: "Optional[asyncio.Task[None]]" = None
-        self._pump_thread: Optional[threading.Thread] = None
-        self._listener_tasks: "set[asyncio.Task[None]]" = set()
-
-    # -- events ------------------------------------------------------------------------------
-
-    def on(self, event: WorkerEventName, listener: Callable[..., Any]) -> "Worker":
-        """Calls ``listener`` on each ``event`` of this worker; returns the worker (chainable).
-
-        - ``"completed"``: ``listener(job, result)`` once a run's result is recorded;
-        - ``"failed"``: ``listener(job, error)`` for each failed run, once recorded (a timeout and a
-          cancel count; a job given back at shutdown does not): ``error`` is a
-          :class:`HandlerFailed` with ``failure_code``, ``message``, ``stack`` and ``will_retry``;
-        - ``"progress"``: ``listener(job, value)`` when a handler of this worker reported progress;
-        - ``"stalled"``: ``listener(job_id)`` when this worker's stalled sweep found a job whose
-          worker vanished (it goes back to waiting, or fails after ``max_stalls``);
-        - ``"error"``: ``listener(exc)`` (an :class:`EmqError`) for the worker's own troubles — a
-          lost connection, a failed lease renewal, a listener that raised: the worker keeps trying.
-
-        ``job`` is a snapshot (:class:`Job`: ``id``, ``name``, ``data``, ``attempt``…). Listeners
-        run on the worker's event loop (a plain ``def`` worker without a loop: on one thread of
-        their own), in order; a listener may be ``async def`` (it then runs as a task). Register
-        them right after creating the worker: events before the first registration are not
-        kept. A listener that raises is reported to ``error``; nothing reaches the worker."""
-        self._listeners.add(event, listener)
-        self._native.listen()
-        if self._pump is None and self._pump_thread is None:
-            if self._loop is not None:
-                self._pump = self._loop.create_task(self._pump_events())
-            else:
-                self._pump_thread = threading.Thread(target=self._pump_blocking, name="emq-worker-events", daemon=True)
-                self._pump_thread.start()
-        return self
-
-    def off(self, event: WorkerEventName, listener: Callable[..., Any]) -> "Worker":
-        """Removes a listener added with :meth:`on`."""
-        self._listeners.remove(event, listener)
-        return self
-
-    def _spawn(self, aw: Any) -> None:
-        task = self._loop.create_task(aw)  # type: ignore[union-attr]
-        self._listener_tasks.add(task)
-        task.add_done_callback(self._listener_tasks.discard)
-
-    async def _pump_events(self) -> None:
-        while True:
-            batch = await self._native.events(1.0)
-            if batch is None:
-                return  # closed, and every event delivered
-            self._listeners.dispatch(batch, self._spawn)
-
-    def _pump_blocking(self) -> None:
-        while True:
-            batch = self._native.events(1.0, blocking=True)
-            if batch is None:
-                return
-            self._listeners.dispatch(batch, None)
-
-    async def _end_events(self) -> None:
-        """After the close: the last events reach their listeners."""
-        if self._pump is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._pump), 5.0)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                self._pump.cancel()
-        elif self._pump_thread is not None:
-            self._pump_thread.join(5.0)
+        self._init_events(loop)
 
     def _drain(self) -> None:
         """On the loop, when jobs are queued: cancel the tasks of jobs the core gave up on

@@ -6,6 +6,10 @@
     print(q.get(job_id)["state"], q.counts())
 
 Each call blocks the calling thread (with the GIL released) until the core answers.
+
+One bridge: every method is the async API's (:class:`emq.Queue`, same names, arguments and
+results) made blocking in one way, :func:`_blocking`: the native call with ``blocking=True``, which
+runs the core's future to completion instead of handing it to an event loop.
 """
 
 from __future__ import annotations
@@ -16,10 +20,15 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, Job, JobSpec, Seconds, Url, _bulk, _options, _outcome, _urls
+from . import Backoff, Job, JobSpec, Seconds, Url, _WorkerEvents, _bulk, _options, _outcome, _urls
 from .errors import InvalidOption
 
-__all__ = ["Queue", "Worker"]
+__all__ = ["Queue", "Worker", "EventStream"]
+
+
+def _blocking(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The bridge: a native call made blocking (the GIL released while the core works)."""
+    return method(*args, blocking=True, **kwargs)
 
 
 class Queue:
@@ -33,7 +42,7 @@ class Queue:
     @classmethod
     def connect(cls, url: Url, name: str) -> "Queue":
         """Connects (see :meth:`emq.Queue.connect`)."""
-        return cls(_emq.Queue.connect_blocking(_urls(url), name))
+        return cls(_blocking(_emq.Queue.connect, _urls(url), name))
 
     @property
     def name(self) -> str:
@@ -59,23 +68,23 @@ class Queue:
     ) -> str:
         """Adds a job; returns its id (see :meth:`emq.Queue.add`)."""
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
-        return self._native.add_blocking(name, data, opts)
+        return _blocking(self._native.add, name, data, opts)
 
     def add_bulk(self, jobs: Iterable[JobSpec]) -> List[str]:
         """Adds many jobs; returns their ids in order."""
-        return self._native.add_bulk_blocking(_bulk(jobs))
+        return _blocking(self._native.add_bulk, _bulk(jobs))
 
     def get(self, job_id: str) -> Optional[Dict[str, Any]]:
         """The job as a dict, or None."""
-        return self._native.get_blocking(job_id)
+        return _blocking(self._native.get, job_id)
 
     def counts(self) -> Dict[str, int]:
         """Number of jobs per state."""
-        return self._native.counts_blocking()
+        return _blocking(self._native.counts)
 
     def add_flow(self, flow: Dict[str, Any]) -> Dict[str, Any]:
         """Adds a flow; the ids in its shape (see :meth:`emq.Queue.add_flow`)."""
-        return self._native.add_flow(flow, blocking=True)
+        return _blocking(self._native.add_flow, flow)
 
     def upsert_scheduler(
         self,
@@ -92,7 +101,8 @@ class Queue:
         **options: Any,
     ) -> bool:
         """Creates or replaces a scheduler (see :meth:`emq.Queue.upsert_scheduler`)."""
-        return self._native.upsert_scheduler(
+        return _blocking(
+            self._native.upsert_scheduler,
             scheduler_id,
             every,
             name,
@@ -103,86 +113,93 @@ class Queue:
             cron=cron,
             tz=tz,
             end_after=end_after,
-            blocking=True,
         )
 
     def remove_scheduler(self, scheduler_id: str) -> bool:
-        return self._native.remove_scheduler(scheduler_id, blocking=True)
+        return _blocking(self._native.remove_scheduler, scheduler_id)
 
     def schedulers(self) -> List[Dict[str, Any]]:
-        return self._native.schedulers(blocking=True)
+        return _blocking(self._native.schedulers)
 
     def set_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
-        self._native.set_rate_limit(max, window, blocking=True)
+        _blocking(self._native.set_rate_limit, max, window)
 
     def set_group_rate_limit(self, max: Optional[int], window: Seconds = 1.0) -> None:
-        self._native.set_group_rate_limit(max, window, blocking=True)
+        _blocking(self._native.set_group_rate_limit, max, window)
 
     def set_global_concurrency(self, max: Optional[int]) -> None:
-        self._native.set_global_concurrency(max, blocking=True)
+        _blocking(self._native.set_global_concurrency, max)
+
+    def events(self, after: Optional[str] = None) -> "EventStream":
+        """Follows the queue's events from now on (or after the stream id ``after``), blocking::
+
+            for event in q.events():        # {"kind": "completed", "job_id": …, "fields": {…}}
+                ...
+        """
+        return EventStream(_blocking(self._native.events, after))
 
     def recent_events(self, limit: int = 100) -> List[Dict[str, Any]]:
-        return self._native.recent_events(limit, blocking=True)
+        return _blocking(self._native.recent_events, limit)
 
     def drain(self, delayed: bool = False) -> int:
-        return self._native.drain(delayed, blocking=True)
+        return _blocking(self._native.drain, delayed)
 
     def clean(self, state: str, grace: Seconds = 0.0, limit: int = 1000) -> int:
-        return self._native.clean(state, grace, limit, blocking=True)
+        return _blocking(self._native.clean, state, grace, limit)
 
     def obliterate(self, force: bool = False) -> int:
-        return self._native.obliterate(force, blocking=True)
+        return _blocking(self._native.obliterate, force)
 
     def remove(self, job_id: str) -> bool:
-        return self._native.job_op("remove", job_id, blocking=True)
+        return _blocking(self._native.job_op, "remove", job_id)
 
     def retry(self, job_id: str) -> bool:
-        return self._native.job_op("retry", job_id, blocking=True)
+        return _blocking(self._native.job_op, "retry", job_id)
 
     def retry_failed(self) -> int:
-        return self._native.retry_failed(blocking=True)
+        return _blocking(self._native.retry_failed)
 
     def promote(self, job_id: str) -> bool:
-        return self._native.job_op("promote", job_id, blocking=True)
+        return _blocking(self._native.job_op, "promote", job_id)
 
     def change_priority(self, job_id: str, priority: int) -> bool:
-        return self._native.change_priority(job_id, priority, blocking=True)
+        return _blocking(self._native.change_priority, job_id, priority)
 
     def cancel(self, job_id: str, reason: str = "") -> str:
         """Cancels a job (see :meth:`emq.Queue.cancel`)."""
-        return self._native.cancel(job_id, reason, blocking=True)
+        return _blocking(self._native.cancel, job_id, reason)
 
     def wait(self, job_id: str, timeout: Seconds = 30.0) -> Any:
         """Waits for the job's result (see :meth:`emq.Queue.wait`)."""
-        return _outcome(self._native.wait(job_id, timeout, blocking=True))
+        return _outcome(_blocking(self._native.wait, job_id, timeout))
 
     def logs(self, job_id: str) -> List[str]:
-        return self._native.job_op("logs", job_id, blocking=True)
+        return _blocking(self._native.job_op, "logs", job_id)
 
     def list(self, state: str, offset: int = 0, limit: int = 100) -> List[Dict[str, Any]]:
-        return self._native.list(state, offset, limit, blocking=True)
+        return _blocking(self._native.list, state, offset, limit)
 
     def is_paused(self) -> bool:
-        return self._native.is_paused(blocking=True)
+        return _blocking(self._native.is_paused)
 
     def pause(self) -> None:
         """Stops handing out jobs (adds still land)."""
-        self._native.pause(blocking=True)
+        _blocking(self._native.pause)
 
     def resume(self) -> None:
         """Hands out jobs again."""
-        self._native.resume(blocking=True)
+        _blocking(self._native.resume)
 
     def metrics(self) -> Dict[str, Any]:
-        return self._native.metrics(blocking=True)
+        return _blocking(self._native.metrics)
 
     def workers(self) -> List[Dict[str, Any]]:
         """The queue's live workers (see :meth:`emq.Queue.workers`)."""
-        return self._native.workers(blocking=True)
+        return _blocking(self._native.workers)
 
     def close(self) -> None:
         """Releases the queue's id-minting lease."""
-        self._native.close_blocking()
+        _blocking(self._native.close)
 
     def __enter__(self) -> "Queue":
         return self
@@ -191,7 +208,29 @@ class Queue:
         self.close()
 
 
-class Worker:
+class EventStream:
+    """A queue's events, in order (from :meth:`Queue.events`), read by blocking calls; see
+    :class:`emq.EventStream` for the events."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._buffer: List[Dict[str, Any]] = []
+
+    def next_batch(self, wait: Seconds = 1.0, count: int = 100) -> List[Dict[str, Any]]:
+        """The next events, waiting up to ``wait`` seconds for the first; [] when none came."""
+        out: List[Dict[str, Any]] = _blocking(self._native.next_batch, wait, count)
+        return out
+
+    def __iter__(self) -> "EventStream":
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        while not self._buffer:
+            self._buffer = self.next_batch(1.0, 100)
+        return self._buffer.pop(0)
+
+
+class Worker(_WorkerEvents):
     """A worker for plain ``def`` handlers without an event loop: each job runs in a thread.
     Same handler contract and options as :class:`emq.Worker`::
 
@@ -232,6 +271,7 @@ class Worker:
             stalled_interval=stalled_interval,
             max_stalls=max_stalls,
         )
+        self._init_events(None)
 
     def run(self) -> None:
         """Blocks until SIGINT or SIGTERM, then closes gracefully (see :meth:`close`); a second
@@ -269,7 +309,8 @@ class Worker:
 
     def close(self) -> None:
         """Graceful close (see :meth:`emq.Worker.close`)."""
-        self._native.close_blocking()
+        _blocking(self._native.close)
+        self._end_events_blocking()
 
     def stats(self) -> Dict[str, int]:
         return self._native.stats()
