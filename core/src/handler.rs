@@ -172,6 +172,8 @@ pub struct JobContext {
     pub(crate) queue: Queue,
     pub(crate) lost: Arc<AtomicBool>,
     pub(crate) interrupt: watch::Receiver<Option<Interrupt>>,
+    /// The worker's hook for its host's events (the `progress` event).
+    pub(crate) events: Option<crate::worker::WorkerEventHook>,
 }
 
 impl JobContext {
@@ -225,9 +227,16 @@ impl JobContext {
         }
     }
 
-    /// Records progress.
+    /// Records progress (and reports it as the worker's `progress` event).
     pub async fn progress(&self, progress: Value) -> Result<()> {
-        self.queue.update_progress(self.job.id, &progress).await
+        self.queue.update_progress(self.job.id, &progress).await?;
+        if let Some(hook) = &self.events {
+            hook(crate::worker::WorkerEvent::Progress {
+                job: self.job.clone(),
+                value: progress,
+            });
+        }
+        Ok(())
     }
 
     /// In a flow, the results of this job's children by `<queue>:<id>`.

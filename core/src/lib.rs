@@ -51,7 +51,10 @@ pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Store, Topology};
-pub use worker::{CloseReport, Worker, WorkerAborter, WorkerHandle, WorkerOptions, WorkerStats};
+pub use worker::{
+    CloseReport, Worker, WorkerAborter, WorkerEvent, WorkerEventHook, WorkerHandle, WorkerOptions,
+    WorkerStats,
+};
 pub use worker_registry::WorkerInfo;
 
 /// Entry points for the fuzz targets in `fuzz/` (not part of the API): parsers of outside bytes

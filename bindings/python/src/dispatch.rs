@@ -165,7 +165,12 @@ impl Call {
 
     /// Records progress (any JSON value): an awaitable, or with `blocking` done at once.
     #[pyo3(signature = (value, blocking=false))]
-    fn progress(&self, py: Python<'_>, value: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn progress(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         let f = self.progress_future(py, value)?;
         crate::run(py, f, blocking)
     }

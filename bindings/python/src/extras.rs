@@ -5,8 +5,7 @@
 
 use crate::convert::py_to_value;
 use crate::{
-    code_err, core_err, int_u32, job_options, name_text, seconds_ms, CoreFuture, Out,
-    Queue,
+    code_err, core_err, int_u32, job_options, name_text, seconds_ms, CoreFuture, Out, Queue,
 };
 use emq::{
     ErrorCode, FlowIds, FlowJob, GroupRateLimit, JobId, JobState, RateLimit, Repeat, Schedule,

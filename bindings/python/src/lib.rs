@@ -497,7 +497,12 @@ impl Queue {
     /// `blocking=True` the outcome itself (GIL released), for the sync facade.
     #[staticmethod]
     #[pyo3(signature = (urls, name, blocking=false))]
-    fn connect(py: Python<'_>, urls: Vec<String>, name: String, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn connect(
+        py: Python<'_>,
+        urls: Vec<String>,
+        name: String,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         let f = connect_future(py, urls, name)?;
         run(py, f, blocking)
     }
@@ -541,7 +546,12 @@ impl Queue {
     }
 
     #[pyo3(signature = (id, blocking=false))]
-    fn get<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         let f = self.get_future(py, id)?;
         run(py, f, blocking)
     }
@@ -941,7 +951,12 @@ impl Worker {
     /// The worker's next events (a list of dicts), waiting up to `wait` seconds for the first;
     /// `[]` when none came; None once the worker is closed and every event was taken.
     #[pyo3(signature = (wait, blocking=false))]
-    fn events(&self, py: Python<'_>, wait: &Bound<'_, PyAny>, blocking: bool) -> PyResult<Py<PyAny>> {
+    fn events(
+        &self,
+        py: Python<'_>,
+        wait: &Bound<'_, PyAny>,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
         let wait = Duration::from_millis(seconds_ms(py, "wait", wait)?.max(1));
         let events = self.events.clone();
         run(
@@ -958,9 +973,9 @@ impl Worker {
     }
 
     /// Jobs completed, failed, refused for a lost lease, recovered.
+    /// Also after `close`: the final figures.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-        let stats = guard.as_ref().map(|h| h.stats()).unwrap_or_default();
+        let stats = self.aborter.stats();
         let text = serde_json::to_string(&stats).unwrap_or_else(|_| "{}".into());
         Ok(json_loads(py, &text)?.unbind())
     }

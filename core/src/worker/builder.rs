@@ -12,6 +12,7 @@ impl Worker {
             queue,
             opts: WorkerOptions::default(),
             handler: None,
+            events: None,
         }
     }
 }
@@ -21,6 +22,7 @@ pub struct WorkerBuilder {
     pub(super) queue: Queue,
     pub(super) opts: WorkerOptions,
     pub(super) handler: Option<Arc<dyn Handler>>,
+    pub(super) events: Option<WorkerEventHook>,
 }
 
 impl WorkerBuilder {
@@ -46,6 +48,14 @@ impl WorkerBuilder {
     /// The handler, already shared.
     pub fn handler_arc(mut self, h: Arc<dyn Handler>) -> Self {
         self.handler = Some(h);
+        self
+    }
+
+    /// Calls `hook` with each of the worker's events ([`WorkerEvent`]): recorded outcomes,
+    /// progress, stalled jobs its sweep recovered, its own errors. The hook runs on the worker's
+    /// tasks: it must return quickly.
+    pub fn on_event(mut self, hook: WorkerEventHook) -> Self {
+        self.events = Some(hook);
         self
     }
 
@@ -84,6 +94,7 @@ impl WorkerBuilder {
             lease_lost: AtomicU64::new(0),
             recovered: AtomicU64::new(0),
             waiter,
+            events: self.events,
         });
         let tasks = vec![
             TaskHandle::spawn(fetch_loop(shared.clone())),

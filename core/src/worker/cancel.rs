@@ -15,7 +15,7 @@ pub(super) async fn cancel_loop(s: Arc<Shared>) {
         {
             Ok(st) => break st,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot follow the cancels stream; will retry");
+                s.trouble("cannot follow the cancels stream; will retry", &e);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }

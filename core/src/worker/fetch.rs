@@ -119,7 +119,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             }
             Err(e) => {
                 unreserve(&s, free);
-                tracing::warn!(error = %e, "claim failed; retrying");
+                s.trouble("claim failed; retrying", &e);
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = s.wake.notified() => {}
@@ -156,7 +156,7 @@ pub(super) async fn block_for_marker(
         match connect_blocking(s).await {
             Ok(b) => *blocking = Some(b),
             Err(e) => {
-                tracing::warn!(error = %e, "cannot open the blocking connection");
+                s.trouble("cannot open the blocking connection", &e);
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = s.wake.notified() => {}
@@ -248,7 +248,7 @@ pub(super) async fn block_for_marker(
             }
             Err(e) => {
                 // Its lease expires and the sweep gives it back to wait.
-                tracing::warn!(error = %e, "cannot read a handed-over job");
+                s.trouble("cannot read a handed-over job", &e);
                 return false;
             }
         }
@@ -372,7 +372,10 @@ pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {
         Ok(r) => r,
         Err(e) => {
             // The leases stand; if we cannot read the jobs they stall and are recovered.
-            tracing::warn!(error = %e, "cannot read leased jobs; they will be recovered when their leases expire");
+            s.trouble(
+                "cannot read leased jobs; they will be recovered when their leases expire",
+                &e,
+            );
             unreserve(s, leased.len());
             return;
         }

@@ -60,13 +60,7 @@ pub struct CloseReport {
 impl WorkerHandle {
     /// Its counters.
     pub fn stats(&self) -> WorkerStats {
-        let s = &self.shared;
-        WorkerStats {
-            completed: s.completed.load(Ordering::Relaxed),
-            failed: s.failed.load(Ordering::Relaxed),
-            lease_lost: s.lease_lost.load(Ordering::Relaxed),
-            recovered: s.recovered.load(Ordering::Relaxed),
-        }
+        stats_of(&self.shared)
     }
 
     /// Jobs running now.
@@ -184,7 +178,22 @@ pub struct WorkerAborter {
     pub(super) shared: Arc<Shared>,
 }
 
+fn stats_of(s: &Shared) -> WorkerStats {
+    WorkerStats {
+        completed: s.completed.load(Ordering::Relaxed),
+        failed: s.failed.load(Ordering::Relaxed),
+        lease_lost: s.lease_lost.load(Ordering::Relaxed),
+        recovered: s.recovered.load(Ordering::Relaxed),
+    }
+}
+
 impl WorkerAborter {
+    /// The worker's counters, also after its handle was closed (its final figures): for a host
+    /// that hands the handle to `close` and still reports them.
+    pub fn stats(&self) -> WorkerStats {
+        stats_of(&self.shared)
+    }
+
     /// Aborts the worker (idempotent).
     pub fn abort(&self) {
         let s = &self.shared;

@@ -44,7 +44,7 @@ pub(super) async fn renew_loop(s: Arc<Shared>) {
                         }
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "lease renewal failed; will retry"),
+                Err(e) => s.trouble("lease renewal failed; will retry", &e),
             }
         }
         tokio::time::sleep(Duration::from_millis((shortest / 3).max(50))).await;

@@ -5,7 +5,7 @@ use super::*;
 pub(super) async fn sweep_loop(s: Arc<Shared>) {
     loop {
         if let Err(e) = sweep_once(&s).await {
-            tracing::warn!(error = %e, "stalled sweep failed; will retry");
+            s.trouble("stalled sweep failed; will retry", &e);
         }
         tokio::time::sleep(s.opts.stalled_interval).await;
     }
@@ -37,6 +37,7 @@ pub(super) async fn sweep_once(s: &Shared) -> Result<()> {
             .await?;
         if !r.is_empty() {
             s.recovered.fetch_add(1, Ordering::Relaxed);
+            emit(&s.events, || WorkerEvent::Stalled { job_id: id, to: r });
         }
     }
     Ok(())
@@ -49,7 +50,7 @@ pub(super) async fn scheduler_loop(s: Arc<Shared>) {
             Ok((_, Some(next_ms))) => Duration::from_millis(next_ms.clamp(20, 1_000)),
             Ok((_, None)) => Duration::from_secs(1),
             Err(e) => {
-                tracing::warn!(error = %e, "firing schedulers failed; will retry");
+                s.trouble("firing schedulers failed; will retry", &e);
                 Duration::from_secs(1)
             }
         };
@@ -61,17 +62,17 @@ pub(super) async fn trim_loop(s: Arc<Shared>) {
     loop {
         tokio::time::sleep(s.opts.trim_interval).await;
         if let Err(e) = s.queue.trim_metrics().await {
-            tracing::warn!(error = %e, "metrics trim failed; will retry");
+            s.trouble("metrics trim failed; will retry", &e);
         }
         if let Err(e) = s.queue.expire_dedup().await {
-            tracing::warn!(error = %e, "dedup expiry failed; will retry");
+            s.trouble("dedup expiry failed; will retry", &e);
         }
         for (state, keep) in [
             (JobState::Completed, s.opts.completed),
             (JobState::Failed, s.opts.failed),
         ] {
             if let Err(e) = s.queue.trim(state, keep).await {
-                tracing::warn!(error = %e, "retention trim failed; will retry");
+                s.trouble("retention trim failed; will retry", &e);
             }
         }
     }

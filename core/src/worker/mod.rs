@@ -57,6 +57,7 @@ use tokio::sync::Notify;
 
 mod builder;
 mod cancel;
+pub mod events;
 mod fetch;
 mod handle;
 mod lease;
@@ -67,6 +68,8 @@ mod slots;
 
 pub use builder::{Worker, WorkerBuilder};
 use cancel::*;
+use events::emit;
+pub use events::{WorkerEvent, WorkerEventHook};
 use fetch::*;
 use handle::withdraw;
 pub use handle::{CloseReport, WorkerAborter, WorkerHandle, SHUTDOWN_STOP_WAIT};
@@ -159,6 +162,8 @@ struct Completion {
     result: String,
     keep: bool,
     dedup: String,
+    /// The job and its result for the host's `completed` event (None without a hook).
+    event: Option<(Arc<Job>, serde_json::Value)>,
 }
 
 /// Jobs leased and read but not started yet, and the slots running now; one lock, so a job pushed
@@ -208,6 +213,18 @@ struct Shared {
     recovered: AtomicU64,
     /// This worker's entry in the queue's `waiters` set: "<random id>|<lease ms>".
     waiter: String,
+    /// The host's hook for this worker's events ([`WorkerBuilder::on_event`]).
+    events: Option<WorkerEventHook>,
+}
+
+impl Shared {
+    /// Logs a fault of the worker itself (it keeps trying) and reports it to the host's hook.
+    fn trouble(&self, what: &str, e: &crate::Error) {
+        tracing::warn!(error = %e, "{what}");
+        emit(&self.events, || WorkerEvent::Error {
+            error: crate::Error::new(e.code(), format!("{what}: {}", e.message())),
+        });
+    }
 }
 
 /// The dedicated connection a worker blocks on, and its server-side client id (for CLIENT UNBLOCK

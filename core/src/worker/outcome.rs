@@ -3,7 +3,7 @@
 use super::*;
 
 /// Completes a job (handing it to the completer, which records it in a batch) or fails it.
-pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: HandlerResult) {
+pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome: HandlerResult) {
     let q = &s.queue;
     let k = q.keys();
     let opts = job.job_options();
@@ -29,6 +29,8 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: Han
                 result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
                 keep: !opts.remove_on_complete,
                 dedup: job.dedup.clone().unwrap_or_default(),
+                // For the host's `completed` event once recorded (only when it has a hook).
+                event: s.events.as_ref().map(|_| (job.clone(), result)),
             };
             s.unrecorded.fetch_add(1, Ordering::SeqCst);
             if s.completions.send(c).is_err() {
@@ -77,8 +79,17 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: Han
                 .arg(q.max_events)
                 .invoke::<String>(q.store())
                 .await;
-            if let Err(e) = r {
-                note_finish_error(s, job.id, e);
+            match r {
+                Err(e) => note_finish_error(s, job.id, e),
+                Ok(status) => emit(&s.events, || WorkerEvent::Failed {
+                    job: job.clone(),
+                    failure: crate::job::Failure {
+                        code: err.code.clone(),
+                        message: err.message.clone(),
+                        stack: err.stack.clone(),
+                    },
+                    will_retry: status == "retry",
+                }),
             }
         }
     }
@@ -163,9 +174,12 @@ pub(super) async fn complete_loop(
                 }
             }
             Ok((status, next)) => {
-                for (c, st) in batch.iter().zip(&status) {
+                for (c, st) in batch.iter_mut().zip(&status) {
                     if *st == 1 {
                         s.completed.fetch_add(1, Ordering::Relaxed);
+                        if let Some((job, result)) = c.event.take() {
+                            emit(&s.events, || WorkerEvent::Completed { job, result });
+                        }
                     } else {
                         note_finish_error(
                             &s,
@@ -207,6 +221,9 @@ pub(super) fn note_finish_error(s: &Shared, id: JobId, e: crate::Error) {
         s.lease_lost.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(job = %id, "lease lost before the job finished; its result was not recorded");
     } else {
-        tracing::warn!(job = %id, error = %e, "could not record the job's outcome; it will be recovered when its lease expires");
+        s.trouble(
+            &format!("could not record the outcome of job {id}; it will be recovered when its lease expires"),
+            &e,
+        );
     }
 }

@@ -42,6 +42,7 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                 queue: s.queue.clone(),
                 lost: flight.lost.clone(),
                 interrupt: irx,
+                events: s.events.clone(),
             };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
@@ -215,7 +216,10 @@ pub(super) async fn release_jobs(s: &Shared, held: &[(JobId, String)]) -> u64 {
             n
         }
         Err(e) => {
-            tracing::warn!(error = %e, "could not release jobs; they come back when their leases expire");
+            s.trouble(
+                "could not release jobs; they come back when their leases expire",
+                &e,
+            );
             0
         }
     }

@@ -971,7 +971,8 @@ class Worker(_WorkerEvents):
         await self._end_events()
 
     def stats(self) -> Dict[str, int]:
-        """Counters: ``completed``, ``failed``, ``lease_lost``, ``recovered``."""
+        """Counters: ``completed``, ``failed``, ``lease_lost``, ``recovered`` (after :meth:`close`: the
+        final figures)."""
         return self._native.stats()
 
     async def __aenter__(self) -> "Worker":

@@ -2,7 +2,7 @@
 //! its runs, progress its handlers reported, the stalled jobs its sweep recovered, and its own
 //! troubles (a lost connection, a failed renewal), after which it keeps trying.
 //!
-//! A host registers one hook with [`WorkerBuilder::on_event`](crate::worker::WorkerBuilder::on_event);
+//! A host registers one hook with [`WorkerBuilder::on_event`](super::WorkerBuilder::on_event);
 //! the worker calls it on its own tasks, so the hook must return quickly (a binding queues the
 //! event for its language's thread). These are the worker's own events, in its process; the
 //! queue-wide stream that every client can follow is [`crate::events`].
