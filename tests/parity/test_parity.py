@@ -50,10 +50,10 @@ CORE_ONLY = {
 
 # Operations a language offers under another name or class: op -> {lang: "Class.method"}.
 PROVIDED_AS = {
-    "Queue.update_progress": {"python": "Job.progress", "python_sync": "Job.progress_blocking", "node": "Queue.update_progress", "uniffi": "Queue.update_progress"},
-    "Queue.log": {"python": "Job.log", "python_sync": "Job.log_blocking"},
-    "Queue.children_results": {"python": "Job.children_results", "python_sync": "Job.children_results_blocking"},
-    "Queue.events": {"python_sync": "Queue.recent_events"},
+    # Python's Job methods block by themselves in a plain def handler (the sync worker's).
+    "Queue.update_progress": {"python": "Job.progress", "python_sync": "Job.progress", "node": "Queue.update_progress", "uniffi": "Queue.update_progress"},
+    "Queue.log": {"python": "Job.log", "python_sync": "Job.log"},
+    "Queue.children_results": {"python": "Job.children_results", "python_sync": "Job.children_results"},
     "Queue.connect": {"node": "Queue.connect"},
     # The second Ctrl-C: Rust takes an aborter before closing; bindings offer `abort()` on the worker.
     "WorkerHandle.aborter": {"python": "Worker.abort", "python_sync": "Worker.abort", "node": "Worker.abort", "uniffi": "Worker.abort"},

@@ -8,17 +8,18 @@ A thin asyncio layer over the Rust core (the native module ``emq._emq``)::
         q = await emq.Queue.connect("redis://127.0.0.1:6379", "emails")
         job_id = await q.add("send", {"to": "a@example.com"}, attempts=3, backoff=("exponential", 1.0))
 
-        async def handle(job):          # or a plain ``def``: it then runs in a thread
-            return {"sent": job["data"]["to"]}
+        async def handle(job: emq.Job):  # or a plain ``def``: it then runs in a thread
+            return {"sent": job.data["to"], "attempt": job.attempt}
 
         worker = emq.Worker(q, handle, concurrency=4)
-        ...
-        await worker.close()
+        worker.on("failed", lambda job, error: print(job.id, error.message))
+        await worker.run()              # until SIGINT/SIGTERM, then a graceful close
         await q.close()
 
 Payloads and results are anything ``json.dumps`` accepts. Job ids are strings. Errors are the
 subclasses of :class:`emq.errors.EmqError`, each with a stable ``.code``. For scripts without an
-event loop, see :mod:`emq.sync`.
+event loop, see :mod:`emq.sync`; to run a worker from the command line, ``python -m emq worker
+module:handler --queue NAME`` (:mod:`emq.cli`).
 """
 
 from __future__ import annotations
@@ -587,7 +588,7 @@ class Job(Mapping[str, Any]):
         ``job.progress(50)`` in a plain ``def`` (it blocks until recorded)."""
         call = self._run()
         if _on_loop():
-            return call.progress(value)  # type: ignore[no-any-return]
+            return call.progress(value)
         call.progress(value, blocking=True)
         return Reported(None)
 
@@ -596,7 +597,7 @@ class Job(Mapping[str, Any]):
         kept. Awaited in an ``async def`` handler; blocking in a plain ``def``."""
         call = self._run()
         if _on_loop():
-            return call.log(line)  # type: ignore[no-any-return]
+            return call.log(line)
         return Reported(call.log(line, blocking=True))
 
     def children_results(self) -> Awaitable[Dict[str, Any]]:
@@ -605,7 +606,7 @@ class Job(Mapping[str, Any]):
         handler; blocking in a plain ``def``."""
         call = self._run()
         if _on_loop():
-            return call.children_results()  # type: ignore[no-any-return]
+            return call.children_results()
         return Reported(call.children_results(blocking=True))
 
     # The earlier blocking twins (``job.progress(…)`` blocks by itself in a ``def`` handler).
@@ -616,11 +617,11 @@ class Job(Mapping[str, Any]):
 
     def log_blocking(self, line: str) -> int:
         """As :meth:`log`, blocking whatever the thread (kept for compatibility)."""
-        return self._run().log(line, blocking=True)  # type: ignore[no-any-return]
+        return self._run().log(line, blocking=True)
 
     def children_results_blocking(self) -> Dict[str, Any]:
         """As :meth:`children_results`, blocking whatever the thread (kept for compatibility)."""
-        return self._run().children_results(blocking=True)  # type: ignore[no-any-return]
+        return self._run().children_results(blocking=True)
 
 
 class EventStream:
@@ -840,8 +841,8 @@ class Worker(_WorkerEvents):
     """Runs ``handler`` on the jobs of ``queue``, ``concurrency`` at a time, from construction
     until :meth:`close`.
 
-    ``handler(job)`` receives an :class:`emq.Job` (a dict, as :meth:`Queue.get` returns it, with
-    ``progress``/``log``/``children_results``) and returns a JSON-serialisable result. An
+    ``handler(job)`` receives an :class:`emq.Job` (``job.id``, ``job.data``, ``job.attempt``…,
+    with ``progress``/``log``/``children_results``) and returns a JSON-serialisable result. An
     ``async def`` handler runs on the event loop that was running when the worker was created
     (one task per job; the loop is woken once per batch of jobs, not per job); a plain ``def``
     runs in a thread. An exception fails the run (its message and traceback are recorded; the
@@ -874,7 +875,9 @@ class Worker(_WorkerEvents):
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
-        opts = dict(shutdown_timeout=shutdown_timeout, stalled_interval=stalled_interval, max_stalls=max_stalls)
+        opts: Dict[str, Any] = dict(
+            shutdown_timeout=shutdown_timeout, stalled_interval=stalled_interval, max_stalls=max_stalls
+        )
         try:
             loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
         except RuntimeError:
@@ -890,8 +893,10 @@ class Worker(_WorkerEvents):
             self._native = _emq.Worker(
                 queue._native, handler, loop, concurrency, lease, batched=True, **opts
             )
-            self._fd = self._native.wake_fd
-            loop.add_reader(self._fd, self._drain)  # type: ignore[union-attr]
+            fd = self._native.wake_fd
+            assert loop is not None and fd is not None
+            self._fd = fd
+            loop.add_reader(fd, self._drain)
         else:
 
             def entry(call: "_emq.Call") -> Any:

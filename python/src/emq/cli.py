@@ -105,7 +105,7 @@ def load_handler(spec: str) -> Callable[..., Any]:
             raise SystemExit(f"emq-worker: {module_name!r} has no {attr!r}") from None
     if not callable(obj):
         raise SystemExit(f"emq-worker: {spec} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 async def _serve(args: argparse.Namespace, handler: Callable[..., Any]) -> None:
