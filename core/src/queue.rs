@@ -59,6 +59,8 @@ pub struct Queue {
     pub(crate) max_events: u64,
     /// Set once this handle wrote the queue into the registry (see `registry`).
     pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
+    /// The waits of [`Queue::wait`] on this handle and its clones, and their one follower.
+    pub(crate) waiters: Arc<crate::waiters::Waiters>,
 }
 
 impl Queue {
@@ -83,6 +85,7 @@ impl Queue {
             minter,
             max_events: DEFAULT_MAX_EVENTS,
             registered: Arc::default(),
+            waiters: Arc::default(),
         }
     }
 
