@@ -7,7 +7,7 @@
 //! - [`script`]: the Lua scripts of `lua/`, their headers, the undeclared-key guard, EVALSHA;
 //! - [`store`]: the connection (standalone or cluster), TLS/ACL, the wire-version check;
 //! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
-//! - [`events`]: the events stream; [`audit`]: the invariant check; [`metrics`]: counts and the
+//! - [`events`]: the events stream; [`waiters`]: `Queue::wait` (one follower per queue handle); [`audit`]: the invariant check; [`metrics`]: counts and the
 //!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
 //! - [`registry`]: the queues in use; [`worker_registry`]: the live workers, on the server's clock;
 //! - [`error`]: one error type with stable codes.
@@ -34,6 +34,7 @@ pub mod script;
 pub mod slot;
 pub mod store;
 pub mod task;
+pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
 
