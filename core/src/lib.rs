@@ -13,6 +13,7 @@
 //! - [`error`]: one error type with stable codes.
 
 pub mod audit;
+mod clock;
 pub mod error;
 pub mod events;
 pub mod flow;

@@ -276,10 +276,7 @@ struct Read {
 }
 
 async fn server_now_ms(queue: &Queue) -> Result<u64> {
-    let (secs, micros): (u64, u64) = redis::cmd("TIME")
-        .query_async(&mut queue.store().conn())
-        .await?;
-    Ok(secs * 1000 + micros / 1000)
+    queue.server_time_ms().await
 }
 
 /// The due time of a BullMQ delayed score: `due * 4096 + counter` since BullMQ 3 (scores above
