@@ -84,6 +84,7 @@ impl WorkerBuilder {
             lease_lost: AtomicU64::new(0),
             recovered: AtomicU64::new(0),
             waiter,
+            job_retention: JobRetention::default(),
         });
         let tasks = vec![
             TaskHandle::spawn(fetch_loop(shared.clone())),

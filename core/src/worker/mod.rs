@@ -19,7 +19,9 @@
 //!   while attempts remain, unless the error is unrecoverable.
 //! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
 //!   recovers each job (`sweep.lua`, then `recover.lua` per id).
-//! - **Retention**: finished jobs are trimmed by count and age in the background.
+//! - **Retention**: finished jobs are trimmed by count and age in the background, queue-wide every
+//!   `trim_interval`, and to a job's own retention (`remove_on_complete: {count, age}`) soon after
+//!   that job finishes (`maintenance.rs`).
 //! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within the
 //!   grace period (`shutdown_deadline`), then tells the handlers still running to stop
 //!   ([`Interrupt::Shutdown`]) and releases their jobs to the front of wait, attempts not counted.
@@ -208,6 +210,8 @@ struct Shared {
     recovered: AtomicU64,
     /// This worker's entry in the queue's `waiters` set: "<random id>|<lease ms>".
     waiter: String,
+    /// The latest per-job retentions of jobs this worker finished (see [`JobRetention`]).
+    job_retention: JobRetention,
 }
 
 /// The dedicated connection a worker blocks on, and its server-side client id (for CLIENT UNBLOCK
