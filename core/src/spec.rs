@@ -148,7 +148,9 @@ pub struct RetentionSpec {
 impl RetentionSpec {
     fn into_retention(self, what: &str) -> Result<Retention> {
         if self.count.is_none() && self.age.is_none() {
-            return Err(invalid(format!("{what} needs count, age or both, got {{}}")));
+            return Err(invalid(format!(
+                "{what} needs count, age or both, got {{}}"
+            )));
         }
         Ok(Retention {
             count: self
@@ -274,7 +276,11 @@ impl TryFrom<JobSpec> for JobOptions {
                 Some(a) => whole("attempts", a, u32::MAX as u64)? as u32,
                 None => d.attempts,
             },
-            backoff: s.backoff.map(Backoff::try_from).transpose()?.unwrap_or(d.backoff),
+            backoff: s
+                .backoff
+                .map(Backoff::try_from)
+                .transpose()?
+                .unwrap_or(d.backoff),
             jitter: s.jitter.unwrap_or(d.jitter),
             lease_ms: opt_ms("lease", s.lease)?.unwrap_or(d.lease_ms),
             timeout_ms: opt_ms("timeout", s.timeout)?.unwrap_or(d.timeout_ms),
@@ -396,19 +402,12 @@ impl TryFrom<ScheduleSpec> for Schedule {
                 expr,
                 tz: s.tz.unwrap_or_else(|| "UTC".into()),
             },
-            _ => {
-                return Err(invalid(
-                    "a scheduler needs exactly one of every and cron",
-                ))
-            }
+            _ => return Err(invalid("a scheduler needs exactly one of every and cron")),
         };
         let mut out = Schedule::new(repeat, s.name, payload("the scheduled job", s.data)?);
         out.first_after = opt_dur("first_after", s.first_after)?.unwrap_or_default();
         out.end_after = opt_dur("end_after", s.end_after)?;
-        out.limit = s
-            .limit
-            .map(|l| whole("limit", l, MAX_COUNT))
-            .transpose()?;
+        out.limit = s.limit.map(|l| whole("limit", l, MAX_COUNT)).transpose()?;
         out.options = JobOptions::try_from(s.options)?;
         Ok(out)
     }
@@ -442,8 +441,7 @@ impl RateLimitSpec {
 impl TryFrom<RateLimitSpec> for Option<RateLimit> {
     type Error = Error;
     fn try_from(s: RateLimitSpec) -> Result<Option<RateLimit>> {
-        Ok(s
-            .parts("rate_limit")?
+        Ok(s.parts("rate_limit")?
             .map(|(max, window)| RateLimit { max, window }))
     }
 }
@@ -451,8 +449,7 @@ impl TryFrom<RateLimitSpec> for Option<RateLimit> {
 impl TryFrom<RateLimitSpec> for Option<GroupRateLimit> {
     type Error = Error;
     fn try_from(s: RateLimitSpec) -> Result<Option<GroupRateLimit>> {
-        Ok(s
-            .parts("group_rate_limit")?
+        Ok(s.parts("group_rate_limit")?
             .map(|(max, window)| GroupRateLimit { max, window }))
     }
 }

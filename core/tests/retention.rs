@@ -58,10 +58,14 @@ async fn a_jobs_count_keeps_the_newest_completed_and_failed() {
         })
         .run()
         .unwrap();
-    wait_until("completed trimmed to 2", Duration::from_secs(10), || async {
-        let c = q.counts().await.unwrap();
-        c.completed == 2 && c.failed == 1 && c.waiting == 0 && c.active == 0
-    })
+    wait_until(
+        "completed trimmed to 2",
+        Duration::from_secs(10),
+        || async {
+            let c = q.counts().await.unwrap();
+            c.completed == 2 && c.failed == 1 && c.waiting == 0 && c.active == 0
+        },
+    )
     .await;
     // Within one worker at concurrency 1 the newest finished are the last added.
     for id in &ids[..4] {

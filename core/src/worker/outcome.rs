@@ -34,7 +34,8 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: Han
             if s.completions.send(c).is_err() {
                 s.unrecorded.fetch_sub(1, Ordering::SeqCst);
             }
-            s.job_retention.finished(JobState::Completed, opts.remove_on_complete);
+            s.job_retention
+                .finished(JobState::Completed, opts.remove_on_complete);
         }
         Err(err) => {
             s.failed.fetch_add(1, Ordering::Relaxed);
@@ -74,13 +75,19 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: Han
                 .arg(failure.to_string())
                 .arg(delay.as_millis() as u64)
                 .arg(if err.unrecoverable { "0" } else { "1" })
-                .arg(if opts.remove_on_fail.is_now() { "0" } else { "1" })
+                .arg(if opts.remove_on_fail.is_now() {
+                    "0"
+                } else {
+                    "1"
+                })
                 .arg(q.max_events)
                 .invoke::<String>(q.store())
                 .await;
             match r {
                 Err(e) => note_finish_error(s, job.id, e),
-                Ok(_) if last => s.job_retention.finished(JobState::Failed, opts.remove_on_fail),
+                Ok(_) if last => s
+                    .job_retention
+                    .finished(JobState::Failed, opts.remove_on_fail),
                 Ok(_) => {}
             }
         }
