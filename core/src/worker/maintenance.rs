@@ -57,15 +57,14 @@ pub(super) async fn scheduler_loop(s: Arc<Shared>) {
     }
 }
 
-/// How soon after a job asking for its own retention finished its worker trims to it (jobs
-/// finishing meanwhile share the trim).
+/// How soon after a job asking for its own retention was recorded as finished its worker trims
+/// to it (jobs finishing meanwhile share the trim).
 pub const JOB_RETENTION_DELAY: Duration = Duration::from_millis(100);
 
 /// Per-job retention (`remove_on_complete: {count, age}`, [`Removal::Within`]) as a worker applies
 /// it: the latest one per state of the jobs it finished (the latest job's wins, as in BullMQ where
-/// each job's finish trims by its own option), trimmed to within [`JOB_RETENTION_DELAY`] of such a
-/// job finishing and again at every periodic trim (a completion still being recorded at the prompt
-/// trim counts at the next). Like the queue-wide trim it is select-then-act ([`Queue::trim`]): the
+/// each job's finish trims by its own option), noted once the outcome is recorded and trimmed to
+/// within [`JOB_RETENTION_DELAY`] after, and again at every periodic trim. Like the queue-wide trim it is select-then-act ([`Queue::trim`]): the
 /// ids are not known in advance, so `select_finished.lua` picks them and `remove_finished.lua`,
 /// each key declared, removes them.
 ///

@@ -159,7 +159,8 @@ struct Completion {
     id: JobId,
     token: String,
     result: String,
-    keep: bool,
+    /// The job's `remove_on_complete`: `Now` deletes the record; `Within` trims once recorded.
+    removal: crate::options::Removal,
     dedup: String,
 }
 

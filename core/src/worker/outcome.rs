@@ -27,15 +27,13 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: Han
                 id: job.id,
                 token: token.to_string(),
                 result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
-                keep: !opts.remove_on_complete.is_now(),
+                removal: opts.remove_on_complete,
                 dedup: job.dedup.clone().unwrap_or_default(),
             };
             s.unrecorded.fetch_add(1, Ordering::SeqCst);
             if s.completions.send(c).is_err() {
                 s.unrecorded.fetch_sub(1, Ordering::SeqCst);
             }
-            s.job_retention
-                .finished(JobState::Completed, opts.remove_on_complete);
         }
         Err(err) => {
             s.failed.fetch_add(1, Ordering::Relaxed);
@@ -158,7 +156,7 @@ pub(super) async fn complete_loop(
                 .arg(c.id)
                 .arg(c.token.as_str())
                 .arg(c.result.as_str())
-                .arg(if c.keep { "1" } else { "0" })
+                .arg(if c.removal.is_now() { "0" } else { "1" })
                 .arg(c.dedup.as_str());
         }
         let reply = inv
@@ -176,6 +174,7 @@ pub(super) async fn complete_loop(
                 for (c, st) in batch.iter().zip(&status) {
                     if *st == 1 {
                         s.completed.fetch_add(1, Ordering::Relaxed);
+                        s.job_retention.finished(JobState::Completed, c.removal);
                     } else {
                         note_finish_error(
                             &s,
