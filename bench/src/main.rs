@@ -4,10 +4,13 @@
 //! Usage: `emq-bench [REDIS_URL]` (default `redis://127.0.0.1:6390`).
 //! Knobs (environment, like the anchors): REPS (default 1), N_JOBS (20000), N_LATENCY (1000),
 //! SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (default 1: CONFIG RESETSTAT before and INFO
-//! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all).
+//! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all but the
+//! opt-in `cancel_latency` and `wait_latency` of `control.rs`).
 //!
 //! Prints one JSON object per scenario run on stdout (one line each); progress goes to stderr.
 //! FLUSHALL runs before every scenario run, so point it at a throwaway Redis only.
+
+mod control;
 
 use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker};
 use serde_json::{json, Map, Value};
@@ -491,6 +494,8 @@ async fn run_scenario(cfg: &Cfg, admin: &mut Admin, id: &str) -> BResult<Map<Str
         "process_c100" => process(cfg, admin, &name, n, 100).await,
         "latency" => latency(cfg, &name, cfg.latency_jobs).await,
         "memory" => memory(cfg, admin, &name, n).await,
+        "cancel_latency" => control::cancel_latency(cfg, &name, cfg.latency_jobs).await,
+        "wait_latency" => control::wait_latency(cfg, &name, cfg.latency_jobs).await,
         other => Err(format!("unknown scenario {other}")),
     }
 }
@@ -505,6 +510,9 @@ const SCENARIOS: [&str; 8] = [
     "latency",
     "memory",
 ];
+
+/// Scenarios run only when `SCENARIOS` names them (not part of the side-by-side table).
+const OPT_IN: [&str; 2] = ["cancel_latency", "wait_latency"];
 
 #[tokio::main]
 async fn main() {
@@ -553,11 +561,10 @@ async fn main() {
     }
 
     for rep in 0..cfg.reps {
-        for id in SCENARIOS {
-            if let Some(only) = &only {
-                if !only.iter().any(|s| s == id) {
-                    continue;
-                }
+        for id in SCENARIOS.iter().chain(OPT_IN.iter()).copied() {
+            let named = only.as_ref().is_some_and(|o| o.iter().any(|s| s == id));
+            if (only.is_some() || OPT_IN.contains(&id)) && !named {
+                continue;
             }
             if let Err(e) = admin.flushall().await {
                 eprintln!("emq-bench: flushall: {e}");

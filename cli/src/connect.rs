@@ -126,7 +126,8 @@ pub async fn open_queue(cli_urls: &[String], name: &str) -> emq::Result<Opened> 
     })
 }
 
-/// The datastore's clock (`TIME`), in milliseconds since the epoch.
+/// A datastore clock (`TIME` on any node), in milliseconds since the epoch: for showing times
+/// relative to now. Comparisons against a queue's stamps use `Queue::server_time_ms` (its node).
 pub async fn server_time_ms(store: &Store) -> emq::Result<u64> {
     let mut conn = store.conn();
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;

@@ -247,6 +247,35 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         )
     });
     assert_eq!(rows(&report), expect, "{report:#}");
+    // Logs come along: "done" logged one run, "fail-me" two.
+    assert_eq!(report["log_lines"], 3, "{report:#}");
+    let failed = q.list(JobState::Failed, 0, 10).await.unwrap();
+    assert_eq!(
+        q.logs(failed[0].id).await.unwrap(),
+        ["run 1 of fail-me", "run 2 of fail-me"]
+    );
+    assert!(
+        !report["not_mapped"]
+            .to_string()
+            .contains("deduplication id"),
+        "{report:#}"
+    );
+    // The deduplication id is the copy's dedup key: an emq add with it returns the copy.
+    let held = q
+        .add(
+            "w",
+            serde_json::json!({"n": 999}),
+            emq::JobOptions {
+                dedup: Some("w-zero".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        q.get(held).await.unwrap().unwrap().data,
+        serde_json::json!({"n": 0})
+    );
     let reasons = report["reasons"].as_object().unwrap();
     let has = |needle: &str| reasons.keys().any(|r| r.contains(needle));
     assert!(has("lock lives"), "{reasons:?}");
@@ -289,6 +318,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         }
     }
     assert_eq!(q.counts().await.unwrap(), counts);
+    assert_eq!(again["log_lines"], 0, "a re-run copies no log line twice");
 
     // The human report is a table with a row per state.
     let mut human: Vec<&str> = urls.iter().flat_map(|u| ["--url", u.as_str()]).collect();

@@ -112,8 +112,7 @@ impl Queue {
             .arg("WITHSCORES")
             .query_async(&mut conn)
             .await?;
-        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
-        let now = (secs * 1000 + micros / 1000) as f64;
+        let now = self.server_time_ms().await? as f64;
         let active_set: HashSet<&String> = active.iter().map(|(id, _)| id).collect();
         for (id, expiry) in &active {
             if !leases.contains_key(id) {

@@ -15,7 +15,6 @@
 //! to the node that owns the queue, never on the shared one.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::{Failure, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::Key;
 use crate::store::Store;
@@ -45,7 +44,7 @@ pub struct Event {
     pub fields: HashMap<String, String>,
 }
 
-fn not_found(id: JobId, why: &str) -> Error {
+pub(crate) fn not_found(id: JobId, why: &str) -> Error {
     Error::new(
         ErrorCode::JobNotFound,
         format!("no job {id} in this queue{why}"),
@@ -159,91 +158,6 @@ impl EventStream {
 }
 
 impl crate::queue::Queue {
-    /// Waits up to `timeout` for a job to finish: `Ok(Ok(result))` once it completed,
-    /// `Ok(Err(failure))` once it failed for good (its code — `cancelled` for a cancelled job —
-    /// message and stack, from the record when it is kept, else from the event), and `Err` with
-    /// the code `timeout` when it did not finish in time, `job_not_found` when there is no such
-    /// job (or it was removed). Works for a job that finished before the call: the stream
-    /// position is taken first, then the record is read, then the events are followed from that
-    /// position (the record is re-read every second too, in case the capped stream was trimmed
-    /// past it). `Failure` converts into an [`Error`](crate::Error) (`handler_failed`), so
-    /// `queue.wait(id, t).await??` works.
-    pub async fn wait(
-        &self,
-        id: JobId,
-        timeout: Duration,
-    ) -> Result<std::result::Result<serde_json::Value, Failure>> {
-        let until = tokio::time::Instant::now() + timeout;
-        let mut stream =
-            EventStream::new(self.store().clone(), self.keys().events.clone(), None).await?;
-        let mut check_record = true;
-        loop {
-            if check_record {
-                check_record = false;
-                match self.get(id).await? {
-                    None => return Err(not_found(id, "")),
-                    Some(job) => match job.state {
-                        Some(JobState::Completed) => {
-                            return Ok(Ok(job.result.unwrap_or(serde_json::Value::Null)))
-                        }
-                        Some(JobState::Failed) => {
-                            return Ok(Err(job.failure.unwrap_or_else(|| Failure {
-                                code: "handler_failed".into(),
-                                message: "the job failed".into(),
-                                stack: None,
-                            })))
-                        }
-                        _ => {}
-                    },
-                }
-            }
-            let left = until.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return Err(Error::new(
-                    ErrorCode::Timeout,
-                    format!("job {id} did not finish within {timeout:?}"),
-                ));
-            }
-            let slice = left
-                .min(Duration::from_secs(1))
-                .max(Duration::from_millis(1));
-            let events = stream.next_batch(slice, 1_000).await?;
-            if events.is_empty() {
-                check_record = true;
-                continue;
-            }
-            for ev in events.into_iter().filter(|e| e.job_id == Some(id)) {
-                match ev.kind.as_str() {
-                    "completed" => match ev.fields.get("result") {
-                        Some(r) => return Ok(Ok(serde_json::from_str(r)?)),
-                        None => match self.get(id).await? {
-                            Some(job) if job.state == Some(JobState::Completed) => {
-                                return Ok(Ok(job.result.unwrap_or(serde_json::Value::Null)))
-                            }
-                            _ => return Err(not_found(id, ": it completed, but its result was not kept (remove_on_complete) and is longer than events carry")),
-                        },
-                    },
-                    "failed" => {
-                        if let Some(Some(f)) = self.get(id).await?.map(|j| j.failure) {
-                            return Ok(Err(f));
-                        }
-                        return Ok(Err(Failure {
-                            code: ev
-                                .fields
-                                .get("code")
-                                .cloned()
-                                .unwrap_or_else(|| "handler_failed".into()),
-                            message: ev.fields.get("message").cloned().unwrap_or_default(),
-                            stack: None,
-                        }));
-                    }
-                    "removed" => return Err(not_found(id, ": it was removed")),
-                    _ => {}
-                }
-            }
-        }
-    }
-
     /// The newest `limit` events, oldest first (without waiting).
     pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
         let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")

@@ -7,13 +7,14 @@
 //! - [`script`]: the Lua scripts of `lua/`, their headers, the undeclared-key guard, EVALSHA;
 //! - [`store`]: the connection (standalone or cluster), TLS/ACL, the wire-version check;
 //! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
-//! - [`events`]: the events stream; [`audit`]: the invariant check; [`metrics`]: counts and the
+//! - [`events`]: the events stream; [`waiters`]: `Queue::wait` (one follower per queue handle); [`audit`]: the invariant check; [`metrics`]: counts and the
 //!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
 //! - [`registry`]: the queues in use; [`worker_registry`]: the live workers, on the server's clock;
 //! - [`error`]: one error type with stable codes; [`options`] and [`spec`]: the options a caller
 //!   passes in, and their one conversion and validation (every binding fills a spec).
 
 pub mod audit;
+mod clock;
 pub mod error;
 pub mod events;
 pub mod flow;
@@ -36,6 +37,7 @@ pub mod slot;
 pub mod spec;
 pub mod store;
 pub mod task;
+pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
 

@@ -78,7 +78,7 @@ impl Queue {
     pub async fn trim_metrics(&self) -> Result<u64> {
         let k = self.keys();
         let mut conn = self.store().conn();
-        let (secs, _): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
+        let secs = self.server_time_ms().await? / 1000;
         let oldest = (secs / 60).saturating_sub(METRICS_WINDOW_MINUTES);
         let fields: Vec<String> = redis::cmd("HKEYS")
             .arg(&k.metrics)

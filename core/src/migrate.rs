@@ -39,15 +39,17 @@
 //! without a lock are copied as waiting), other flows (nested, across queues, or with a child
 //! started or finished: parent and children stay in BullMQ to finish there), the next run a
 //! migrated scheduler had pending (the emq scheduler makes its own), legacy repeatable jobs without
-//! a scheduler hash, and options emq has no equivalent of (dedup ids, keep-N/age retention, custom
-//! backoff, job logs).
+//! a scheduler hash, and options emq has no equivalent of (keep-N/age retention, custom backoff,
+//! deduplication's extend/replace). Job logs are copied (the lines a copy lacks, so a re-run
+//! repeats none); a deduplication id becomes the copy's dedup key (a ttl restarts at the
+//! migration), and a job whose id is already held by a copied job is reported as deduplicated.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::flow::FlowJob;
 use crate::job_id::JobId;
 use crate::keyspace::Family;
 use crate::options::{Backoff, JobOptions, Removal, MAX_PRIORITY};
-use crate::queue::{NewJob, Queue};
+use crate::queue::{NewJob, Queue, MAX_LOG_LINES};
 use crate::scheduler::{Repeat, Schedule};
 use crate::script;
 use futures::future::join_all;
@@ -55,6 +57,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
+
+/// Longest deduplication id copied as an emq dedup key (longer ones are reported, not mapped).
+const MAX_DEDUP_KEY: usize = 1_024;
 
 /// Most skipped jobs listed one by one in a report (all are counted).
 pub const MAX_LISTED_SKIPS: usize = 1_000;
@@ -181,6 +186,8 @@ pub struct MigrateReport {
     pub not_mapped: BTreeMap<String, u64>,
     /// Source jobs (and schedulers) deleted (with `delete_source`).
     pub source_deleted: u64,
+    /// Job log lines copied (a source job's `:logs` list, appended to its copy's log).
+    pub log_lines: u64,
     /// Notes for the operator (a paused source, schedulers left running in BullMQ).
     pub notes: Vec<String>,
     /// Wall time of the run.
@@ -269,10 +276,7 @@ struct Read {
 }
 
 async fn server_now_ms(queue: &Queue) -> Result<u64> {
-    let (secs, micros): (u64, u64) = redis::cmd("TIME")
-        .query_async(&mut queue.store().conn())
-        .await?;
-    Ok(secs * 1000 + micros / 1000)
+    queue.server_time_ms().await
 }
 
 /// The due time of a BullMQ delayed score: `due * 4096 + counter` since BullMQ 3 (scores above
@@ -367,9 +371,36 @@ fn map_options(
             miss("group id");
         }
     }
+    // BullMQ's deduplication (`opts.de`, older `deduplication`): its id becomes the emq dedup key
+    // (data in the queue's dedup hash, never a key); a ttl restarts at the migration.
+    if let Some(de) = opts
+        .get("de")
+        .or_else(|| opts.get("deduplication"))
+        .filter(|v| !v.is_null())
+    {
+        let key = de.get("id").and_then(|i| match i {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        match key {
+            Some(k) if !k.is_empty() && k.len() <= MAX_DEDUP_KEY => {
+                o.dedup = Some(k);
+                if let Some(ttl) = num(de.get("ttl")).filter(|t| *t > 0) {
+                    o.dedup_ttl_ms = ttl;
+                    miss("deduplication ttl (restarted at the migration)");
+                }
+                if ["extend", "replace"]
+                    .iter()
+                    .any(|f| de.get(*f).and_then(Value::as_bool) == Some(true))
+                {
+                    miss("deduplication extend/replace (debounce)");
+                }
+            }
+            _ => miss("deduplication id"),
+        }
+    }
     for (name, what) in [
-        ("de", "deduplication id"),
-        ("deduplication", "deduplication id"),
         ("debounce", "debounce"),
         ("rateLimiterKey", "rate-limiter key"),
     ] {
@@ -1001,15 +1032,36 @@ impl Migration<'_> {
             }
             // In order: one add_bulk call of more than one add.lua batch sends its batches
             // concurrently, so a later one may land first.
+            let mut got = Vec::with_capacity(todo.len());
             for part in chunked(jobs, ORDERED_ADD) {
-                self.q.add_bulk(part).await?;
+                got.extend(self.q.add_bulk(part).await?);
             }
+            self.copy_logs(&todo, &ids, &got).await?;
             if !self.o.pause_per_batch.is_zero() {
                 // Tests only: the widest window a crash can hit, copies written and not marked.
                 tokio::time::sleep(self.o.pause_per_batch).await;
             }
             let mut pipe = redis::pipe();
-            for (r, id) in todo.iter().zip(&ids) {
+            let mut deduplicated = 0;
+            for ((r, id), held) in todo.iter().zip(&ids).zip(&got) {
+                if held != id {
+                    // Its dedup id was held by a job copied before: it is that job now, as in
+                    // BullMQ had both been added while the first waited.
+                    deduplicated += 1;
+                    self.report.skip(
+                        state,
+                        &r.source_id,
+                        format!(
+                            "deduplicated: its deduplication id is held by the copied job {held}"
+                        ),
+                    );
+                    pipe.cmd("HSET")
+                        .arg(&mapping)
+                        .arg(&r.field)
+                        .arg(format!("{held}|deduplicated"))
+                        .ignore();
+                    continue;
+                }
                 pipe.cmd("HSET")
                     .arg(&mapping)
                     .arg(&r.field)
@@ -1019,14 +1071,57 @@ impl Migration<'_> {
                     .ignore();
             }
             let _: () = pipe.query_async(&mut self.conn()).await?;
+            self.report.row(state).written += (todo.len() - deduplicated) as u64;
         }
-        self.report.row(state).written += todo.len() as u64;
+        if kind == Kind::Finished {
+            self.copy_logs(&todo, &ids, &ids).await?;
+            self.report.row(state).written += todo.len() as u64;
+        }
         if self.o.delete_source {
             let gone: Vec<(String, String)> = todo
                 .iter()
                 .map(|r| (r.source_id.clone(), r.field.clone()))
                 .collect();
             self.delete_sources(container, &gone).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends each source job's log lines (`<prefix>:<queue>:<id>:logs`) to its copy's log:
+    /// the lines the copy lacks, so a re-run after a crash neither repeats nor drops one (a
+    /// copy whose log already holds [`MAX_LOG_LINES`] is left as it is, and so is a copy that
+    /// already ran and was removed). `got` is what the adds returned: a job deduplicated into
+    /// another (`got` ≠ `ids`) keeps its lines out of the other's log.
+    async fn copy_logs(&mut self, todo: &[Read], ids: &[JobId], got: &[JobId]) -> Result<()> {
+        let sources = join_all(todo.iter().map(|r| {
+            let mut c = self.conn();
+            let key = format!("{}:logs", r.field);
+            async move {
+                redis::cmd("LRANGE")
+                    .arg(key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async::<Vec<String>>(&mut c)
+                    .await
+            }
+        }))
+        .await;
+        for ((lines, id), held) in sources.into_iter().zip(ids).zip(got) {
+            let lines = lines?;
+            if lines.is_empty() || id != held {
+                continue;
+            }
+            let have = self.q.logs(*id).await?.len() as u64;
+            if have >= MAX_LOG_LINES {
+                continue;
+            }
+            for line in lines.iter().skip(have as usize) {
+                match self.q.log(*id, line).await {
+                    Ok(_) => self.report.log_lines += 1,
+                    Err(e) if e.code() == ErrorCode::JobNotFound => break,
+                    Err(e) => return Err(e),
+                }
+            }
         }
         Ok(())
     }
@@ -1302,8 +1397,22 @@ mod tests {
                 age_ms: None
             })
         );
-        assert_eq!(miss.len(), 1, "{miss:?}");
+        assert_eq!(
+            o.dedup.as_deref(),
+            Some("x"),
+            "the deduplication id is the dedup key"
+        );
+        assert!(miss.is_empty(), "{miss:?}");
         assert!(o.validate().is_ok());
+        let o = map_options(
+            &json!({"de": {"id": 42, "ttl": 5000, "extend": true}}),
+            0,
+            &mut miss,
+        );
+        assert_eq!((o.dedup.as_deref(), o.dedup_ttl_ms), (Some("42"), 5000));
+        assert!(o.validate().is_ok());
+        assert!(miss.contains_key("deduplication ttl (restarted at the migration)"));
+        assert!(miss.contains_key("deduplication extend/replace (debounce)"));
         let o = map_options(&json!({"attempts": 2, "backoff": 50}), 7, &mut miss);
         assert_eq!(o.attempts, 1, "at least one attempt is left");
         assert_eq!(o.backoff, Backoff::Fixed { delay_ms: 50 });

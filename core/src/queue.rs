@@ -59,6 +59,8 @@ pub struct Queue {
     pub(crate) max_events: u64,
     /// Set once this handle wrote the queue into the registry (see `registry`).
     pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
+    /// The waits of [`Queue::wait`] on this handle and its clones, and their one follower.
+    pub(crate) waiters: Arc<crate::waiters::Waiters>,
 }
 
 impl Queue {
@@ -83,6 +85,7 @@ impl Queue {
             minter,
             max_events: DEFAULT_MAX_EVENTS,
             registered: Arc::default(),
+            waiters: Arc::default(),
         }
     }
 
@@ -712,28 +715,14 @@ impl Queue {
                 }
             }
         }
-        let k = &self.keys;
+        // Every queue-wide key (the job containers are empty by now): the families are listed
+        // once, in keyspace.rs, so a new one cannot be forgotten here.
         let mut conn = self.store.conn();
-        for key in [
-            &k.meta,
-            &k.events,
-            &k.dedup,
-            &k.marker,
-            &k.sweep,
-            &k.leases,
-            &k.wait,
-            &k.paused,
-            &k.groups,
-            &k.group_counts,
-            &k.group_windows,
-            &k.dedup_expiry,
-            &k.waiters,
-            &k.handoff,
-            &k.delayed_priority,
-            &k.workers,
-            &k.worker_info,
-        ] {
-            let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
+        for family in crate::keyspace::Family::ALL {
+            let _: i64 = redis::cmd("DEL")
+                .arg(self.name.key(family))
+                .query_async(&mut conn)
+                .await?;
         }
         self.unregister().await?;
         Ok(total)

@@ -290,8 +290,7 @@ impl Queue {
             .arg(&k.schedulers)
             .query_async(&mut conn)
             .await?;
-        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
-        let now = secs * 1000 + micros / 1000;
+        let now = self.server_time_ms().await?;
         let mut out = Vec::new();
         for (id, raw) in specs {
             let spec: Value = serde_json::from_str(&raw)?;

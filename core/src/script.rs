@@ -594,6 +594,8 @@ scripts! {
     WORKERS_LIST => "workers_list",
     /// Inserts one finished job copied by `emq migrate`, and marks its source migrated.
     MIGRATE_FINISHED => "migrate_finished",
+    /// Reads the clock of the node that owns the queue.
+    SERVER_TIME => "server_time",
 }
 
 #[cfg(test)]

@@ -5,9 +5,10 @@
 //   node fixtures.js <redis url> <prefix> <queue> all       every state (see below)
 //   node fixtures.js <redis url> <prefix> <queue> many <N>  N waiting jobs {n: 0..N-1}
 //
-// `all`: "done" completed; "fail-me" failed after 2 attempts ("boom 1", "boom 2"); "held" active
+// `all`: "done" completed; "fail-me" failed after 2 attempts ("boom 1", "boom 2"); each run
+// logs "run <attempt> of <name>"; "held" active
 // with a live lock (60 s; this process exits without releasing it); a flow "parent" waiting for
-// "child-1" and "child-2"; 10 waiting "w" {n: 0..9} then "w-lifo" (LIFO); 4 prioritized "p"
+// "child-1" and "child-2"; 10 waiting "w" {n: 0..9} (n 0 with deduplication id "w-zero") then "w-lifo" (LIFO); 4 prioritized "p"
 // (priorities 3, 1, 2, 1); one delayed "d" (8 s; its due time in the summary); job schedulers
 // "every-hour" (every 3,600,000 ms) and "cron-9" ("0 9 * * *", Europe/Berlin).
 'use strict';
@@ -39,6 +40,7 @@ async function main() {
   }
   // Finished jobs first, with a real worker, before anything else waits.
   const worker = new Worker(name, async (job) => {
+    await job.log(`run ${job.attemptsMade + 1} of ${job.name}`);
     if (job.name === 'fail-me') throw new Error(`boom ${job.attemptsMade + 1}`);
     return { ok: 1, n: job.data.n };
   }, { connection, prefix, concurrency: 1 });
@@ -69,7 +71,10 @@ async function main() {
   });
   await flows.close();
 
-  for (let i = 0; i < 10; i++) await queue.add('w', { n: i });
+  // "w" n=0 carries a deduplication id (BullMQ's `deduplication: { id }`).
+  for (let i = 0; i < 10; i++) {
+    await queue.add('w', { n: i }, i === 0 ? { deduplication: { id: 'w-zero' } } : {});
+  }
   await queue.add('w-lifo', { n: 10 }, { lifo: true });
   const prios = [3, 1, 2, 1];
   for (let i = 0; i < prios.length; i++) {

@@ -49,7 +49,7 @@ pub struct Args {
 
     /// Print the report as JSON: `{"source", "target", "dry_run", "states": [{"state", "read",
     /// "written", "already", "skipped"}], "reasons", "skipped", "not_mapped", "source_deleted",
-    /// "notes", "elapsed_ms"}`.
+    /// "log_lines", "notes", "elapsed_ms"}`.
     #[arg(long)]
     pub json: bool,
 }
@@ -120,6 +120,9 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         for (what, n) in &report.not_mapped {
             outln!("  {n:>8}  {what}");
         }
+    }
+    if report.log_lines > 0 {
+        outln!("job log lines copied: {}", report.log_lines);
     }
     if report.source_deleted > 0 {
         outln!("source jobs deleted: {}", report.source_deleted);

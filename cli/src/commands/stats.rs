@@ -2,7 +2,7 @@
 //!
 //! The age is measured on the datastore's clock (`TIME`) against the job's `created_ms`.
 
-use crate::connect::{open_queue, server_time_ms};
+use crate::connect::open_queue;
 use crate::human;
 use clap::Args as ClapArgs;
 use emq::{Counts, JobState};
@@ -40,7 +40,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let oldest = q.list(JobState::Waiting, 0, 1).await?;
     let oldest_waiting_age_ms = match oldest.first() {
         Some(job) => {
-            let now = server_time_ms(q.store()).await?;
+            let now = q.server_time_ms().await?;
             Some(now.saturating_sub(job.created_ms))
         }
         None => None,
