@@ -55,13 +55,13 @@ export interface JobOptions {
   /** Time limit for one run of the handler (default: none). */
   timeout?: number;
   /**
-   * Delete the job as soon as it completes. Per job only `true`/`false`: retention by count or age
-   * is queue-wide, a `Worker` option (`{ removeOnComplete: { count, age } }`); a count or an object
-   * here is refused with `invalid_option`.
+   * `true`: delete the job as soon as it completes; a count or `{ count, age }` (age in ms): keep
+   * it, and keep the queue's completed jobs within that (BullMQ's `removeOnComplete`; the latest
+   * job's wins, applied by its worker); `false` (default): the worker's queue-wide retention.
    */
-  removeOnComplete?: boolean;
-  /** Delete the job as soon as it finally fails (per job only `true`/`false`, as `removeOnComplete`). */
-  removeOnFail?: boolean;
+  removeOnComplete?: Retention;
+  /** As `removeOnComplete`, for jobs that finally failed. */
+  removeOnFail?: Retention;
   /** While a job with this key is waiting or active, adding another returns the first one's id. */
   dedup?: string;
   /** With `dedup`: hold the key this many ms after the add, whatever becomes of the job. */

@@ -215,16 +215,6 @@ function jobOpts(opts) {
       out[k] = v;
     }
   }
-  for (const k of ['removeOnComplete', 'removeOnFail']) {
-    if (out[k] !== undefined && typeof out[k] !== 'boolean') {
-      // The core keeps finished jobs by count and age queue-wide, not per job.
-      throw emqError(
-        'invalid_option',
-        `the job option ${k} takes true or false; retention by count or age is queue-wide: ` +
-          `pass { ${k}: ${JSON.stringify(out[k])} } to new Worker(queue, handler, opts)`,
-      );
-    }
-  }
   if (typeof out.backoff === 'number') out.backoff = { type: 'fixed', delay: out.backoff };
   if (out.backoff && typeof out.backoff === 'object') {
     checkFinite('backoff.delay', out.backoff.delay);

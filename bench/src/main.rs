@@ -206,7 +206,7 @@ async fn commandstats_per_job(admin: &mut Admin, n: u64) -> BResult<Value> {
 fn rmc() -> JobOptions {
     // BullMQ's queues use defaultJobOptions { removeOnComplete: true }.
     JobOptions {
-        remove_on_complete: true,
+        remove_on_complete: emq::Removal::Now,
         ..JobOptions::default()
     }
 }

@@ -10,7 +10,8 @@
 //! - [`events`]: the events stream; [`waiters`]: `Queue::wait` (one follower per queue handle); [`audit`]: the invariant check; [`metrics`]: counts and the
 //!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
 //! - [`registry`]: the queues in use; [`worker_registry`]: the live workers, on the server's clock;
-//! - [`error`]: one error type with stable codes.
+//! - [`error`]: one error type with stable codes; [`options`] and [`spec`]: the options a caller
+//!   passes in, and their one conversion and validation (every binding fills a spec).
 
 pub mod audit;
 mod clock;
@@ -33,6 +34,7 @@ pub mod registry;
 pub mod scheduler;
 pub mod script;
 pub mod slot;
+pub mod spec;
 pub mod store;
 pub mod task;
 pub mod waiters;
@@ -48,7 +50,7 @@ pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
 pub use limits::{GroupRateLimit, RateLimit};
 pub use metrics::{prometheus_text, QueueMetrics};
 pub use minter::IdMinter;
-pub use options::{Backoff, JobOptions, ParentPolicy, Retention};
+pub use options::{Backoff, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};

@@ -48,7 +48,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::flow::FlowJob;
 use crate::job_id::JobId;
 use crate::keyspace::Family;
-use crate::options::{Backoff, JobOptions, MAX_PRIORITY};
+use crate::options::{Backoff, JobOptions, Removal, MAX_PRIORITY};
 use crate::queue::{NewJob, Queue, MAX_LOG_LINES};
 use crate::scheduler::{Repeat, Schedule};
 use crate::script;
@@ -338,16 +338,26 @@ fn map_options(
             }
         }
     }
-    for (name, flag) in [
+    for (name, removal) in [
         ("removeOnComplete", &mut o.remove_on_complete),
         ("removeOnFail", &mut o.remove_on_fail),
     ] {
-        match opts.get(name) {
+        // BullMQ's `true | count | {count, age}` (age in seconds) is emq's per-job retention.
+        let v = opts.get(name);
+        let keep = |count: Option<u64>, age_ms: Option<u64>| {
+            Removal::Within(crate::options::Retention { count, age_ms })
+        };
+        match v {
             None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => *flag = true,
-            Some(_) => miss(&format!(
-                "{name} keep-count/age (the emq queue's retention applies)"
-            )),
+            Some(Value::Bool(true)) => *removal = Removal::Now,
+            Some(Value::Number(_)) => *removal = keep(num(v), None),
+            Some(Value::Object(m)) if m.contains_key("count") || m.contains_key("age") => {
+                *removal = keep(
+                    num(m.get("count")),
+                    num(m.get("age")).map(|s| s.saturating_mul(1000)),
+                )
+            }
+            Some(_) => miss(&format!("{name} of another shape")),
         }
     }
     if let Some(g) = opts
@@ -1379,13 +1389,20 @@ mod tests {
                 max_ms: 0
             }
         );
-        assert!(o.remove_on_complete && !o.remove_on_fail);
+        assert_eq!(o.remove_on_complete, Removal::Now);
+        assert_eq!(
+            o.remove_on_fail,
+            Removal::Within(crate::options::Retention {
+                count: Some(10),
+                age_ms: None
+            })
+        );
         assert_eq!(
             o.dedup.as_deref(),
             Some("x"),
             "the deduplication id is the dedup key"
         );
-        assert_eq!(miss.len(), 1, "{miss:?}");
+        assert!(miss.is_empty(), "{miss:?}");
         assert!(o.validate().is_ok());
         let o = map_options(
             &json!({"de": {"id": 42, "ttl": 5000, "extend": true}}),

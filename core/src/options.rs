@@ -77,10 +77,11 @@ pub struct JobOptions {
     pub lease_ms: u64,
     /// Time limit for one run of the handler (0: none).
     pub timeout_ms: u64,
-    /// Delete the job as soon as it completes (else the queue's retention applies).
-    pub remove_on_complete: bool,
-    /// Delete the job as soon as it finally fails (else the queue's retention applies).
-    pub remove_on_fail: bool,
+    /// What becomes of the job's record once it completes: kept under the queue's retention
+    /// (the default), deleted at once, or kept within this job's own retention.
+    pub remove_on_complete: Removal,
+    /// The same once the job finally fails.
+    pub remove_on_fail: Removal,
     /// While a job with this key is waiting or active, adding another returns the first one's id.
     /// It is data (a field of the queue's dedup hash), never a key.
     pub dedup: Option<String>,
@@ -111,6 +112,18 @@ pub enum ParentPolicy {
 }
 
 impl ParentPolicy {
+    /// The policy of its name (`"fail"`, `"ignore"`, `"remove"`), or `invalid_option`.
+    pub fn parse(name: &str) -> Result<ParentPolicy> {
+        match name {
+            "fail" => Ok(ParentPolicy::Fail),
+            "ignore" => Ok(ParentPolicy::Ignore),
+            "remove" => Ok(ParentPolicy::Remove),
+            other => Err(invalid(format!(
+                "parent_policy must be \"fail\", \"ignore\" or \"remove\", got {other:?}"
+            ))),
+        }
+    }
+
     /// The name the scripts use.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -133,8 +146,8 @@ impl Default for JobOptions {
             jitter: 0.0,
             lease_ms: 0,
             timeout_ms: 0,
-            remove_on_complete: false,
-            remove_on_fail: false,
+            remove_on_complete: Removal::Keep,
+            remove_on_fail: Removal::Keep,
             dedup: None,
             debounce: false,
             dedup_ttl_ms: 0,
@@ -314,12 +327,73 @@ impl crate::worker::WorkerOptions {
 }
 
 /// How long finished jobs are kept (applied by workers in the background).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Retention {
     /// Keep at most this many (None: no count limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
     /// Keep none older than this (None: no age limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_ms: Option<u64>,
+}
+
+/// What becomes of a job's record once it finishes (`remove_on_complete`, `remove_on_fail`).
+///
+/// Stored in the job's options as `false`, `true` or `{"count", "age_ms"}` (the first two are what
+/// records written before per-job retention hold). A job with [`Removal::Within`] is kept when it
+/// finishes; its worker then trims the finished jobs of the queue to that retention
+/// (select-then-act, as the queue-wide trim: the ids are not known in advance), the latest such
+/// job's retention winning, BullMQ's `removeOnComplete: {count, age}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Removal {
+    /// Kept under the queue's retention (the worker's `completed` / `failed`).
+    #[default]
+    Keep,
+    /// Deleted as it finishes.
+    Now,
+    /// Kept; the queue's finished jobs are trimmed to this.
+    Within(Retention),
+}
+
+impl Removal {
+    /// Whether the record is deleted as the job finishes.
+    pub fn is_now(self) -> bool {
+        self == Removal::Now
+    }
+
+    /// The retention this job asks for, if any.
+    pub fn retention(self) -> Option<Retention> {
+        match self {
+            Removal::Within(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Removal {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Removal::Keep => s.serialize_bool(false),
+            Removal::Now => s.serialize_bool(true),
+            Removal::Within(r) => r.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Removal {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Removal, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Flag(bool),
+            Within(Retention),
+        }
+        Ok(match Wire::deserialize(d)? {
+            Wire::Flag(false) => Removal::Keep,
+            Wire::Flag(true) => Removal::Now,
+            Wire::Within(r) => Removal::Within(r),
+        })
+    }
 }
 
 impl Retention {

@@ -418,7 +418,7 @@ async fn wait_for_a_result_before_and_after_it_finished_failed_and_timed_out() {
             "big",
             json!(2),
             JobOptions {
-                remove_on_complete: false,
+                remove_on_complete: emq::Removal::Keep,
                 ..JobOptions::default()
             },
         )

@@ -49,7 +49,7 @@ async fn obliterate_leaves_no_key_of_the_queue() {
                 "done",
                 json!(1),
                 JobOptions {
-                    remove_on_complete: false,
+                    remove_on_complete: emq::Removal::Keep,
                     ..Default::default()
                 },
             )

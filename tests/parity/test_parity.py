@@ -44,6 +44,8 @@ CORE_ONLY = {
     "Queue.migrate_from_bullmq": "an operator's one-off step: `emq migrate` and the Rust API",
     "Queue.migrated_id": "the migration's lookup, for operators: `emq migrate` and the Rust API",
     "Queue.migrated_source": "the migration's lookup, for operators: `emq migrate` and the Rust API",
+    # The one read of the server's clock (core/src/clock.rs), for the core's own callers and the CLI.
+    "Queue.server_time_ms": "plumbing: scripts take their instants from the server's TIME themselves",
     "WorkerHandle.close_within": "Rust form of `close` with a deadline; bindings take it as a worker option",
     "WorkerHandle.running": "Rust introspection; bindings report `stats`",
 }
@@ -61,6 +63,33 @@ PROVIDED_AS = {
 
 # (op, lang) pairs absent on purpose, with the reason.
 ABSENT = {
+}
+
+# The core's spec types (core/src/spec.rs) a binding fills, and where each binding fills them: the
+# function (file, `fn` name) whose body names every field it sets.
+SPEC_FILLERS = {
+    "JobSpec": {
+        "python": ("bindings/python/src/options.rs", "job_spec"),
+        "node": ("bindings/node/src/options.rs", "job_options"),
+        "uniffi": ("bindings/uniffi/src/options.rs", "to_spec(&self) -> Result<JobSpec"),
+    },
+    "WorkerSpec": {
+        "python": ("bindings/python/src/options.rs", "worker_options"),
+        "node": ("bindings/node/src/options.rs", "worker_options"),
+        "uniffi": ("bindings/uniffi/src/queue.rs", "start_worker"),
+    },
+}
+SPEC_LANGS = ["python", "node", "uniffi"]
+
+# (spec field, lang) pairs a binding does not take, on purpose, with the reason.
+SPEC_ABSENT = {
+    ("WorkerSpec.trim_interval", "python"): "tuning for tests and the Rust API; the default (5 s) suits applications",
+    ("WorkerSpec.trim_interval", "node"): "tuning for tests and the Rust API; the default (5 s) suits applications",
+    ("WorkerSpec.trim_interval", "uniffi"): "tuning for tests and the Rust API; the default (5 s) suits applications",
+    ("WorkerSpec.prefetch", "python"): "tuning; the core's adaptive default (twice concurrency, only for short jobs)",
+    ("WorkerSpec.prefetch", "node"): "tuning; the core's adaptive default (twice concurrency, only for short jobs)",
+    ("WorkerSpec.prefetch", "uniffi"): "tuning; the core's adaptive default (twice concurrency, only for short jobs)",
+    ("WorkerSpec.block_timeout", "python"): "the sync and async facades wake on their own; the default (5 s) is the core's",
 }
 
 
@@ -178,7 +207,7 @@ README = ROOT / "bindings/README.md"
 
 
 def rendered():
-    return table(core_ops(), binding_methods())
+    return table(core_ops(), binding_methods()) + "\n\nOptions: the fields of the core's spec types (`core/src/spec.rs`) each binding fills.\n\n" + spec_table()
 
 
 def test_every_core_operation_is_exported_or_deliberately_absent():
@@ -223,6 +252,68 @@ def test_job_options_fields_reach_every_binding():
         if not re.search(rf"\b(pub )?{f}\b|\b(pub )?{base}\b", uni):
             missing.append(f"{f} in uniffi")
     assert not missing, "JobOptions fields a binding does not take:\n  " + "\n  ".join(missing)
+
+
+def core_spec_fields(struct):
+    body = _block((ROOT / "core/src/spec.rs").read_text(), rf"^pub struct {struct} \{{")
+    return [m.group(1) for m in re.finditer(r"^    pub (\w+):", body, re.M)]
+
+
+def _fn_body(path, name):
+    """The body of the `fn` whose signature starts with `name` (to the `}` at its indentation)."""
+    lines = (ROOT / path).read_text().splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)(?:pub(?:\(crate\))? )?(?:async )?fn " + re.escape(name), line)
+        if m:
+            end = next(j for j in range(i + 1, len(lines)) if lines[j] == m.group(1) + "}")
+            return "\n".join(lines[i:end])
+    return ""
+
+
+def spec_fields_filled():
+    """(Spec.field) -> {lang: bool}: whether each binding's filler names the field."""
+    out = {}
+    for struct, fillers in SPEC_FILLERS.items():
+        bodies = {lang: _fn_body(*where) for lang, where in fillers.items()}
+        for f in core_spec_fields(struct):
+            out[f"{struct}.{f}"] = {
+                lang: bool(re.search(rf"(\bs\.{f} =|^\s*{f}:)", body, re.M)) for lang, body in bodies.items()
+            }
+    return out
+
+
+def spec_table():
+    lines = ["| spec field | " + " | ".join(LANG_TITLES.get(l, l) for l in SPEC_LANGS) + " |", "|---|" + "---|" * len(SPEC_LANGS)]
+    for field, filled in spec_fields_filled().items():
+        cells = ["yes" if filled[l] else ("absent*" if (field, l) in SPEC_ABSENT else "**missing**") for l in SPEC_LANGS]
+        lines.append(f"| `{field}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def test_every_spec_field_is_filled_by_every_binding():
+    filled = spec_fields_filled()
+    assert "JobSpec.remove_on_complete" in filled and "WorkerSpec.concurrency" in filled, "the spec types were not found"
+    for struct, fillers in SPEC_FILLERS.items():
+        for lang, where in fillers.items():
+            assert _fn_body(*where), f"{struct}'s filler in {lang} not found: {where}"
+    missing = [f"{f} in {l}" for f, by in filled.items() for l, ok in by.items() if not ok and (f, l) not in SPEC_ABSENT]
+    assert not missing, "spec fields a binding does not fill (and not listed in SPEC_ABSENT):\n  " + "\n  ".join(missing)
+    stale = [f"{f} in {l}" for (f, l) in SPEC_ABSENT if filled.get(f, {}).get(l, True)]
+    assert not stale, "remove these from SPEC_ABSENT (now filled, or no such field):\n  " + "\n  ".join(stale)
+
+
+def test_bindings_match_no_option_strings():
+    """The option strings (backoff types, parent policies) are the core's (core/src/spec.rs): a
+    binding's conversion code names none of them as a match arm."""
+    offenders = []
+    for path in sorted((ROOT / "bindings").rglob("*.rs")):
+        if "/target/" in str(path):
+            continue
+        text = path.read_text()
+        for s in ["fixed", "exponential", "ignore"]:  # ("remove", "fail" also name operations)
+            if re.search(rf'^\s*"{s}"\s*(=>|\|)', text, re.M):
+                offenders.append(f"{path.relative_to(ROOT)}: \"{s}\" =>")
+    assert not offenders, "option strings matched in a binding:\n  " + "\n  ".join(offenders)
 
 
 def core_error_codes():

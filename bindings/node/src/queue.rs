@@ -5,14 +5,13 @@
 
 use crate::events::{events_text, NativeEvents};
 use crate::options::{
-    invalid_option, job_options, ms, parse_spec, payload, whole, BulkEntry, FlowSpec, JobOpts,
-    SchedulerSpec, WorkerOpts,
+    invalid_option, job_options, parse_spec, payload, whole, BulkEntry, JobOpts, WorkerOpts,
 };
 use crate::throw;
 use crate::worker::NativeWorker;
+use emq::spec::{FlowSpec, Millis, RateLimitSpec, ScheduleSpec};
 use emq::{
-    FlowIds, FlowJob, GroupRateLimit, Job, JobId, JobState, NewJob, Queue, RateLimit, Repeat,
-    Schedule,
+    FlowIds, GroupRateLimit, Job, JobId, JobOptions, JobState, NewJob, Queue, RateLimit, Schedule,
 };
 use napi::bindgen_prelude::Function;
 use napi_derive::napi;
@@ -60,22 +59,6 @@ fn flow_ids_json(ids: &FlowIds) -> Value {
         "queue": ids.queue,
         "id": ids.id.to_string(),
         "children": ids.children.iter().map(flow_ids_json).collect::<Vec<_>>(),
-    })
-}
-
-fn flow_job(spec: FlowSpec, default_queue: &str, path: &str) -> emq::Result<FlowJob> {
-    let children = spec
-        .children
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| flow_job(c, default_queue, &format!("{path}.children[{i}]")))
-        .collect::<emq::Result<Vec<_>>>()?;
-    Ok(FlowJob {
-        queue: spec.queue.unwrap_or_else(|| default_queue.to_string()),
-        name: spec.name,
-        data: payload(path, spec.data)?,
-        options: job_options(spec.opts)?,
-        children,
     })
 }
 
@@ -144,7 +127,7 @@ impl NativeQueue {
             batch.push(NewJob {
                 name: j.name,
                 data: payload(&format!("job {i}"), j.data).map_err(throw)?,
-                options: job_options(j.opts).map_err(throw)?,
+                options: JobOptions::try_from(j.opts).map_err(throw)?,
             });
         }
         let ids = self.q.add_bulk(batch).await.map_err(throw)?;
@@ -164,7 +147,7 @@ impl NativeQueue {
     pub async fn add_flow(&self, flow: String) -> napi::Result<String> {
         emq::job::check_integer_widths("addFlow: a payload", &flow).map_err(throw)?;
         let spec: FlowSpec = parse_spec("addFlow", &flow).map_err(throw)?;
-        let job = flow_job(spec, self.q.name().as_str(), "the flow").map_err(throw)?;
+        let job = spec.into_flow(self.q.name().as_str()).map_err(throw)?;
         let ids = self.q.add_flow(job).await.map_err(throw)?;
         Ok(flow_ids_json(&ids).to_string())
     }
@@ -322,30 +305,18 @@ impl NativeQueue {
     /// Sets (a positive whole number) or lifts (null) the most jobs active at once across workers.
     #[napi]
     pub async fn set_global_concurrency(&self, max: Option<f64>) -> napi::Result<()> {
-        let max = max
-            .map(|m| whole("globalConcurrency", m, u32::MAX as u64).map(|m| m as u32))
-            .transpose()
-            .map_err(throw)?;
+        let max = emq::spec::global_concurrency(max).map_err(throw)?;
         self.q.set_global_concurrency(max).await.map_err(throw)
     }
 
     /// Sets (`max` jobs per `window` ms) or lifts (both null) the queue's rate limit.
     #[napi]
     pub async fn set_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> napi::Result<()> {
-        let limit = match (max, window) {
-            (None, None) => None,
-            (Some(m), Some(w)) => Some(RateLimit {
-                max: whole("rateLimit.max", m, u32::MAX as u64).map_err(throw)? as u32,
-                window: Duration::from_millis(
-                    emq::options::millis("rateLimit.window", w).map_err(throw)?,
-                ),
-            }),
-            _ => {
-                return Err(throw(invalid_option(
-                    "a rate limit needs both max and window (or neither, to lift it)",
-                )))
-            }
+        let spec = RateLimitSpec {
+            max,
+            window: window.map(Millis),
         };
+        let limit = Option::<RateLimit>::try_from(spec).map_err(throw)?;
         self.q.set_rate_limit(limit).await.map_err(throw)
     }
 
@@ -356,54 +327,19 @@ impl NativeQueue {
         max: Option<f64>,
         window: Option<f64>,
     ) -> napi::Result<()> {
-        let limit = match (max, window) {
-            (None, None) => None,
-            (Some(m), Some(w)) => Some(GroupRateLimit {
-                max: whole("groupRateLimit.max", m, u32::MAX as u64).map_err(throw)? as u32,
-                window: Duration::from_millis(
-                    emq::options::millis("groupRateLimit.window", w).map_err(throw)?,
-                ),
-            }),
-            _ => {
-                return Err(throw(invalid_option(
-                    "a group rate limit needs both max and window (or neither, to lift it)",
-                )))
-            }
+        let spec = RateLimitSpec {
+            max,
+            window: window.map(Millis),
         };
+        let limit = Option::<GroupRateLimit>::try_from(spec).map_err(throw)?;
         self.q.set_group_rate_limit(limit).await.map_err(throw)
     }
 
     /// Creates or replaces the scheduler `id` (spec as JSON); true when it was created.
     #[napi]
     pub async fn upsert_scheduler(&self, id: String, spec: String) -> napi::Result<bool> {
-        let s: SchedulerSpec = parse_spec("upsertScheduler", &spec).map_err(throw)?;
-        let schedule = (|| {
-            let repeat = match (s.every, s.cron) {
-                (Some(every), None) => {
-                    Repeat::Every(Duration::from_millis(emq::options::millis("every", every)?))
-                }
-                (None, Some(expr)) => Repeat::Cron {
-                    expr,
-                    tz: s.tz.unwrap_or_else(|| "UTC".into()),
-                },
-                _ => {
-                    return Err(invalid_option(
-                        "a scheduler needs exactly one of every and cron",
-                    ))
-                }
-            };
-            let mut schedule = Schedule::new(repeat, s.name, payload("the scheduled job", s.data)?);
-            schedule.first_after =
-                Duration::from_millis(ms("firstAfter", s.first_after)?.unwrap_or(0));
-            schedule.limit = s
-                .limit
-                .map(|l| whole("limit", l, u64::MAX >> 11))
-                .transpose()?;
-            schedule.end_after = ms("endAfter", s.end_after)?.map(Duration::from_millis);
-            schedule.options = job_options(s.opts)?;
-            Ok::<_, emq::Error>(schedule)
-        })()
-        .map_err(throw)?;
+        let s: ScheduleSpec = parse_spec("upsertScheduler", &spec).map_err(throw)?;
+        let schedule = Schedule::try_from(s).map_err(throw)?;
         self.q.upsert_scheduler(&id, schedule).await.map_err(throw)
     }
 

@@ -4,12 +4,10 @@
 //! (numbers or `timedelta`) and leave in seconds; everything else is JSON-shaped dicts and lists.
 
 use crate::convert::py_to_value;
-use crate::{
-    code_err, core_err, int_u32, job_options, name_text, seconds_ms, CoreFuture, Out, Queue,
-};
-use emq::{
-    ErrorCode, FlowIds, FlowJob, GroupRateLimit, JobId, JobState, RateLimit, Repeat, Schedule,
-};
+use crate::options::{flow_spec, job_spec, number, rate_limit, secs, whole};
+use crate::{code_err, core_err, name_text, seconds_ms, CoreFuture, Out, Queue};
+use emq::spec::ScheduleSpec;
+use emq::{ErrorCode, FlowIds, GroupRateLimit, JobId, JobState, RateLimit, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{json, Value};
@@ -41,67 +39,6 @@ fn payload(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> 
     })
 }
 
-/// A flow from its dict: `{"name", "data", "queue"?, "children"?: [...], **job options}`; a
-/// child without `queue` goes to its parent's queue.
-fn flow_job(py: Python<'_>, v: &Bound<'_, PyAny>, queue: &str, depth: usize) -> PyResult<FlowJob> {
-    if depth > 32 {
-        return Err(code_err(
-            py,
-            ErrorCode::InvalidOption,
-            "a flow is at most 32 levels deep",
-        ));
-    }
-    let d = v.cast::<PyDict>().map_err(|_| {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            "a flow node is a dict with 'name', 'data', 'queue', 'children' and job options",
-        )
-    })?;
-    let opts = d.copy()?;
-    let name = match opts.get_item("name")? {
-        Some(n) => name_text(py, &n)?,
-        None => {
-            return Err(code_err(
-                py,
-                ErrorCode::InvalidOption,
-                "a flow node needs a 'name'",
-            ))
-        }
-    };
-    let data = match opts.get_item("data")? {
-        Some(x) => payload(py, &x, "a flow job's data")?,
-        None => Value::Null,
-    };
-    let queue = match opts.get_item("queue")? {
-        Some(q) if !q.is_none() => q
-            .extract::<String>()
-            .map_err(|_| code_err(py, ErrorCode::InvalidOption, "a flow node's queue is a str"))?,
-        _ => queue.to_string(),
-    };
-    let mut children = Vec::new();
-    if let Some(cs) = opts.get_item("children")? {
-        if !cs.is_none() {
-            for c in cs.try_iter()? {
-                children.push(flow_job(py, &c?, &queue, depth + 1)?);
-            }
-        }
-    }
-    for k in ["name", "data", "queue", "children"] {
-        if opts.contains(k)? {
-            opts.del_item(k)?;
-        }
-    }
-    let options = job_options(py, Some(&opts))?;
-    Ok(FlowJob {
-        queue,
-        name,
-        data,
-        options,
-        children,
-    })
-}
-
 fn flow_ids_json(ids: &FlowIds) -> Value {
     json!({
         "queue": ids.queue,
@@ -112,21 +49,6 @@ fn flow_ids_json(ids: &FlowIds) -> Value {
 
 fn ms_to_s(ms: u64) -> f64 {
     ms as f64 / 1000.0
-}
-
-/// `max` jobs per `window` seconds, or None when `max` is None (the limit is lifted).
-fn rate_limit(
-    py: Python<'_>,
-    max: &Bound<'_, PyAny>,
-    window: &Bound<'_, PyAny>,
-) -> PyResult<Option<RateLimit>> {
-    if max.is_none() {
-        return Ok(None);
-    }
-    Ok(Some(RateLimit {
-        max: int_u32(py, "max", max)?,
-        window: Duration::from_millis(seconds_ms(py, "window", window)?),
-    }))
 }
 
 fn events_json(events: Vec<emq::events::Event>) -> emq::Result<Out> {
@@ -140,7 +62,9 @@ impl Queue {
         flow: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let flow = flow_job(py, flow, q.name().as_str(), 0)?;
+        let flow = flow_spec(py, flow, 0)?
+            .into_flow(q.name().as_str())
+            .map_err(|e| core_err(py, &e))?;
         Ok(Box::pin(async move {
             let ids = q.add_flow(flow).await?;
             Ok(Out::Json(flow_ids_json(&ids).to_string()))
@@ -158,38 +82,26 @@ impl Queue {
         first_after: &Bound<'_, PyAny>,
         limit: Option<u64>,
         options: Option<&Bound<'_, PyDict>>,
-        cron: Option<(String, String)>,
+        cron: Option<String>,
+        tz: Option<String>,
         end_after: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let repeat = match (every.is_none(), cron) {
-            (false, None) => Repeat::Every(Duration::from_millis(seconds_ms(py, "every", every)?)),
-            (true, Some((expr, tz))) => Repeat::Cron { expr, tz },
-            _ => {
-                return Err(code_err(
-                    py,
-                    ErrorCode::InvalidOption,
-                    "a scheduler needs exactly one of every= and cron=",
-                ))
-            }
+        let opt_secs = |what: &str, v: &Bound<'_, PyAny>| {
+            (!v.is_none()).then(|| secs(py, what, v)).transpose()
         };
-        let mut schedule = Schedule::new(
-            repeat,
-            name_text(py, name)?,
-            payload(py, data, "the scheduled job's data")?,
-        );
-        schedule.first_after = Duration::from_millis(seconds_ms(py, "first_after", first_after)?);
-        schedule.limit = limit;
-        schedule.end_after = if end_after.is_none() {
-            None
-        } else {
-            Some(Duration::from_millis(seconds_ms(
-                py,
-                "end_after",
-                end_after,
-            )?))
+        let spec = ScheduleSpec {
+            name: name_text(py, name)?,
+            data: Some(payload(py, data, "the scheduled job's data")?),
+            every: opt_secs("every", every)?,
+            cron,
+            tz,
+            first_after: opt_secs("first_after", first_after)?,
+            end_after: opt_secs("end_after", end_after)?,
+            limit: limit.map(|l| l as f64),
+            options: job_spec(py, options)?,
         };
-        schedule.options = job_options(py, options)?;
+        let schedule = Schedule::try_from(spec).map_err(|e| core_err(py, &e))?;
         Ok(Box::pin(async move {
             Ok(Out::Bool(q.upsert_scheduler(&id, schedule).await?))
         }))
@@ -237,7 +149,8 @@ impl Queue {
         window: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let limit = rate_limit(py, max, window)?;
+        let limit = Option::<RateLimit>::try_from(rate_limit(py, max, window)?)
+            .map_err(|e| core_err(py, &e))?;
         Ok(Box::pin(async move {
             q.set_rate_limit(limit).await?;
             Ok(Out::None)
@@ -251,10 +164,8 @@ impl Queue {
         window: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let limit = rate_limit(py, max, window)?.map(|l| GroupRateLimit {
-            max: l.max,
-            window: l.window,
-        });
+        let limit = Option::<GroupRateLimit>::try_from(rate_limit(py, max, window)?)
+            .map_err(|e| core_err(py, &e))?;
         Ok(Box::pin(async move {
             q.set_group_rate_limit(limit).await?;
             Ok(Out::None)
@@ -267,11 +178,10 @@ impl Queue {
         max: &Bound<'_, PyAny>,
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
-        let max = if max.is_none() {
-            None
-        } else {
-            Some(int_u32(py, "max", max)?)
-        };
+        let max = (!max.is_none())
+            .then(|| number(py, "max", max))
+            .transpose()?;
+        let max = emq::spec::global_concurrency(max).map_err(|e| core_err(py, &e))?;
         Ok(Box::pin(async move {
             q.set_global_concurrency(max).await?;
             Ok(Out::None)
@@ -332,7 +242,7 @@ impl Queue {
     ) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
         let id = job_id(py, id)?;
-        let priority = int_u32(py, "priority", priority)?;
+        let priority = whole(py, "priority", priority, u32::MAX as u64)? as u32;
         Ok(Box::pin(async move {
             Ok(Out::Bool(q.change_priority(id, priority).await?.is_moved()))
         }))

@@ -18,17 +18,18 @@ mod convert;
 mod dispatch;
 mod extras;
 mod loop_bridge;
+mod options;
 mod worker_events;
 
-use emq::{Backoff, ErrorCode, JobOptions};
+use emq::{ErrorCode, JobOptions};
 use futures::future::BoxFuture;
+pub(crate) use options::{job_options, seconds_ms};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
 
 use dispatch::{Call, Dispatch};
-use std::time::Duration;
 use tokio::runtime::Runtime;
 
 // ---------------------------------------------------------------------------------------------
@@ -194,173 +195,6 @@ pub(crate) fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -
             format!("{what} is not JSON-serialisable: {}", e.value(py)),
         )),
     }
-}
-
-/// Seconds (an int, a float or a `datetime.timedelta`) as whole milliseconds.
-pub(crate) fn seconds_ms(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let secs = if v.hasattr("total_seconds")? && !v.is_instance_of::<pyo3::types::PyFloat>() {
-        v.call_method0("total_seconds")?
-    } else {
-        v.clone()
-    };
-    let s: f64 = secs.extract().map_err(|_| {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            format!("{what} must be a number of seconds or a timedelta"),
-        )
-    })?;
-    emq::options::millis(what, s * 1000.0).map_err(|e| core_err(py, &e))
-}
-
-pub(crate) fn int_u32(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
-    let n: i64 = v.extract().map_err(|_| {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            format!("{what} must be an integer"),
-        )
-    })?;
-    u32::try_from(n).map_err(|_| {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            format!("{what} must be between 0 and {}, got {n}", u32::MAX),
-        )
-    })
-}
-
-pub(crate) fn flag(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    v.extract().map_err(|_| {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            format!("{what} must be a bool"),
-        )
-    })
-}
-
-fn backoff(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Backoff> {
-    if v.is_none() {
-        return Ok(Backoff::None);
-    }
-    let bad = || {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            "backoff must be None, (\"fixed\", seconds) or (\"exponential\", seconds[, max_seconds])",
-        )
-    };
-    let t = v.cast::<PyTuple>().map_err(|_| bad())?;
-    if t.len() < 2 || t.len() > 3 {
-        return Err(bad());
-    }
-    let kind: String = t.get_item(0)?.extract().map_err(|_| bad())?;
-    let delay_ms = seconds_ms(py, "backoff delay", &t.get_item(1)?)?;
-    match (kind.as_str(), t.len()) {
-        ("fixed", 2) => Ok(Backoff::Fixed { delay_ms }),
-        ("exponential", n) => Ok(Backoff::Exponential {
-            delay_ms,
-            max_ms: if n == 3 {
-                seconds_ms(py, "backoff max", &t.get_item(2)?)?
-            } else {
-                0
-            },
-        }),
-        _ => Err(bad()),
-    }
-}
-
-/// Job options from the keyword arguments of `add` (seconds become milliseconds).
-/// A string option, or None.
-fn text_or_none(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
-    if v.is_none() {
-        return Ok(None);
-    }
-    v.extract().map(Some).map_err(|_| {
-        code_err(
-            py,
-            ErrorCode::InvalidOption,
-            format!("{what} must be a string or None"),
-        )
-    })
-}
-
-pub(crate) fn job_options(
-    py: Python<'_>,
-    opts: Option<&Bound<'_, PyDict>>,
-) -> PyResult<JobOptions> {
-    let mut o = JobOptions::default();
-    let Some(opts) = opts else { return Ok(o) };
-    for (k, v) in opts.iter() {
-        let key: String = k.extract()?;
-        match key.as_str() {
-            "delay" => o.delay_ms = seconds_ms(py, "delay", &v)?,
-            "priority" => o.priority = int_u32(py, "priority", &v)?,
-            "lifo" => o.lifo = flag(py, "lifo", &v)?,
-            "attempts" => o.attempts = int_u32(py, "attempts", &v)?,
-            "backoff" => o.backoff = backoff(py, &v)?,
-            "jitter" => {
-                o.jitter = v.extract().map_err(|_| {
-                    code_err(
-                        py,
-                        ErrorCode::InvalidOption,
-                        "jitter must be a number between 0 and 1",
-                    )
-                })?
-            }
-            "timeout" => {
-                o.timeout_ms = if v.is_none() {
-                    0
-                } else {
-                    seconds_ms(py, "timeout", &v)?
-                }
-            }
-            "lease" => o.lease_ms = seconds_ms(py, "lease", &v)?,
-            "debounce" => o.debounce = flag(py, "debounce", &v)?,
-            "parent_policy" => {
-                let p: String = v.extract().unwrap_or_default();
-                o.parent_policy = match p.as_str() {
-                    "fail" => emq::ParentPolicy::Fail,
-                    "ignore" => emq::ParentPolicy::Ignore,
-                    "remove" => emq::ParentPolicy::Remove,
-                    _ => {
-                        return Err(code_err(
-                            py,
-                            ErrorCode::InvalidOption,
-                            "parent_policy must be \"fail\", \"ignore\" or \"remove\"",
-                        ))
-                    }
-                }
-            }
-            "remove_on_complete" => o.remove_on_complete = flag(py, "remove_on_complete", &v)?,
-            "remove_on_fail" => o.remove_on_fail = flag(py, "remove_on_fail", &v)?,
-            "dedup_ttl" => o.dedup_ttl_ms = seconds_ms(py, "dedup_ttl", &v)?,
-            "group" => o.group = text_or_none(py, "group", &v)?,
-            "dedup" => o.dedup = text_or_none(py, "dedup", &v)?,
-            "id" => {
-                if !v.is_none() {
-                    let text: String = v.extract().map_err(|_| {
-                        code_err(
-                            py,
-                            ErrorCode::InvalidJobId,
-                            "a job id is its text form (a str)",
-                        )
-                    })?;
-                    o.id = Some(emq::JobId::parse(&text).map_err(|e| core_err(py, &e))?);
-                }
-            }
-            other => {
-                return Err(code_err(
-                    py,
-                    ErrorCode::InvalidOption,
-                    format!("unknown job option {other:?}"),
-                ))
-            }
-        }
-    }
-    o.validate().map_err(|e| core_err(py, &e))?;
-    Ok(o)
 }
 
 pub(crate) fn name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -623,7 +457,6 @@ impl Queue {
         end_after: Option<&Bound<'_, PyAny>>,
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
-        let cron = cron.map(|expr| (expr, tz.unwrap_or_else(|| "UTC".into())));
         let none = py.None().into_bound(py);
         let f = self.upsert_scheduler_future(
             py,
@@ -635,6 +468,7 @@ impl Queue {
             limit,
             options,
             cron,
+            tz,
             end_after.unwrap_or(&none),
         )?;
         run(py, f, blocking)
@@ -845,7 +679,7 @@ impl Worker {
     /// `entry(call)` is called per job with an `emq._emq.Call` (threaded mode). With `batched`,
     /// jobs are queued for the event loop instead: it watches `wake_fd` and calls `take`.
     #[new]
-    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None))]
+    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None, remove_on_complete=None, remove_on_fail=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -858,54 +692,25 @@ impl Worker {
         shutdown_timeout: Option<&Bound<'_, PyAny>>,
         stalled_interval: Option<&Bound<'_, PyAny>>,
         max_stalls: Option<&Bound<'_, PyAny>>,
+        remove_on_complete: Option<&Bound<'_, PyAny>>,
+        remove_on_fail: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Worker> {
         let q = queue.core(py)?;
-        // Whole numbers only; their bounds are the core's (WorkerOptions::validate), so a number
-        // too large for the machine becomes one the core refuses with its bound in the message.
-        let whole = |what: &str, v: &Bound<'_, PyAny>| -> PyResult<u64> {
-            if v.is_instance_of::<pyo3::types::PyBool>()
-                || !v.is_instance_of::<pyo3::types::PyInt>()
-            {
-                return Err(code_err(
-                    py,
-                    ErrorCode::InvalidOption,
-                    format!("{what} must be a whole number, got {}", v.repr()?),
-                ));
-            }
-            if v.lt(0)? {
-                return Err(code_err(
-                    py,
-                    ErrorCode::InvalidOption,
-                    format!("{what} must not be negative, got {}", v.repr()?),
-                ));
-            }
-            Ok(v.extract::<u64>().unwrap_or(u64::MAX))
-        };
-        let concurrency = match concurrency {
-            Some(c) => whole("concurrency", c)?,
-            None => 1,
-        };
-        let lease_ms = match lease {
-            Some(l) => seconds_ms(py, "lease", l)?,
-            None => 30_000,
-        };
+        let opts = options::worker_options(
+            py,
+            options::WorkerArgs {
+                concurrency,
+                lease,
+                shutdown_timeout,
+                stalled_interval,
+                max_stalls,
+                remove_on_complete,
+                remove_on_fail,
+            },
+        )?;
         let (handler, dispatch) = dispatch::new_handler(py, entry, event_loop, batched)?;
         let rt = runtime()?;
         let _guard = rt.enter();
-        let mut opts = emq::WorkerOptions {
-            concurrency: usize::try_from(concurrency).unwrap_or(usize::MAX),
-            lease: Duration::from_millis(lease_ms),
-            ..Default::default()
-        };
-        if let Some(t) = stalled_interval {
-            opts.stalled_interval = Duration::from_millis(seconds_ms(py, "stalled_interval", t)?);
-        }
-        if let Some(m) = max_stalls {
-            opts.max_stalls = u32::try_from(whole("max_stalls", m)?).unwrap_or(u32::MAX);
-        }
-        if let Some(t) = shutdown_timeout {
-            opts.shutdown_deadline = Duration::from_millis(seconds_ms(py, "shutdown_timeout", t)?);
-        }
         emq::worker_registry::set_language("python");
         let events = worker_events::EventQueue::new();
         let handle = emq::Worker::builder(q)
@@ -957,7 +762,7 @@ impl Worker {
         wait: &Bound<'_, PyAny>,
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
-        let wait = Duration::from_millis(seconds_ms(py, "wait", wait)?.max(1));
+        let wait = std::time::Duration::from_millis(seconds_ms(py, "wait", wait)?.max(1));
         let events = self.events.clone();
         run(
             py,

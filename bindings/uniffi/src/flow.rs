@@ -22,21 +22,23 @@ pub struct FlowJob {
 }
 
 impl FlowJob {
-    pub(crate) fn to_core(&self, default_queue: &str) -> Result<emq::FlowJob, EmqException> {
-        Ok(emq::FlowJob {
-            queue: self
-                .queue
-                .clone()
-                .unwrap_or_else(|| default_queue.to_string()),
+    fn to_spec(&self) -> Result<emq::spec::FlowSpec, EmqException> {
+        Ok(emq::spec::FlowSpec {
+            queue: self.queue.clone(),
             name: self.name.clone(),
-            data: json(&self.data_json)?,
-            options: self.options.clone().unwrap_or_default().to_core()?,
+            data: Some(json(&self.data_json)?),
+            options: self.options.clone().unwrap_or_default().to_spec()?,
             children: self
                 .children
                 .iter()
-                .map(|c| c.to_core(default_queue))
+                .map(FlowJob::to_spec)
                 .collect::<Result<_, _>>()?,
         })
+    }
+
+    /// The core's flow (checked by the core: options, depth).
+    pub(crate) fn to_core(&self, default_queue: &str) -> Result<emq::FlowJob, EmqException> {
+        Ok(self.to_spec()?.into_flow(default_queue)?)
     }
 }
 

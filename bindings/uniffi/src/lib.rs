@@ -8,7 +8,7 @@
 //! - [`queue`]: `Queue`, every queue operation; [`worker`]: `WorkerHandle`, `WorkerStats` and
 //!   `WorkerInfo`;
 //! - [`events`]: `EventStream` and `Event`; [`handler`]: `JobHandler`, `HandlerFailure`;
-//! - [`options`]: `JobOptions`, `Backoff`, `ParentPolicy`, `NewJob`, `RateLimit`;
+//! - [`options`]: `JobOptions`, `Backoff`, `ParentPolicy`, `Retention`, `NewJob`, `RateLimit`;
 //! - [`job`]: `JobRecord`, `JobState`, `JobFailure`, `Counts`; [`flow`]: `FlowJob`, `FlowIds`;
 //! - [`metrics`]: `QueueMetrics`; [`schedule`]: `Schedule`, `SchedulerInfo`;
 //! - [`error`]: `EmqException` and the code helpers; [`runtime`]: the binding's tokio runtime;
@@ -33,7 +33,7 @@ pub use flow::{FlowIds, FlowJob};
 pub use handler::{HandlerFailure, JobHandler};
 pub use job::{Counts, JobFailure, JobRecord, JobState};
 pub use metrics::{MinuteCount, QueueMetrics};
-pub use options::{Backoff, JobOptions, NewJob, ParentPolicy, RateLimit};
+pub use options::{Backoff, JobOptions, NewJob, ParentPolicy, RateLimit, Retention};
 pub use queue::Queue;
 pub use runtime::runtime;
 pub use schedule::{Schedule, SchedulerInfo};

@@ -1,8 +1,9 @@
-//! Job options (the core's `JobOptions`, `Backoff`, `ParentPolicy`), a bulk add's `NewJob` and a
-//! rate limit, converted into the core's types; the core validates them.
+//! Job options (the core's `JobOptions`, `Backoff`, `ParentPolicy`, per-job retention), a bulk
+//! add's `NewJob` and a rate limit: Kotlin/Swift records filled into the core's spec types
+//! (`emq::spec`), which check every value.
 
-use crate::error::{invalid_option, EmqException};
-use std::time::Duration;
+use crate::error::EmqException;
+use emq::spec::{BackoffSpec, JobSpec, Millis, RateLimitSpec, RemovalSpec, RetentionSpec};
 
 /// How long to wait before a failed job's next attempt (the core's `Backoff`; no backoff, retrying
 /// at once, is a null `backoff` option). Durations in milliseconds.
@@ -15,16 +16,19 @@ pub enum Backoff {
 }
 
 impl Backoff {
-    pub(crate) fn to_core(self) -> Result<emq::Backoff, EmqException> {
-        Ok(match self {
-            Backoff::Fixed { delay_ms } => emq::Backoff::Fixed {
-                delay_ms: emq::options::millis("backoff.delay_ms", delay_ms)?,
+    pub(crate) fn to_spec(self) -> BackoffSpec {
+        match self {
+            Backoff::Fixed { delay_ms } => BackoffSpec {
+                kind: "fixed".into(),
+                delay: Some(Millis(delay_ms)),
+                max: None,
             },
-            Backoff::Exponential { delay_ms, max_ms } => emq::Backoff::Exponential {
-                delay_ms: emq::options::millis("backoff.delay_ms", delay_ms)?,
-                max_ms: emq::options::millis("backoff.max_ms", max_ms)?,
+            Backoff::Exponential { delay_ms, max_ms } => BackoffSpec {
+                kind: "exponential".into(),
+                delay: Some(Millis(delay_ms)),
+                max: Some(Millis(max_ms)),
             },
-        })
+        }
     }
 
     fn from_core(b: emq::Backoff) -> Option<Backoff> {
@@ -54,7 +58,7 @@ pub enum ParentPolicy {
 }
 
 impl ParentPolicy {
-    pub(crate) fn to_core(self) -> emq::ParentPolicy {
+    fn to_core(self) -> emq::ParentPolicy {
         match self {
             ParentPolicy::Fail => emq::ParentPolicy::Fail,
             ParentPolicy::Ignore => emq::ParentPolicy::Ignore,
@@ -67,6 +71,32 @@ impl ParentPolicy {
             emq::ParentPolicy::Fail => ParentPolicy::Fail,
             emq::ParentPolicy::Ignore => ParentPolicy::Ignore,
             emq::ParentPolicy::Remove => ParentPolicy::Remove,
+        }
+    }
+}
+
+/// A retention: keep at most `count` finished jobs, none older than `age_ms` (a null field is no
+/// limit; one of them is needed).
+#[derive(Debug, Clone, Copy, PartialEq, uniffi::Record)]
+pub struct Retention {
+    #[uniffi(default = None)]
+    pub count: Option<u64>,
+    #[uniffi(default = None)]
+    pub age_ms: Option<f64>,
+}
+
+impl Retention {
+    pub(crate) fn to_spec(self) -> RemovalSpec {
+        RemovalSpec::Limits(RetentionSpec {
+            count: self.count.map(|c| c as f64),
+            age: self.age_ms.map(Millis),
+        })
+    }
+
+    fn from_core(r: emq::Retention) -> Retention {
+        Retention {
+            count: r.count,
+            age_ms: r.age_ms.map(|a| a as f64),
         }
     }
 }
@@ -102,6 +132,13 @@ pub struct JobOptions {
     /// Delete the job as soon as it finally fails.
     #[uniffi(default = false)]
     pub remove_on_fail: bool,
+    /// Keep the job when it completes, and the queue's completed jobs within this (BullMQ's
+    /// `removeOnComplete: {count, age}`; the latest job's wins). Null: the worker's retention.
+    #[uniffi(default = None)]
+    pub keep_completed: Option<Retention>,
+    /// As `keep_completed`, for jobs that finally failed.
+    #[uniffi(default = None)]
+    pub keep_failed: Option<Retention>,
     /// Time limit for one run of the handler (0: none).
     #[uniffi(default = 0.0)]
     pub timeout_ms: f64,
@@ -147,8 +184,10 @@ impl From<&emq::JobOptions> for JobOptions {
             jitter: o.jitter,
             lease_ms: o.lease_ms as f64,
             lifo: o.lifo,
-            remove_on_complete: o.remove_on_complete,
-            remove_on_fail: o.remove_on_fail,
+            remove_on_complete: o.remove_on_complete.is_now(),
+            remove_on_fail: o.remove_on_fail.is_now(),
+            keep_completed: o.remove_on_complete.retention().map(Retention::from_core),
+            keep_failed: o.remove_on_fail.retention().map(Retention::from_core),
             timeout_ms: o.timeout_ms as f64,
             dedup: o.dedup.clone(),
             debounce: o.debounce,
@@ -163,39 +202,49 @@ impl From<&emq::JobOptions> for JobOptions {
     }
 }
 
+/// `remove_on_*` and `keep_*` (two fields of this record for the core's one option).
+fn removal(
+    what: &str,
+    remove: bool,
+    keep: Option<Retention>,
+) -> Result<Option<RemovalSpec>, EmqException> {
+    Ok(match (remove, keep) {
+        (false, None) => None,
+        (true, None) => Some(RemovalSpec::Flag(true)),
+        (false, Some(k)) => Some(k.to_spec()),
+        (true, Some(_)) => {
+            return Err(crate::error::invalid_option(format!(
+                "remove_on_{what} and keep_{what} exclude each other"
+            )))
+        }
+    })
+}
+
 impl JobOptions {
     /// The core's options, validated by the core.
     pub fn to_core(&self) -> Result<emq::JobOptions, EmqException> {
-        let priority = u32::try_from(self.priority)
-            .map_err(|_| invalid_option(format!("priority must be >= 0, got {}", self.priority)))?;
-        let attempts = u32::try_from(self.attempts)
-            .map_err(|_| invalid_option(format!("attempts must be >= 1, got {}", self.attempts)))?;
-        let opts = emq::JobOptions {
-            delay_ms: emq::options::millis("delay_ms", self.delay_ms)?,
-            priority,
-            attempts,
-            backoff: match self.backoff {
-                Some(b) => b.to_core()?,
-                None => emq::Backoff::None,
-            },
-            jitter: self.jitter,
-            lease_ms: emq::options::millis("lease_ms", self.lease_ms)?,
-            lifo: self.lifo,
-            remove_on_complete: self.remove_on_complete,
-            remove_on_fail: self.remove_on_fail,
-            timeout_ms: emq::options::millis("timeout_ms", self.timeout_ms)?,
+        Ok(emq::JobOptions::try_from(self.to_spec()?)?)
+    }
+
+    pub(crate) fn to_spec(&self) -> Result<JobSpec, EmqException> {
+        Ok(JobSpec {
+            id: self.id.clone(),
+            delay: Some(Millis(self.delay_ms)),
+            priority: Some(self.priority as f64),
+            lifo: Some(self.lifo),
+            attempts: Some(self.attempts as f64),
+            backoff: self.backoff.map(Backoff::to_spec),
+            jitter: Some(self.jitter),
+            lease: Some(Millis(self.lease_ms)),
+            timeout: Some(Millis(self.timeout_ms)),
+            remove_on_complete: removal("complete", self.remove_on_complete, self.keep_completed)?,
+            remove_on_fail: removal("fail", self.remove_on_fail, self.keep_failed)?,
             dedup: self.dedup.clone(),
-            debounce: self.debounce,
-            dedup_ttl_ms: emq::options::millis("dedup_ttl_ms", self.dedup_ttl_ms)?,
-            parent_policy: self
-                .parent_policy
-                .map(ParentPolicy::to_core)
-                .unwrap_or_default(),
+            debounce: Some(self.debounce),
+            dedup_ttl: Some(Millis(self.dedup_ttl_ms)),
             group: self.group.clone(),
-            id: self.id.as_deref().map(emq::JobId::parse).transpose()?,
-        };
-        opts.validate()?;
-        Ok(opts)
+            parent_policy: self.parent_policy.map(|p| p.to_core().as_str().to_string()),
+        })
     }
 }
 
@@ -234,11 +283,11 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
-    pub(crate) fn to_core(&self) -> Result<emq::RateLimit, EmqException> {
-        Ok(emq::RateLimit {
-            max: self.max,
-            window: Duration::from_millis(emq::options::millis("window_ms", self.window_ms)?),
-        })
+    pub(crate) fn to_spec(&self) -> RateLimitSpec {
+        RateLimitSpec {
+            max: Some(self.max as f64),
+            window: Some(Millis(self.window_ms)),
+        }
     }
 }
 
@@ -339,7 +388,12 @@ mod tests {
             lease_ms: 2000.0,
             lifo: true,
             remove_on_complete: true,
-            remove_on_fail: true,
+            remove_on_fail: false,
+            keep_completed: None,
+            keep_failed: Some(Retention {
+                count: Some(10),
+                age_ms: Some(5000.0),
+            }),
             timeout_ms: 700.0,
             dedup: Some("k".into()),
             debounce: true,

@@ -1,16 +1,17 @@
 //! A handle on one queue: every queue operation, each converting its arguments into the core's
 //! types and running the core's call on the binding's runtime.
 
-use crate::error::{invalid_option, EmqException};
+use crate::error::EmqException;
 use crate::events::{Event, EventStream};
 use crate::flow::{FlowIds, FlowJob};
 use crate::handler::{ForeignHandler, JobHandler};
 use crate::job::{Counts, JobRecord, JobState};
 use crate::metrics::QueueMetrics;
-use crate::options::{json, JobOptions, NewJob, RateLimit};
+use crate::options::{json, JobOptions, NewJob, RateLimit, Retention};
 use crate::runtime::{on_runtime, runtime};
 use crate::schedule::{Schedule, SchedulerInfo};
 use crate::worker::{WorkerHandle, WorkerInfo};
+use emq::spec::Millis;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -222,8 +223,7 @@ impl Queue {
     /// there is no such job or it has finished. A waiting job moves at once; a delayed one when due.
     pub async fn change_priority(&self, id: String, priority: i32) -> Result<bool, EmqException> {
         let id = emq::JobId::parse(&id)?;
-        let priority = u32::try_from(priority)
-            .map_err(|_| invalid_option(format!("priority must be >= 0, got {priority}")))?;
+        let priority = emq::spec::whole("priority", priority as f64, u32::MAX as u64)? as u32;
         let q = self.inner.clone();
         on_runtime(async move { q.change_priority(id, priority).await.map(|m| m.is_moved()) }).await
     }
@@ -311,7 +311,8 @@ impl Queue {
 
     /// At most `max` jobs start per `window_ms` (null lifts it).
     pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), EmqException> {
-        let limit = limit.map(|l| l.to_core()).transpose()?;
+        let limit: Option<emq::RateLimit> =
+            limit.map(|l| l.to_spec()).unwrap_or_default().try_into()?;
         let q = self.inner.clone();
         on_runtime(async move { q.set_rate_limit(limit).await }).await
     }
@@ -319,14 +320,8 @@ impl Queue {
     /// Each job group (the `group` option) starts at most `max` jobs per `window_ms`, every group
     /// on its own (null lifts it).
     pub async fn set_group_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), EmqException> {
-        let limit = limit
-            .map(|l| {
-                l.to_core().map(|c| emq::GroupRateLimit {
-                    max: c.max,
-                    window: c.window,
-                })
-            })
-            .transpose()?;
+        let limit: Option<emq::GroupRateLimit> =
+            limit.map(|l| l.to_spec()).unwrap_or_default().try_into()?;
         let q = self.inner.clone();
         on_runtime(async move { q.set_group_rate_limit(limit).await }).await
     }
@@ -360,7 +355,8 @@ impl Queue {
     /// may finish within it; then they are cancelled and their jobs go back to waiting, the
     /// attempt not counted). `stalled_interval_ms`: how often the stalled-job sweep runs;
     /// `max_stalls`: stalls a job may have before it fails; `block_timeout_ms`: the longest
-    /// single wait for work. The core checks every bound (`InvalidOption`). Keep the returned
+    /// single wait for work; `completed` / `failed`: the queue-wide retention of finished jobs
+    /// (null: the newest 1,000 completed for a day, 10,000 failed for 7 days). The core checks every bound (`InvalidOption`). Keep the returned
     /// handle: dropping (or destroying) it stops the worker at once; its `close()` (Kotlin:
     /// `shutdown()`) stops it gracefully.
     #[uniffi::method(default(
@@ -369,7 +365,9 @@ impl Queue {
         shutdown_timeout_ms = 10000.0,
         stalled_interval_ms = 15000.0,
         max_stalls = 1,
-        block_timeout_ms = 5000.0
+        block_timeout_ms = 5000.0,
+        completed = None,
+        failed = None
     ))]
     #[allow(clippy::too_many_arguments)]
     pub fn start_worker(
@@ -381,25 +379,20 @@ impl Queue {
         stalled_interval_ms: f64,
         max_stalls: u32,
         block_timeout_ms: f64,
+        completed: Option<Retention>,
+        failed: Option<Retention>,
     ) -> Result<Arc<WorkerHandle>, EmqException> {
-        if concurrency < 1 {
-            return Err(invalid_option(format!(
-                "concurrency must be at least 1, got {concurrency}"
-            )));
-        }
-        let ms = |what: &str, v: f64| -> Result<Duration, EmqException> {
-            Ok(Duration::from_millis(emq::options::millis(what, v)?))
-        };
-        let opts = emq::WorkerOptions {
-            concurrency: concurrency as usize,
-            lease: ms("lease_ms", lease_ms)?,
-            shutdown_deadline: ms("shutdown_timeout_ms", shutdown_timeout_ms)?,
-            stalled_interval: ms("stalled_interval_ms", stalled_interval_ms)?,
-            max_stalls,
-            block_timeout: ms("block_timeout_ms", block_timeout_ms)?,
-            ..emq::WorkerOptions::default()
-        };
-        opts.validate()?;
+        let opts = emq::WorkerOptions::try_from(emq::spec::WorkerSpec {
+            concurrency: Some(concurrency as f64),
+            lease: Some(Millis(lease_ms)),
+            shutdown_timeout: Some(Millis(shutdown_timeout_ms)),
+            stalled_interval: Some(Millis(stalled_interval_ms)),
+            max_stalls: Some(max_stalls as f64),
+            block_timeout: Some(Millis(block_timeout_ms)),
+            remove_on_complete: completed.map(Retention::to_spec),
+            remove_on_fail: failed.map(Retention::to_spec),
+            ..Default::default()
+        })?;
         emq::worker_registry::set_language(if crate::jvm::in_jvm() {
             "kotlin"
         } else {

@@ -1,8 +1,8 @@
 //! Job schedulers: a `Schedule` in, `SchedulerInfo` out.
 
-use crate::error::{invalid_option, EmqException};
+use crate::error::EmqException;
 use crate::options::JobOptions;
-use std::time::Duration;
+use emq::spec::Millis;
 
 /// What a job scheduler enqueues and when: every `every_ms`, or at each occurrence of `cron` (5
 /// fields, or 6 with seconds first) in the IANA zone `tz` (default UTC). Durations in ms.
@@ -36,35 +36,20 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The core's schedule (checked by the core: exactly one of every/cron, the zone, bounds).
     pub(crate) fn to_core(&self) -> Result<emq::Schedule, EmqException> {
-        let repeat = match (&self.every_ms, &self.cron) {
-            (Some(every), None) => emq::Repeat::Every(Duration::from_millis(emq::options::millis(
-                "every_ms", *every,
-            )?)),
-            (None, Some(expr)) => emq::Repeat::Cron {
-                expr: expr.clone(),
-                tz: self.tz.clone().unwrap_or_else(|| "UTC".into()),
-            },
-            _ => {
-                return Err(invalid_option(
-                    "a schedule needs exactly one of every_ms and cron",
-                ))
-            }
+        let spec = emq::spec::ScheduleSpec {
+            name: self.name.clone(),
+            data: Some(crate::options::json(&self.data_json)?),
+            every: self.every_ms.map(Millis),
+            cron: self.cron.clone(),
+            tz: self.tz.clone(),
+            first_after: Some(Millis(self.first_after_ms)),
+            end_after: self.end_after_ms.map(Millis),
+            limit: self.limit.map(|l| l as f64),
+            options: self.options.clone().unwrap_or_default().to_spec()?,
         };
-        let data: serde_json::Value = serde_json::from_str(&self.data_json)
-            .map_err(|e| EmqException::from(emq::Error::from(e)))?;
-        let mut s = emq::Schedule::new(repeat, self.name.clone(), data);
-        s.first_after =
-            Duration::from_millis(emq::options::millis("first_after_ms", self.first_after_ms)?);
-        s.limit = self.limit;
-        s.end_after = self
-            .end_after_ms
-            .map(|ms| emq::options::millis("end_after_ms", ms).map(Duration::from_millis))
-            .transpose()?;
-        if let Some(o) = &self.options {
-            s.options = o.to_core()?;
-        }
-        Ok(s)
+        Ok(emq::Schedule::try_from(spec)?)
     }
 }
 

@@ -583,7 +583,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
                         name: q.name().as_str().trim_start_matches("demo-").to_string(),
                         data: json!({ "n": seq }),
                         options: JobOptions {
-                            remove_on_complete: false,
+                            remove_on_complete: emq::Removal::Keep,
                             ..JobOptions::default()
                         },
                     }

@@ -95,6 +95,7 @@ impl WorkerBuilder {
             recovered: AtomicU64::new(0),
             waiter,
             events: self.events,
+            job_retention: JobRetention::default(),
         });
         let tasks = vec![
             TaskHandle::spawn(fetch_loop(shared.clone())),

@@ -58,21 +58,73 @@ pub(super) async fn scheduler_loop(s: Arc<Shared>) {
     }
 }
 
+/// How soon after a job asking for its own retention was recorded as finished its worker trims
+/// to it (jobs finishing meanwhile share the trim).
+pub const JOB_RETENTION_DELAY: Duration = Duration::from_millis(100);
+
+/// Per-job retention (`remove_on_complete: {count, age}`, [`Removal::Within`]) as a worker applies
+/// it: the latest one per state of the jobs it finished (the latest job's wins, as in BullMQ where
+/// each job's finish trims by its own option), noted once the outcome is recorded and trimmed to
+/// within [`JOB_RETENTION_DELAY`] after, and again at every periodic trim. Like the queue-wide trim it is select-then-act ([`Queue::trim`]): the
+/// ids are not known in advance, so `select_finished.lua` picks them and `remove_finished.lua`,
+/// each key declared, removes them.
+///
+/// [`Removal::Within`]: crate::options::Removal::Within
+#[derive(Default)]
+pub(super) struct JobRetention {
+    latest: Mutex<[Option<Retention>; 2]>,
+    wake: Notify,
+}
+
+impl JobRetention {
+    /// Notes the removal option of a job that finished in `state` (completed or failed).
+    pub(super) fn finished(&self, state: JobState, removal: crate::options::Removal) {
+        let Some(r) = removal.retention() else { return };
+        let slot = usize::from(state == JobState::Failed);
+        self.latest.lock().unwrap_or_else(|p| p.into_inner())[slot] = Some(r);
+        self.wake.notify_one();
+    }
+
+    fn latest(&self) -> [Option<Retention>; 2] {
+        *self.latest.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Every `trim_interval`: the metrics trim, dedup expiry and the queue-wide retention; then, and
+/// soon after a job asking for one finished, the per-job retentions ([`JobRetention`]).
 pub(super) async fn trim_loop(s: Arc<Shared>) {
+    let mut next = tokio::time::Instant::now() + s.opts.trim_interval;
     loop {
-        tokio::time::sleep(s.opts.trim_interval).await;
-        if let Err(e) = s.queue.trim_metrics().await {
-            s.trouble("metrics trim failed; will retry", &e);
+        let periodic = tokio::select! {
+            _ = tokio::time::sleep_until(next) => true,
+            _ = s.job_retention.wake.notified() => {
+                tokio::time::sleep(JOB_RETENTION_DELAY).await;
+                false
+            }
+        };
+        if periodic {
+            next = tokio::time::Instant::now() + s.opts.trim_interval;
+            if let Err(e) = s.queue.trim_metrics().await {
+                s.trouble("metrics trim failed; will retry", &e);
+            }
+            if let Err(e) = s.queue.expire_dedup().await {
+                s.trouble("dedup expiry failed; will retry", &e);
+            }
+            for (state, keep) in [
+                (JobState::Completed, s.opts.completed),
+                (JobState::Failed, s.opts.failed),
+            ] {
+                if let Err(e) = s.queue.trim(state, keep).await {
+                    s.trouble("retention trim failed; will retry", &e);
+                }
+            }
         }
-        if let Err(e) = s.queue.expire_dedup().await {
-            s.trouble("dedup expiry failed; will retry", &e);
-        }
-        for (state, keep) in [
-            (JobState::Completed, s.opts.completed),
-            (JobState::Failed, s.opts.failed),
-        ] {
-            if let Err(e) = s.queue.trim(state, keep).await {
-                s.trouble("retention trim failed; will retry", &e);
+        let [completed, failed] = s.job_retention.latest();
+        for (state, keep) in [(JobState::Completed, completed), (JobState::Failed, failed)] {
+            if let Some(keep) = keep {
+                if let Err(e) = s.queue.trim(state, keep).await {
+                    s.trouble("a job's retention trim failed; will retry", &e);
+                }
             }
         }
     }

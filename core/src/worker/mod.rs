@@ -19,7 +19,9 @@
 //!   while attempts remain, unless the error is unrecoverable.
 //! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
 //!   recovers each job (`sweep.lua`, then `recover.lua` per id).
-//! - **Retention**: finished jobs are trimmed by count and age in the background.
+//! - **Retention**: finished jobs are trimmed by count and age in the background, queue-wide every
+//!   `trim_interval`, and to a job's own retention (`remove_on_complete: {count, age}`) soon after
+//!   that job finishes (`maintenance.rs`).
 //! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within the
 //!   grace period (`shutdown_deadline`), then tells the handlers still running to stop
 //!   ([`Interrupt::Shutdown`]) and releases their jobs to the front of wait, attempts not counted.
@@ -160,7 +162,8 @@ struct Completion {
     id: JobId,
     token: String,
     result: String,
-    keep: bool,
+    /// The job's `remove_on_complete`: `Now` deletes the record; `Within` trims once recorded.
+    removal: crate::options::Removal,
     dedup: String,
     /// The job and its result for the host's `completed` event (None without a hook).
     event: Option<(Arc<Job>, serde_json::Value)>,
@@ -213,6 +216,8 @@ struct Shared {
     recovered: AtomicU64,
     /// This worker's entry in the queue's `waiters` set: "<random id>|<lease ms>".
     waiter: String,
+    /// The latest per-job retentions of jobs this worker finished (see [`JobRetention`]).
+    job_retention: JobRetention,
     /// The host's hook for this worker's events ([`WorkerBuilder::on_event`]).
     events: Option<WorkerEventHook>,
 }

@@ -27,7 +27,7 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome
                 id: job.id,
                 token: token.to_string(),
                 result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
-                keep: !opts.remove_on_complete,
+                removal: opts.remove_on_complete,
                 dedup: job.dedup.clone().unwrap_or_default(),
                 // For the host's `completed` event once recorded (only when it has a hook).
                 event: s.events.as_ref().map(|_| (job.clone(), result)),
@@ -75,21 +75,31 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome
                 .arg(failure.to_string())
                 .arg(delay.as_millis() as u64)
                 .arg(if err.unrecoverable { "0" } else { "1" })
-                .arg(if opts.remove_on_fail { "0" } else { "1" })
+                .arg(if opts.remove_on_fail.is_now() {
+                    "0"
+                } else {
+                    "1"
+                })
                 .arg(q.max_events)
                 .invoke::<String>(q.store())
                 .await;
             match r {
                 Err(e) => note_finish_error(s, job.id, e),
-                Ok(status) => emit(&s.events, || WorkerEvent::Failed {
-                    job: job.clone(),
-                    failure: crate::job::Failure {
-                        code: err.code.clone(),
-                        message: err.message.clone(),
-                        stack: err.stack.clone(),
-                    },
-                    will_retry: status == "retry",
-                }),
+                Ok(status) => {
+                    if last {
+                        s.job_retention
+                            .finished(JobState::Failed, opts.remove_on_fail);
+                    }
+                    emit(&s.events, || WorkerEvent::Failed {
+                        job: job.clone(),
+                        failure: crate::job::Failure {
+                            code: err.code.clone(),
+                            message: err.message.clone(),
+                            stack: err.stack.clone(),
+                        },
+                        will_retry: status == "retry",
+                    });
+                }
             }
         }
     }
@@ -159,7 +169,7 @@ pub(super) async fn complete_loop(
                 .arg(c.id)
                 .arg(c.token.as_str())
                 .arg(c.result.as_str())
-                .arg(if c.keep { "1" } else { "0" })
+                .arg(if c.removal.is_now() { "0" } else { "1" })
                 .arg(c.dedup.as_str());
         }
         let reply = inv
@@ -177,6 +187,7 @@ pub(super) async fn complete_loop(
                 for (c, st) in batch.iter_mut().zip(&status) {
                     if *st == 1 {
                         s.completed.fetch_add(1, Ordering::Relaxed);
+                        s.job_retention.finished(JobState::Completed, c.removal);
                         if let Some((job, result)) = c.event.take() {
                             emit(&s.events, || WorkerEvent::Completed { job, result });
                         }

@@ -105,8 +105,7 @@ export async function usage(): Promise<void> {
   const lang: string = live[0].language;
   const aborted: number = await controlled.abort();
   void [outcome, lang, aborted];
-  // @ts-expect-error a per-job retention is true or false; counts are a Worker option
-  await q.add('x', {}, { removeOnComplete: { count: 100 } });
+  await q.add('x', {}, { removeOnComplete: { count: 100 }, removeOnFail: 5 });
   // @ts-expect-error no such worker event
   controlled.on('exploded', () => undefined);
   // @ts-expect-error a cancel reason is a string

@@ -107,6 +107,8 @@ __all__ = [
 Url = Union[str, Sequence[str], None]
 Backoff = Optional[Tuple[Any, ...]]
 Seconds = Union[float, int, timedelta]
+# remove_on_complete / remove_on_fail: True (delete at once), False, a count, {"count", "age"}.
+Retention = Union[bool, int, Dict[str, Any]]
 
 
 def _urls(url: Url) -> List[str]:
@@ -129,7 +131,7 @@ def _options(
     lifo: bool,
     attempts: int,
     backoff: Backoff,
-    remove_on_complete: bool,
+    remove_on_complete: Retention,
     dedup: Optional[str],
     extra: Dict[str, Any],
 ) -> Dict[str, Any]:
@@ -200,7 +202,7 @@ class Queue:
         lifo: bool = False,
         attempts: int = 1,
         backoff: Backoff = None,
-        remove_on_complete: bool = False,
+        remove_on_complete: Retention = False,
         dedup: Optional[str] = None,
         **options: Any,
     ) -> str:
@@ -211,6 +213,8 @@ class Queue:
         None, ``("fixed", seconds)`` or ``("exponential", seconds[, max_seconds])``. With ``dedup``,
         adding while a job with the same key is waiting or active returns that job's id. Further
         options: ``jitter``, ``timeout`` and ``lease`` (seconds), ``remove_on_fail``, ``id``,
+        ``remove_on_complete`` / ``remove_on_fail`` (True: delete at once; a count or
+        ``{"count": n, "age": seconds}``: keep it, and the queue's finished jobs within that),
         ``debounce`` (with ``dedup`` and ``delay``: a later add while the first is still delayed
         replaces its data and pushes its start to ``delay`` from now), ``dedup_ttl`` (with
         ``dedup``: hold the key this many seconds after the add, whatever becomes of the job),
@@ -852,6 +856,9 @@ class Worker(_WorkerEvents):
     seconds (default 30, renewed every third of it); ``stalled_interval`` (seconds, default 15,
     at least 0.1) is how often the stalled sweep runs, so a crashed worker's jobs return within
     about lease + stalled_interval; ``max_stalls`` (default 1) is how many stalls a job survives.
+    ``remove_on_complete`` / ``remove_on_fail``: the queue-wide retention of finished jobs (True:
+    keep none; False: keep all; a count; ``{"count": n, "age": seconds}``; default: the newest
+    1,000 completed for a day, 10,000 failed for 7 days).
     Every bound is the core's, refused with :class:`InvalidOption` naming it.
 
     Shutdown: :meth:`close` (or :meth:`run`, which closes on SIGINT/SIGTERM) takes no new jobs
@@ -872,11 +879,17 @@ class Worker(_WorkerEvents):
         shutdown_timeout: Seconds = 10.0,
         stalled_interval: Optional[Seconds] = None,
         max_stalls: Optional[int] = None,
+        remove_on_complete: Optional[Retention] = None,
+        remove_on_fail: Optional[Retention] = None,
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
         opts: Dict[str, Any] = dict(
-            shutdown_timeout=shutdown_timeout, stalled_interval=stalled_interval, max_stalls=max_stalls
+            shutdown_timeout=shutdown_timeout,
+            stalled_interval=stalled_interval,
+            max_stalls=max_stalls,
+            remove_on_complete=remove_on_complete,
+            remove_on_fail=remove_on_fail,
         )
         try:
             loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()

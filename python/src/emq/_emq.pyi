@@ -94,6 +94,8 @@ class Worker:
         shutdown_timeout: Optional[Seconds] = None,
         stalled_interval: Optional[Seconds] = None,
         max_stalls: Optional[int] = None,
+        remove_on_complete: Any = None,
+        remove_on_fail: Any = None,
     ) -> None: ...
     @property
     def wake_fd(self) -> Optional[int]: ...

@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, Job, JobSpec, Seconds, Url, _WorkerEvents, _bulk, _options, _outcome, _urls
+from . import Backoff, Job, JobSpec, Retention, Seconds, Url, _WorkerEvents, _bulk, _options, _outcome, _urls
 from .errors import InvalidOption
 
 __all__ = ["Queue", "Worker", "EventStream"]
@@ -62,7 +62,7 @@ class Queue:
         lifo: bool = False,
         attempts: int = 1,
         backoff: Backoff = None,
-        remove_on_complete: bool = False,
+        remove_on_complete: Retention = False,
         dedup: Optional[str] = None,
         **options: Any,
     ) -> str:
@@ -252,6 +252,8 @@ class Worker(_WorkerEvents):
         shutdown_timeout: Seconds = 10.0,
         stalled_interval: Optional[Seconds] = None,
         max_stalls: Optional[int] = None,
+        remove_on_complete: Optional[Retention] = None,
+        remove_on_fail: Optional[Retention] = None,
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
@@ -270,6 +272,8 @@ class Worker(_WorkerEvents):
             shutdown_timeout=shutdown_timeout,
             stalled_interval=stalled_interval,
             max_stalls=max_stalls,
+            remove_on_complete=remove_on_complete,
+            remove_on_fail=remove_on_fail,
         )
         self._init_events(None)
 

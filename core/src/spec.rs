@@ -1,0 +1,785 @@
+//! Spec types: what a binding (Python, Node, uniffi) or the CLI fills from its language's values,
+//! and the one conversion of each into the core's types, with every check.
+//!
+//! This module owns the *knowledge* of the options a caller passes in: their names, the strings of
+//! enum-like values (`"fixed"`, `"exponential"`, `"none"`; `"fail"`, `"ignore"`, `"remove"`),
+//! whole-number bounds, the shapes of retention (`true`, a count, `{count, age}`), "exactly one of
+//! every/cron", the flow depth cap, the rate-limit pairs. A binding converts units and language
+//! values into these types (seconds to [`Millis`], a JS object to a [`JobSpec`]) and maps the
+//! error; it matches no option strings and checks no bounds.
+//!
+//! - Every field is optional: a missing one is the core's default.
+//! - Durations are [`Millis`] (a float of milliseconds, as the binding computed it from its own
+//!   unit); numbers are `f64` (what JS has; Python and Kotlin ints convert exactly within every
+//!   bound), so the core names the option and its bound when a value is out of range.
+//! - Errors are `invalid_option` (or `invalid_job_id` for `id`, `invalid_payload` for a payload
+//!   that did not serialise), their message naming the option as the core spells it
+//!   (`dedup_ttl`, `backoff.delay`).
+//! - Each type also deserializes from JSON (Node moves batches as JSON text; the CLI reads JSON),
+//!   with snake_case names and, for the multi-word ones, the camelCase alias JavaScript uses.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::flow::FlowJob;
+use crate::job_id::JobId;
+use crate::limits::{GroupRateLimit, RateLimit};
+use crate::options::{millis, Backoff, JobOptions, ParentPolicy, Removal, Retention};
+use crate::scheduler::{Repeat, Schedule};
+use crate::worker::WorkerOptions;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use std::time::Duration;
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidOption, msg)
+}
+
+/// The error for an option name a binding does not know (`kind`: "job", "worker", "flow node").
+pub fn unknown_option(kind: &str, name: &str, known: &[&str]) -> Error {
+    invalid(format!(
+        "unknown {kind} option {name:?}; one of {}",
+        known.join(", ")
+    ))
+}
+
+/// A number that must be whole and in `0..=max` (the caller's number, as `f64`).
+pub fn whole(what: &str, v: f64, max: u64) -> Result<u64> {
+    if !v.is_finite() || v < 0.0 || v.fract() != 0.0 || v > max as f64 {
+        return Err(invalid(format!(
+            "{what} must be a whole number between 0 and {max}, got {v}"
+        )));
+    }
+    Ok(v as u64)
+}
+
+/// Largest count of a retention or a schedule's limit (exact in an `f64`).
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// Deepest flow (levels below the root).
+pub const MAX_FLOW_DEPTH: usize = 32;
+
+/// A duration in milliseconds, as a binding computed it from its language's unit (seconds times
+/// 1000 in Python, a JS number as is). It may be fractional, negative, NaN or huge: the core
+/// checks it ([`millis`]) and names the option.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Millis(pub f64);
+
+impl Millis {
+    /// From seconds.
+    pub fn from_secs_f64(s: f64) -> Millis {
+        Millis(s * 1000.0)
+    }
+
+    /// Whole milliseconds, or `invalid_option` naming `what`.
+    pub fn ms(self, what: &str) -> Result<u64> {
+        millis(what, self.0)
+    }
+
+    /// As a duration, or `invalid_option` naming `what`.
+    pub fn duration(self, what: &str) -> Result<Duration> {
+        Ok(Duration::from_millis(self.ms(what)?))
+    }
+}
+
+impl From<Duration> for Millis {
+    fn from(d: Duration) -> Millis {
+        Millis(d.as_secs_f64() * 1000.0)
+    }
+}
+
+fn opt_ms(what: &str, v: Option<Millis>) -> Result<Option<u64>> {
+    v.map(|m| m.ms(what)).transpose()
+}
+
+fn opt_dur(what: &str, v: Option<Millis>) -> Result<Option<Duration>> {
+    v.map(|m| m.duration(what)).transpose()
+}
+
+/// A job's backoff: `type` is `"none"`, `"fixed"` or `"exponential"`; `delay` the (first) wait;
+/// `max` the cap of an exponential one (missing or 0: none).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffSpec {
+    /// `"none"`, `"fixed"` or `"exponential"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The wait (the first one of an exponential backoff); missing: 0.
+    #[serde(default)]
+    pub delay: Option<Millis>,
+    /// Largest wait of an exponential backoff.
+    #[serde(default)]
+    pub max: Option<Millis>,
+}
+
+impl TryFrom<BackoffSpec> for Backoff {
+    type Error = Error;
+    fn try_from(b: BackoffSpec) -> Result<Backoff> {
+        let delay_ms = opt_ms("backoff.delay", b.delay)?.unwrap_or(0);
+        match b.kind.as_str() {
+            "none" => Ok(Backoff::None),
+            "fixed" if b.max.is_some() => Err(invalid(
+                "backoff.max applies to an exponential backoff, not a fixed one",
+            )),
+            "fixed" => Ok(Backoff::Fixed { delay_ms }),
+            "exponential" => Ok(Backoff::Exponential {
+                delay_ms,
+                max_ms: opt_ms("backoff.max", b.max)?.unwrap_or(0),
+            }),
+            other => Err(invalid(format!(
+                "backoff.type must be \"none\", \"fixed\" or \"exponential\", got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// `{count, age}` of a retention: keep at most `count` finished jobs, none older than `age`; a
+/// missing field is no limit (one of them is needed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSpec {
+    /// Keep at most this many.
+    #[serde(default)]
+    pub count: Option<f64>,
+    /// Keep none older than this.
+    #[serde(default)]
+    pub age: Option<Millis>,
+}
+
+impl RetentionSpec {
+    fn into_retention(self, what: &str) -> Result<Retention> {
+        if self.count.is_none() && self.age.is_none() {
+            return Err(invalid(format!(
+                "{what} needs count, age or both, got {{}}"
+            )));
+        }
+        Ok(Retention {
+            count: self
+                .count
+                .map(|c| whole(&format!("{what}.count"), c, MAX_COUNT))
+                .transpose()?,
+            age_ms: opt_ms(&format!("{what}.age"), self.age)?,
+        })
+    }
+}
+
+/// `remove_on_complete` / `remove_on_fail` (BullMQ's `removeOnComplete`): `true`, `false`, a
+/// count, or `{count, age}`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum RemovalSpec {
+    /// Of a job: `true` deletes it as it finishes, `false` leaves it to the queue's retention. Of
+    /// a worker (queue-wide): `true` keeps none, `false` keeps all.
+    Flag(bool),
+    /// Keep at most this many finished jobs.
+    Count(f64),
+    /// Keep at most `count`, none older than `age`.
+    Limits(RetentionSpec),
+}
+
+impl RemovalSpec {
+    /// As a job's option (`what`: its name in messages).
+    pub fn into_removal(self, what: &str) -> Result<Removal> {
+        Ok(match self {
+            RemovalSpec::Flag(false) => Removal::Keep,
+            RemovalSpec::Flag(true) => Removal::Now,
+            RemovalSpec::Count(n) => Removal::Within(Retention {
+                count: Some(whole(what, n, MAX_COUNT)?),
+                age_ms: None,
+            }),
+            RemovalSpec::Limits(r) => Removal::Within(r.into_retention(what)?),
+        })
+    }
+
+    /// As a queue-wide retention (a worker's option).
+    pub fn into_retention(self, what: &str) -> Result<Retention> {
+        Ok(match self {
+            RemovalSpec::Flag(true) => Retention {
+                count: Some(0),
+                age_ms: None,
+            },
+            RemovalSpec::Flag(false) => Retention::KEEP_ALL,
+            RemovalSpec::Count(n) => Retention {
+                count: Some(whole(what, n, MAX_COUNT)?),
+                age_ms: None,
+            },
+            RemovalSpec::Limits(r) => r.into_retention(what)?,
+        })
+    }
+}
+
+/// Options of one job, as a binding passes them (see [`JobOptions`] for each one's meaning).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobSpec {
+    /// A pre-minted id, in its text form.
+    pub id: Option<String>,
+    pub delay: Option<Millis>,
+    /// 0..=[`crate::options::MAX_PRIORITY`].
+    pub priority: Option<f64>,
+    pub lifo: Option<bool>,
+    /// 1..=`u32::MAX`.
+    pub attempts: Option<f64>,
+    pub backoff: Option<BackoffSpec>,
+    /// 0..=1.
+    pub jitter: Option<f64>,
+    pub lease: Option<Millis>,
+    pub timeout: Option<Millis>,
+    #[serde(alias = "removeOnComplete")]
+    pub remove_on_complete: Option<RemovalSpec>,
+    #[serde(alias = "removeOnFail")]
+    pub remove_on_fail: Option<RemovalSpec>,
+    pub dedup: Option<String>,
+    #[serde(alias = "dedupTtl")]
+    pub dedup_ttl: Option<Millis>,
+    pub debounce: Option<bool>,
+    pub group: Option<String>,
+    /// `"fail"`, `"ignore"` or `"remove"`.
+    #[serde(alias = "parentPolicy")]
+    pub parent_policy: Option<String>,
+}
+
+impl JobSpec {
+    /// The options' names, as the core spells them (a binding's unknown-option error lists them).
+    pub const FIELDS: &'static [&'static str] = &[
+        "id",
+        "delay",
+        "priority",
+        "lifo",
+        "attempts",
+        "backoff",
+        "jitter",
+        "lease",
+        "timeout",
+        "remove_on_complete",
+        "remove_on_fail",
+        "dedup",
+        "dedup_ttl",
+        "debounce",
+        "group",
+        "parent_policy",
+    ];
+}
+
+impl TryFrom<JobSpec> for JobOptions {
+    type Error = Error;
+    fn try_from(s: JobSpec) -> Result<JobOptions> {
+        let d = JobOptions::default();
+        let o = JobOptions {
+            id: s.id.as_deref().map(JobId::parse).transpose()?,
+            delay_ms: opt_ms("delay", s.delay)?.unwrap_or(d.delay_ms),
+            priority: match s.priority {
+                Some(p) => whole("priority", p, crate::options::MAX_PRIORITY as u64)? as u32,
+                None => d.priority,
+            },
+            lifo: s.lifo.unwrap_or(d.lifo),
+            attempts: match s.attempts {
+                Some(a) => whole("attempts", a, u32::MAX as u64)? as u32,
+                None => d.attempts,
+            },
+            backoff: s
+                .backoff
+                .map(Backoff::try_from)
+                .transpose()?
+                .unwrap_or(d.backoff),
+            jitter: s.jitter.unwrap_or(d.jitter),
+            lease_ms: opt_ms("lease", s.lease)?.unwrap_or(d.lease_ms),
+            timeout_ms: opt_ms("timeout", s.timeout)?.unwrap_or(d.timeout_ms),
+            remove_on_complete: s
+                .remove_on_complete
+                .map(|r| r.into_removal("remove_on_complete"))
+                .transpose()?
+                .unwrap_or_default(),
+            remove_on_fail: s
+                .remove_on_fail
+                .map(|r| r.into_removal("remove_on_fail"))
+                .transpose()?
+                .unwrap_or_default(),
+            dedup: s.dedup,
+            debounce: s.debounce.unwrap_or(d.debounce),
+            dedup_ttl_ms: opt_ms("dedup_ttl", s.dedup_ttl)?.unwrap_or(d.dedup_ttl_ms),
+            parent_policy: match s.parent_policy.as_deref() {
+                None => d.parent_policy,
+                Some(p) => ParentPolicy::parse(p)?,
+            },
+            group: s.group,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+/// `data` as JSON carries it: present (even `null`) or missing.
+fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+fn payload(what: &str, data: Option<Value>) -> Result<Value> {
+    data.ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidPayload,
+            format!("the payload of {what} cannot be serialised as JSON"),
+        )
+    })
+}
+
+/// A job of a flow and the children it waits for; `queue` missing: its parent's queue.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    #[serde(default)]
+    pub queue: Option<String>,
+    pub name: String,
+    /// The payload (missing: it could not be serialised, an `invalid_payload` error).
+    #[serde(default, deserialize_with = "present")]
+    pub data: Option<Value>,
+    #[serde(default, alias = "opts")]
+    pub options: JobSpec,
+    #[serde(default)]
+    pub children: Vec<FlowSpec>,
+}
+
+impl FlowSpec {
+    /// The flow, its jobs in `queue` unless they name one (each child defaults to its parent's);
+    /// at most [`MAX_FLOW_DEPTH`] levels.
+    pub fn into_flow(self, queue: &str) -> Result<FlowJob> {
+        self.convert(queue, "the flow", 0)
+    }
+
+    fn convert(self, queue: &str, path: &str, depth: usize) -> Result<FlowJob> {
+        if depth > MAX_FLOW_DEPTH {
+            return Err(invalid(format!(
+                "a flow is at most {MAX_FLOW_DEPTH} levels deep"
+            )));
+        }
+        let queue = self.queue.unwrap_or_else(|| queue.to_string());
+        let children = self
+            .children
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| c.convert(&queue, &format!("{path}.children[{i}]"), depth + 1))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(FlowJob {
+            name: self.name,
+            data: payload(path, self.data)?,
+            options: JobOptions::try_from(self.options)?,
+            children,
+            queue,
+        })
+    }
+}
+
+/// A job scheduler: exactly one of `every` and `cron` (`tz` an IANA zone, default UTC).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSpec {
+    pub name: String,
+    /// The payload (missing: it could not be serialised, an `invalid_payload` error).
+    #[serde(default, deserialize_with = "present")]
+    pub data: Option<Value>,
+    #[serde(default)]
+    pub every: Option<Millis>,
+    #[serde(default)]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub tz: Option<String>,
+    #[serde(default, alias = "firstAfter")]
+    pub first_after: Option<Millis>,
+    #[serde(default, alias = "endAfter")]
+    pub end_after: Option<Millis>,
+    /// Most runs, 0..=[`MAX_COUNT`].
+    #[serde(default)]
+    pub limit: Option<f64>,
+    #[serde(default, alias = "opts")]
+    pub options: JobSpec,
+}
+
+impl TryFrom<ScheduleSpec> for Schedule {
+    type Error = Error;
+    fn try_from(s: ScheduleSpec) -> Result<Schedule> {
+        let repeat = match (s.every, s.cron) {
+            (Some(every), None) => Repeat::Every(every.duration("every")?),
+            (None, Some(expr)) => Repeat::Cron {
+                expr,
+                tz: s.tz.unwrap_or_else(|| "UTC".into()),
+            },
+            _ => return Err(invalid("a scheduler needs exactly one of every and cron")),
+        };
+        let mut out = Schedule::new(repeat, s.name, payload("the scheduled job", s.data)?);
+        out.first_after = opt_dur("first_after", s.first_after)?.unwrap_or_default();
+        out.end_after = opt_dur("end_after", s.end_after)?;
+        out.limit = s.limit.map(|l| whole("limit", l, MAX_COUNT)).transpose()?;
+        out.options = JobOptions::try_from(s.options)?;
+        Ok(out)
+    }
+}
+
+/// A rate limit: `max` jobs per `window`; both missing lifts the limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSpec {
+    #[serde(default)]
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub window: Option<Millis>,
+}
+
+impl RateLimitSpec {
+    fn parts(self, what: &str) -> Result<Option<(u32, Duration)>> {
+        match (self.max, self.window) {
+            (None, None) => Ok(None),
+            (Some(m), Some(w)) => Ok(Some((
+                whole(&format!("{what}.max"), m, u32::MAX as u64)? as u32,
+                w.duration(&format!("{what}.window"))?,
+            ))),
+            _ => Err(invalid(format!(
+                "{what} needs both max and window (or neither, to lift it)"
+            ))),
+        }
+    }
+}
+
+impl TryFrom<RateLimitSpec> for Option<RateLimit> {
+    type Error = Error;
+    fn try_from(s: RateLimitSpec) -> Result<Option<RateLimit>> {
+        Ok(s.parts("rate_limit")?
+            .map(|(max, window)| RateLimit { max, window }))
+    }
+}
+
+impl TryFrom<RateLimitSpec> for Option<GroupRateLimit> {
+    type Error = Error;
+    fn try_from(s: RateLimitSpec) -> Result<Option<GroupRateLimit>> {
+        Ok(s.parts("group_rate_limit")?
+            .map(|(max, window)| GroupRateLimit { max, window }))
+    }
+}
+
+/// The queue's global concurrency: a whole number ≥ 1, or none (lifted).
+pub fn global_concurrency(max: Option<f64>) -> Result<Option<u32>> {
+    max.map(|m| whole("global_concurrency", m, u32::MAX as u64).map(|m| m as u32))
+        .transpose()
+}
+
+/// Options of a worker (see [`WorkerOptions`]); retention is queue-wide here.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSpec {
+    pub concurrency: Option<f64>,
+    pub lease: Option<Millis>,
+    #[serde(alias = "stalledInterval")]
+    pub stalled_interval: Option<Millis>,
+    #[serde(alias = "maxStalls")]
+    pub max_stalls: Option<f64>,
+    #[serde(alias = "blockTimeout")]
+    pub block_timeout: Option<Millis>,
+    /// The shutdown grace period ([`WorkerOptions::shutdown_deadline`]).
+    #[serde(alias = "shutdownTimeout")]
+    pub shutdown_timeout: Option<Millis>,
+    /// Retention of completed jobs, queue-wide: `true` keeps none, `false` all.
+    #[serde(alias = "removeOnComplete")]
+    pub remove_on_complete: Option<RemovalSpec>,
+    /// Retention of failed jobs, queue-wide.
+    #[serde(alias = "removeOnFail")]
+    pub remove_on_fail: Option<RemovalSpec>,
+    #[serde(alias = "trimInterval")]
+    pub trim_interval: Option<Millis>,
+    pub prefetch: Option<f64>,
+}
+
+impl TryFrom<WorkerSpec> for WorkerOptions {
+    type Error = Error;
+    fn try_from(s: WorkerSpec) -> Result<WorkerOptions> {
+        let d = WorkerOptions::default();
+        // Out-of-range numbers saturate here; validate() names the bound.
+        let count = |what: &str, v: Option<f64>| -> Result<Option<u64>> {
+            v.map(|n| whole(what, n.min(u64::MAX as f64), u64::MAX))
+                .transpose()
+        };
+        let o = WorkerOptions {
+            concurrency: count("concurrency", s.concurrency)?
+                .map(|c| usize::try_from(c).unwrap_or(usize::MAX))
+                .unwrap_or(d.concurrency),
+            lease: opt_dur("lease", s.lease)?.unwrap_or(d.lease),
+            stalled_interval: opt_dur("stalled_interval", s.stalled_interval)?
+                .unwrap_or(d.stalled_interval),
+            max_stalls: count("max_stalls", s.max_stalls)?
+                .map(|m| u32::try_from(m).unwrap_or(u32::MAX))
+                .unwrap_or(d.max_stalls),
+            block_timeout: opt_dur("block_timeout", s.block_timeout)?.unwrap_or(d.block_timeout),
+            shutdown_deadline: opt_dur("shutdown_timeout", s.shutdown_timeout)?
+                .unwrap_or(d.shutdown_deadline),
+            completed: s
+                .remove_on_complete
+                .map(|r| r.into_retention("remove_on_complete"))
+                .transpose()?
+                .unwrap_or(d.completed),
+            failed: s
+                .remove_on_fail
+                .map(|r| r.into_retention("remove_on_fail"))
+                .transpose()?
+                .unwrap_or(d.failed),
+            trim_interval: opt_dur("trim_interval", s.trim_interval)?.unwrap_or(d.trim_interval),
+            prefetch: count("prefetch", s.prefetch)?
+                .map(|p| usize::try_from(p).unwrap_or(usize::MAX))
+                .or(d.prefetch),
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code<T: std::fmt::Debug>(r: Result<T>) -> (ErrorCode, String) {
+        let e = r.unwrap_err();
+        (e.code(), e.message().to_string())
+    }
+
+    #[test]
+    fn a_job_spec_converts_and_names_its_bounds() {
+        let o = JobOptions::try_from(JobSpec {
+            delay: Some(Millis(1.6)),
+            priority: Some(3.0),
+            attempts: Some(2.0),
+            backoff: Some(BackoffSpec {
+                kind: "exponential".into(),
+                delay: Some(Millis(10.0)),
+                max: Some(Millis(80.0)),
+            }),
+            parent_policy: Some("ignore".into()),
+            remove_on_complete: Some(RemovalSpec::Count(100.0)),
+            remove_on_fail: Some(RemovalSpec::Flag(true)),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(o.delay_ms, 2);
+        assert_eq!(o.priority, 3);
+        assert_eq!(o.attempts, 2);
+        assert_eq!(
+            o.backoff,
+            Backoff::Exponential {
+                delay_ms: 10,
+                max_ms: 80
+            }
+        );
+        assert_eq!(o.parent_policy, ParentPolicy::Ignore);
+        assert_eq!(
+            o.remove_on_complete,
+            Removal::Within(Retention {
+                count: Some(100),
+                age_ms: None
+            })
+        );
+        assert_eq!(o.remove_on_fail, Removal::Now);
+        assert_eq!(
+            JobOptions::try_from(JobSpec::default()).unwrap(),
+            JobOptions::default()
+        );
+
+        let bad = |s: JobSpec, name: &str| {
+            let (c, m) = code(JobOptions::try_from(s));
+            assert_eq!(c, ErrorCode::InvalidOption, "{name}: {m}");
+            assert!(m.contains(name), "{name}: {m}");
+        };
+        bad(
+            JobSpec {
+                priority: Some(1.5),
+                ..Default::default()
+            },
+            "priority",
+        );
+        bad(
+            JobSpec {
+                priority: Some(1e12),
+                ..Default::default()
+            },
+            "2097151",
+        );
+        bad(
+            JobSpec {
+                attempts: Some(-1.0),
+                ..Default::default()
+            },
+            "attempts",
+        );
+        bad(
+            JobSpec {
+                attempts: Some(0.0),
+                ..Default::default()
+            },
+            "attempts",
+        );
+        bad(
+            JobSpec {
+                delay: Some(Millis(f64::NAN)),
+                ..Default::default()
+            },
+            "delay",
+        );
+        bad(
+            JobSpec {
+                backoff: Some(BackoffSpec {
+                    kind: "linear".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            "backoff.type",
+        );
+        bad(
+            JobSpec {
+                parent_policy: Some("drop".into()),
+                ..Default::default()
+            },
+            "parent_policy",
+        );
+        bad(
+            JobSpec {
+                remove_on_complete: Some(RemovalSpec::Limits(RetentionSpec::default())),
+                ..Default::default()
+            },
+            "remove_on_complete",
+        );
+        bad(
+            JobSpec {
+                remove_on_fail: Some(RemovalSpec::Count(-1.0)),
+                ..Default::default()
+            },
+            "remove_on_fail",
+        );
+        let (c, _) = code(JobOptions::try_from(JobSpec {
+            id: Some("nope".into()),
+            ..Default::default()
+        }));
+        assert_eq!(c, ErrorCode::InvalidJobId);
+    }
+
+    #[test]
+    fn specs_read_from_json_with_camel_case_aliases() {
+        let s: JobSpec = serde_json::from_str(
+            r#"{"delay": 5, "dedupTtl": 100, "dedup": "k", "parentPolicy": "remove",
+                "removeOnComplete": {"count": 10, "age": 1000}, "remove_on_fail": 3,
+                "backoff": {"type": "fixed", "delay": 20}}"#,
+        )
+        .unwrap();
+        let o = JobOptions::try_from(s).unwrap();
+        assert_eq!(o.dedup_ttl_ms, 100);
+        assert_eq!(o.parent_policy, ParentPolicy::Remove);
+        assert_eq!(
+            o.remove_on_complete,
+            Removal::Within(Retention {
+                count: Some(10),
+                age_ms: Some(1000)
+            })
+        );
+        assert_eq!(o.backoff, Backoff::Fixed { delay_ms: 20 });
+        let e = serde_json::from_str::<JobSpec>(r#"{"delya": 5}"#).unwrap_err();
+        assert!(e.to_string().contains("delya"), "{e}");
+
+        let f: FlowSpec = serde_json::from_str(
+            r#"{"name": "p", "data": 1, "children": [{"name": "c", "queue": "other", "opts": {"attempts": 2}}]}"#,
+        )
+        .unwrap();
+        let (c, _) = code(f.clone().into_flow("q"));
+        assert_eq!(c, ErrorCode::InvalidPayload, "a child without data");
+        let mut f = f;
+        f.children[0].data = Some(Value::Null);
+        let flow = f.into_flow("q").unwrap();
+        assert_eq!(flow.queue, "q");
+        assert_eq!(flow.children[0].queue, "other");
+        assert_eq!(flow.children[0].options.attempts, 2);
+    }
+
+    #[test]
+    fn flows_schedules_limits_and_workers_hold_their_rules() {
+        let mut deep = FlowSpec {
+            name: "leaf".into(),
+            data: Some(Value::Null),
+            ..Default::default()
+        };
+        for _ in 0..=MAX_FLOW_DEPTH {
+            deep = FlowSpec {
+                name: "n".into(),
+                data: Some(Value::Null),
+                children: vec![deep],
+                ..Default::default()
+            };
+        }
+        assert!(code(deep.into_flow("q")).1.contains("levels"));
+
+        let both = ScheduleSpec {
+            name: "t".into(),
+            data: Some(Value::Null),
+            every: Some(Millis(10.0)),
+            cron: Some("* * * * *".into()),
+            ..Default::default()
+        };
+        assert!(code(Schedule::try_from(both)).1.contains("exactly one"));
+        let cron = Schedule::try_from(ScheduleSpec {
+            name: "t".into(),
+            data: Some(Value::Null),
+            cron: Some("* * * * *".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(matches!(cron.repeat, Repeat::Cron { ref tz, .. } if tz == "UTC"));
+
+        let half = RateLimitSpec {
+            max: Some(5.0),
+            window: None,
+        };
+        assert!(code(Option::<RateLimit>::try_from(half)).1.contains("both"));
+        assert_eq!(
+            Option::<RateLimit>::try_from(RateLimitSpec::default()).unwrap(),
+            None
+        );
+        assert!(global_concurrency(Some(0.5)).is_err());
+
+        let w = WorkerOptions::try_from(WorkerSpec {
+            concurrency: Some(4.0),
+            remove_on_complete: Some(RemovalSpec::Flag(true)),
+            remove_on_fail: Some(RemovalSpec::Flag(false)),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(w.concurrency, 4);
+        assert_eq!(w.completed.count, Some(0));
+        assert_eq!(w.failed, Retention::KEEP_ALL);
+        for (name, s) in [
+            (
+                "concurrency",
+                WorkerSpec {
+                    concurrency: Some(1e30),
+                    ..Default::default()
+                },
+            ),
+            (
+                "concurrency",
+                WorkerSpec {
+                    concurrency: Some(0.0),
+                    ..Default::default()
+                },
+            ),
+            (
+                "lease",
+                WorkerSpec {
+                    lease: Some(Millis(-1.0)),
+                    ..Default::default()
+                },
+            ),
+            (
+                "max_stalls",
+                WorkerSpec {
+                    max_stalls: Some(2.5),
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let (c, m) = code(WorkerOptions::try_from(s));
+            assert_eq!(c, ErrorCode::InvalidOption);
+            assert!(m.starts_with(name), "{name}: {m}");
+        }
+    }
+}
