@@ -388,6 +388,16 @@ fn find_by_id_by_dedup_key_and_by_name_in_a_bounded_scan() {
     all.dedup();
     assert_eq!(all.len(), 30);
 
+    // A job added in a batch: its timeline finds it in the batch's one entry.
+    let filler = ids_of(&find("by=name&text=filler&state=waiting"))[0].clone();
+    let page = get(&ui, &format!("/api/queues/{name}/jobs/{filler}"));
+    assert_eq!(
+        page["timeline"]["events"][0]["kind"], "added",
+        "{}",
+        page["timeline"]
+    );
+    assert_eq!(page["timeline"]["events"].as_array().unwrap().len(), 1);
+
     let r = ui.request(
         "GET",
         &format!("/api/queues/{name}/find?by=name&text=%20"),
@@ -517,4 +527,90 @@ fn schedulers_are_listed_with_next_runs_and_created_edited_removed() {
     let r = ui.request("GET", &format!("{base}/morning"), &[], "");
     assert_eq!(r.status, 404);
     rt().block_on(async { queue(&name).await.obliterate(true).await.unwrap() });
+}
+
+#[test]
+fn on_the_cluster_find_flow_bulk_and_schedulers_work_across_nodes() {
+    let urls = emq_harness::shared_cluster().urls();
+    // Eight queues, so parents and children land on different nodes.
+    let names: Vec<String> = (0..8).map(|_| unique("ui-clops")).collect();
+    let rt = rt();
+    let flows = rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::seeds(urls.clone()), &names[0])
+            .await
+            .unwrap();
+        let mut flows = Vec::new();
+        for pair in names.chunks(2) {
+            let ids = q
+                .add_flow(FlowJob {
+                    queue: pair[0].clone(),
+                    name: "parent".into(),
+                    data: json!({}),
+                    options: JobOptions::default(),
+                    children: vec![FlowJob {
+                        queue: pair[1].clone(),
+                        name: "child-x".into(),
+                        data: json!({}),
+                        options: JobOptions {
+                            dedup: Some(format!("key-{}", pair[1])),
+                            ..JobOptions::default()
+                        },
+                        children: vec![],
+                    }],
+                })
+                .await
+                .unwrap();
+            flows.push(ids);
+        }
+        flows
+    });
+    let ui = Ui::start(&urls, &[], &[]);
+    for (f, pair) in flows.iter().zip(names.chunks(2)) {
+        let (p, c) = (&pair[0], &pair[1]);
+        let page = get(&ui, &format!("/api/queues/{p}/jobs/{}", f.id));
+        assert_eq!(page["flow"]["children"][0]["state"], "waiting", "{page}");
+        let child = get(&ui, &format!("/api/queues/{c}/jobs/{}", f.children[0].id));
+        assert_eq!(
+            child["flow"]["parent"]["state"], "waiting-children",
+            "{child}"
+        );
+        assert_eq!(child["timeline"]["events"][0]["kind"], "added");
+        let by_name = get(
+            &ui,
+            &format!("/api/queues/{c}/find?by=name&text=child&state=waiting"),
+        );
+        assert_eq!(ids_of(&by_name), [f.children[0].id.to_string()]);
+        let by_key = get(&ui, &format!("/api/queues/{c}/find?by=dedup&text=key-{c}"));
+        assert_eq!(ids_of(&by_key), [f.children[0].id.to_string()]);
+        let (st, out) = post(
+            &ui,
+            &format!("/api/queues/{c}/bulk"),
+            json!({"action": "priority", "priority": 2, "ids": [f.children[0].id.to_string()]}),
+        );
+        assert_eq!((st, out["count"].as_u64()), (200, Some(1)), "{out}");
+        let (st, out) = post(
+            &ui,
+            &format!("/api/queues/{p}/schedulers/s/upsert"),
+            json!({"name": "tick", "every_ms": 60_000}),
+        );
+        assert_eq!(st, 200, "{out}");
+    }
+    let all = get(&ui, "/api/schedulers");
+    for pair in names.chunks(2) {
+        let s = all["schedulers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["queue"] == pair[0].as_str())
+            .unwrap_or_else(|| panic!("{} not listed: {all}", pair[0]));
+        assert_eq!(s["next_runs_ms"].as_array().unwrap().len(), 5);
+    }
+    rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::seeds(urls.clone()), &names[0])
+            .await
+            .unwrap();
+        for n in &names {
+            q.queue(n).unwrap().obliterate(true).await.unwrap();
+        }
+    });
 }

@@ -210,21 +210,52 @@ impl Queue {
         Ok(out)
     }
 
-    /// One job's events among the newest `scan` entries of the queue's stream (at most
-    /// [`MAX_EVENT_SCAN`]), oldest first; true when the scan reached the stream's start (nothing
-    /// older was left out). Each entry id is the server's time of the transition.
-    pub async fn job_events(&self, id: JobId, scan: usize) -> Result<(Vec<Event>, bool)> {
+    /// One job's events, oldest first: the entries of the queue's stream from `since_ms` (server
+    /// ms; the job's creation, less a second) on, at most the newest `scan` of them (at most
+    /// [`MAX_EVENT_SCAN`]); true when that read every entry since `since_ms` (nothing was left out
+    /// by the bound; the stream's own cap may have trimmed older ones). A batch entry (`ids`) is
+    /// looked into without expanding it. Each entry id is the server's time of the transition.
+    pub async fn job_events(
+        &self,
+        id: JobId,
+        since_ms: u64,
+        scan: usize,
+    ) -> Result<(Vec<Event>, bool)> {
         let scan = scan.clamp(1, MAX_EVENT_SCAN);
-        let len: u64 = redis::cmd("XLEN")
+        let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
             .arg(&self.keys().events)
+            .arg("+")
+            .arg(format!("{since_ms}-0"))
+            .arg("COUNT")
+            .arg(scan)
             .query_async(&mut self.store().conn())
             .await?;
-        let recent = self.recent_events(scan).await?;
-        let mine = recent
-            .into_iter()
-            .filter(|e| e.job_id == Some(id))
-            .collect();
-        Ok((mine, len <= scan as u64))
+        let whole = entries.len() < scan;
+        entries.reverse();
+        let me = id.to_string();
+        let result_field = format!("r:{me}");
+        let mut out = Vec::new();
+        for (stream_id, mut fields) in entries {
+            let mine = fields.get("id").is_some_and(|v| *v == me)
+                || fields
+                    .get("ids")
+                    .is_some_and(|v| v.split(' ').any(|x| x == me));
+            if !mine {
+                continue;
+            }
+            let result = fields.remove(&result_field);
+            fields.retain(|k, _| k != "ids" && !k.starts_with("r:"));
+            if let Some(r) = result {
+                fields.insert("result".into(), r);
+            }
+            out.push(Event {
+                stream_id,
+                kind: fields.get("ev").cloned().unwrap_or_default(),
+                job_id: Some(id),
+                fields,
+            });
+        }
+        Ok((out, whole))
     }
 
     /// Every scheduler's stored instants on the server's clock, by id: its due time and its end,

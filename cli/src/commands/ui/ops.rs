@@ -97,7 +97,8 @@ fn entry_ms(stream_id: &str) -> u64 {
 /// The job's timeline: its events among the newest stream entries, each at the server time of its
 /// entry id, and the record's own instants.
 pub async fn timeline(q: &Queue, job: &Job) -> emq::Result<Value> {
-    let (events, whole) = q.job_events(job.id, MAX_EVENT_SCAN).await?;
+    let since = job.created_ms.saturating_sub(1_000);
+    let (events, whole) = q.job_events(job.id, since, MAX_EVENT_SCAN).await?;
     let events: Vec<Value> = events
         .into_iter()
         .map(|e| {
@@ -118,6 +119,7 @@ pub async fn timeline(q: &Queue, job: &Job) -> emq::Result<Value> {
     Ok(json!({
         "events": events,
         "scanned": MAX_EVENT_SCAN,
+        "since_ms": since,
         "whole_stream": whole,
         "created_ms": job.created_ms,
         "processed_ms": job.processed_ms,

@@ -446,8 +446,8 @@ function timelineView(t, now) {
       h('td', {}, iso(x.ms) + ' (' + ago(x.ms, now) + ')'), h('td', {}, h('span', { class: 'badge ' + x.kind }, x.kind)),
       h('td', { class: 'details' }, x.what)))));
   return h('div', {}, h('h2', {}, 'Timeline'),
-    h('p', { class: 'muted' }, t.whole_stream ? 'from the whole events stream, at the server\'s times'
-      : 'from the newest ' + t.scanned + ' entries of the events stream (older ones were trimmed or not read), at the server\'s times'),
+    h('p', { class: 'muted' }, t.whole_stream ? 'from the events stream since its creation (as far as the stream\'s cap kept it), at the server\'s times'
+      : 'from the newest ' + t.scanned + ' entries of the events stream since its creation (older ones were not read), at the server\'s times'),
     table);
 }
 
