@@ -2,7 +2,7 @@
 //! Ignored by a plain `cargo test` (it needs the browser); `cli/ui-test/run.sh` installs what is
 //! missing and runs it with `--ignored`. Screenshots of each page go to `target/ui-screens/`.
 
-use emq::{ConnectOptions, HandlerError, JobContext, JobOptions, JobState, Queue, Worker};
+use emq::{ConnectOptions, FlowJob, HandlerError, JobContext, JobOptions, JobState, Queue, Worker};
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -99,6 +99,58 @@ async fn the_dashboard_in_a_browser() {
             .await
             .unwrap();
     }
+    // A flow across two queues (no worker serves them), a queue for bulk actions and search, and
+    // jobs to cancel and reprioritise.
+    let (flow_name, parts_name) = (format!("orders-{pid}"), format!("parts-{pid}"));
+    let flow = q
+        .add_flow(FlowJob {
+            queue: flow_name.clone(),
+            name: "assemble".into(),
+            data: json!({"order": 1}),
+            options: JobOptions::default(),
+            children: vec![FlowJob {
+                queue: parts_name.clone(),
+                name: "wheel".into(),
+                data: json!({"size": 17}),
+                options: JobOptions::default(),
+                children: vec![],
+            }],
+        })
+        .await
+        .unwrap();
+    let bulk_name = format!("invoices-{pid}");
+    let bulk = q.queue(&bulk_name).unwrap();
+    let later = |dedup: Option<&str>| JobOptions {
+        delay_ms: 3_600_000,
+        dedup: dedup.map(String::from),
+        ..JobOptions::default()
+    };
+    for i in 0..4 {
+        bulk.add(&format!("invoice-{i}"), json!({ "i": i }), later(None))
+            .await
+            .unwrap();
+    }
+    let refund = bulk
+        .add("refund-7", json!({}), later(Some("refund-key-7")))
+        .await
+        .unwrap();
+    let misc_name = format!("misc-{pid}");
+    let misc = q.queue(&misc_name).unwrap();
+    let to_cancel = misc
+        .add("cancel-me", json!({}), JobOptions::default())
+        .await
+        .unwrap();
+    let to_prioritise = misc
+        .add("urgent-later", json!({}), JobOptions::default())
+        .await
+        .unwrap();
+    let sched_queue = format!("reports-{pid}");
+    q.queue(&sched_queue)
+        .unwrap()
+        .add("seed", json!({}), JobOptions::default())
+        .await
+        .unwrap();
+
     let worker = Worker::builder(q.clone())
         .concurrency(2)
         .handler(handle)
@@ -128,6 +180,16 @@ async fn the_dashboard_in_a_browser() {
         .env("FLAKY_ID", flaky.to_string())
         .env("DOOMED_ID", doomed.to_string())
         .env("HTML_ID", html.to_string())
+        .env("FLOW_QUEUE", &flow_name)
+        .env("PARTS_QUEUE", &parts_name)
+        .env("FLOW_PARENT", flow.id.to_string())
+        .env("FLOW_CHILD", flow.children[0].id.to_string())
+        .env("BULK_QUEUE", &bulk_name)
+        .env("REFUND_ID", refund.to_string())
+        .env("MISC_QUEUE", &misc_name)
+        .env("CANCEL_ID", to_cancel.to_string())
+        .env("PRIO_ID", to_prioritise.to_string())
+        .env("SCHED_QUEUE", &sched_queue)
         .env("SCREENS", screens)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -168,4 +230,26 @@ async fn the_dashboard_in_a_browser() {
     notes.obliterate(true).await.unwrap();
     assert_eq!(drain.counts().await.unwrap().waiting, 0, "Drain left jobs");
     drain.obliterate(true).await.unwrap();
+    // What the browser did to the other queues, seen from the core.
+    let c = misc.get(to_cancel).await.unwrap().unwrap();
+    assert_eq!(c.state, Some(JobState::Failed));
+    assert_eq!(c.failure.map(|f| f.code), Some("cancelled".to_string()));
+    let p = misc.get(to_prioritise).await.unwrap().unwrap();
+    assert_eq!((p.state, p.priority), (Some(JobState::Prioritized), 3));
+    let counts = bulk.counts().await.unwrap();
+    assert_eq!((counts.delayed, counts.waiting), (0, 5), "bulk promote");
+    let sq = q.queue(&sched_queue).unwrap();
+    assert!(
+        sq.schedulers().await.unwrap().is_empty(),
+        "the scheduler was removed"
+    );
+    for name in [
+        &flow_name,
+        &parts_name,
+        &bulk_name,
+        &misc_name,
+        &sched_queue,
+    ] {
+        q.queue(name).unwrap().obliterate(true).await.unwrap();
+    }
 }

@@ -12,16 +12,30 @@ const BASE = env('UI_BASE'), RO_BASE = env('UI_RO_BASE');
 const QUEUE = env('QUEUE'), HTML_QUEUE = env('HTML_QUEUE'), DRAIN_QUEUE = env('DRAIN_QUEUE');
 const FLAKY = env('FLAKY_ID'), DOOMED = env('DOOMED_ID'), HTML_ID = env('HTML_ID');
 const SCREENS = env('SCREENS');
+const FLOW_QUEUE = env('FLOW_QUEUE'), PARTS_QUEUE = env('PARTS_QUEUE'), FLOW_PARENT = env('FLOW_PARENT'), FLOW_CHILD = env('FLOW_CHILD');
+const BULK_QUEUE = env('BULK_QUEUE'), REFUND_ID = env('REFUND_ID');
+const MISC_QUEUE = env('MISC_QUEUE'), CANCEL_ID = env('CANCEL_ID'), PRIO_ID = env('PRIO_ID');
+const SCHED_QUEUE = env('SCHED_QUEUE');
+const queueUrl = (q, rest) => BASE + '/#/q/' + encodeURIComponent(q) + (rest || '');
 const T = 15000;
 
 let failures = 0;
+let current = null; // the page a failed check's screenshot is taken of
 async function check(name, fn) {
   const t0 = Date.now();
   try { await fn(); console.log('ok   ' + name + ' (' + (Date.now() - t0) + ' ms)'); }
-  catch (e) { failures += 1; console.log('FAIL ' + name + ': ' + (e && e.stack || e)); }
+  catch (e) {
+    failures += 1; console.log('FAIL ' + name + ': ' + (e && e.stack || e));
+    if (current) await current.screenshot({ path: path.join(SCREENS, 'FAILED-' + name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60) + '.png'), fullPage: true }).catch(() => {});
+  }
 }
 function assert(cond, msg) { if (!cond) throw new Error('assertion failed: ' + msg); }
 const jobUrl = (base, q, id) => base + '/#/q/' + encodeURIComponent(q) + '/j/' + id;
+// Opens a job's page and waits until it shows that job (a hash change keeps the old view a moment).
+async function openJob(page, base, q, id) {
+  await page.goto(jobUrl(base, q, id));
+  await page.waitForFunction((i) => document.getElementById('job-id') && document.getElementById('job-id').textContent === i, id);
+}
 const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '.png'), fullPage: true });
 
 (async () => {
@@ -33,6 +47,7 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
   });
   const page = await browser.newPage({ viewport: { width: 1360, height: 820 } });
   page.setDefaultTimeout(T);
+  current = page;
   const consoleErrors = [];
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
   page.on('dialog', (d) => d.accept());
@@ -60,7 +75,7 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
   });
 
   await check("a failed job's page shows its reason and stack", async () => {
-    await page.goto(jobUrl(BASE, QUEUE, FLAKY));
+    await openJob(page, BASE, QUEUE, FLAKY);
     await page.waitForSelector('#failure-reason');
     const reason = await page.textContent('#failure-reason');
     assert(reason.includes('[payment_failed]') && reason.includes('card declined: insufficient funds'), reason);
@@ -91,7 +106,7 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
   });
 
   await check('a job whose data holds HTML shows it as text', async () => {
-    await page.goto(jobUrl(BASE, HTML_QUEUE, HTML_ID));
+    await openJob(page, BASE, HTML_QUEUE, HTML_ID);
     await page.waitForSelector('#data');
     const text = await page.textContent('#data');
     assert(text.includes('<script>window.__pwned = 1</script>'), text);
@@ -139,6 +154,117 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     const body = await page.textContent('#workers');
     assert(body.includes(QUEUE) && body.includes('rust'), body);
     await shot(page, 'workers');
+  });
+
+  await check("the job page's timeline lists its events at server times", async () => {
+    await openJob(page, BASE, QUEUE, FLAKY);
+    await page.waitForSelector('#timeline tr[data-event="completed"]');
+    const kinds = await page.$$eval('#timeline tbody tr', (rows) => rows.map(r => r.dataset.event));
+    for (const k of ['created', 'added', 'active', 'failed', 'completed']) assert(kinds.includes(k), 'timeline has ' + k + ': ' + kinds);
+    assert(kinds.indexOf('failed') < kinds.lastIndexOf('completed'), 'failed before completed: ' + kinds);
+    const first = await page.textContent('#timeline tbody tr td');
+    assert(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/.test(first), 'a UTC instant: ' + first);
+    const failedRow = await page.textContent('#timeline tr[data-event="failed"]');
+    assert(failedRow.includes('code=payment_failed'), failedRow);
+    await page.$eval('#timeline', (el) => el.scrollIntoView());
+    await shot(page, 'job-timeline');
+  });
+
+  await check('the flow links parent and child across queues', async () => {
+    await openJob(page, BASE, FLOW_QUEUE, FLOW_PARENT);
+    await page.waitForSelector('#flow-children');
+    const child = `#flow-children li[data-flow-job="${PARTS_QUEUE}:${FLOW_CHILD}"]`;
+    assert((await page.textContent(child)).includes('waiting'), 'child state');
+    await shot(page, 'job-flow');
+    await page.click(child + ' a');
+    await page.waitForFunction((id) => document.getElementById('job-id') && document.getElementById('job-id').textContent === id, FLOW_CHILD);
+    const parent = `#flow-parent li[data-flow-job="${FLOW_QUEUE}:${FLOW_PARENT}"]`;
+    await page.waitForSelector(parent);
+    assert((await page.textContent(parent)).includes('waiting-children'), 'parent state');
+    await page.click(parent + ' a');
+    await page.waitForFunction((id) => document.getElementById('job-id') && document.getElementById('job-id').textContent === id, FLOW_PARENT);
+  });
+
+  await check('change priority and cancel on the job page', async () => {
+    await openJob(page, BASE, MISC_QUEUE, PRIO_ID);
+    await page.fill('#priority-input', '3');
+    await page.click('button[data-action="priority"]');
+    await page.waitForFunction(() => document.getElementById('job-state').textContent === 'prioritized'
+      && document.querySelector('[data-field="Priority"]').textContent === '3');
+    await openJob(page, BASE, MISC_QUEUE, CANCEL_ID);
+    await page.fill('#cancel-reason', 'ordered by mistake');
+    await page.click('button[data-action="cancel"]');
+    await page.waitForSelector('#failure-reason');
+    const reason = await page.textContent('#failure-reason');
+    assert(reason.includes('[cancelled]') && reason.includes('ordered by mistake'), reason);
+    assert(!(await page.$('button[data-action="cancel"]')), 'no Cancel on a failed job');
+    await shot(page, 'job-cancelled');
+  });
+
+  await check('find by name and by dedup key on the queue page', async () => {
+    await page.goto(queueUrl(BULK_QUEUE, '?state=delayed'));
+    await page.waitForSelector('#jobs tr[data-job]');
+    await page.selectOption('#search-by', 'name');
+    await page.fill('#search-text', 'refund');
+    await page.click('#search button[type="submit"]');
+    await page.waitForSelector('#search-status');
+    const rows = await page.$$eval('#jobs tr[data-job]', (r) => r.map(x => x.dataset.job));
+    assert(rows.length === 1 && rows[0] === REFUND_ID, 'one refund: ' + rows);
+    const said = await page.textContent('#search-status');
+    assert(said.includes('searched 1–5 of 5'), said);
+    await shot(page, 'queue-search');
+    await page.selectOption('#search-by', 'dedup');
+    await page.fill('#search-text', 'refund-key-7');
+    await page.click('#search button[type="submit"]');
+    await page.waitForFunction(() => (document.getElementById('search-status') || {}).textContent
+      && document.getElementById('search-status').textContent.includes('holding dedup key'));
+    const byKey = await page.$$eval('#jobs tr[data-job]', (r) => r.map(x => x.dataset.job));
+    assert(byKey.length === 1 && byKey[0] === REFUND_ID, 'by key: ' + byKey);
+    await page.click('#search-clear');
+    await page.waitForFunction(() => !document.getElementById('search-status'));
+  });
+
+  await check('bulk: select all on the page, Promote', async () => {
+    await page.goto(queueUrl(BULK_QUEUE, '?state=delayed'));
+    await page.waitForSelector('#jobs tr[data-job]');
+    await page.check('#select-all');
+    assert((await page.textContent('#bulk-count')) === '5 selected', await page.textContent('#bulk-count'));
+    await shot(page, 'queue-bulk');
+    await page.click('button[data-bulk="promote"]');
+    await page.waitForFunction(() => !document.querySelector('#jobs tr[data-job]'));
+    await page.goto(queueUrl(BULK_QUEUE, '?state=waiting'));
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tr[data-job]').length === 5);
+  });
+
+  await check('schedulers: create, see next runs in its zone and UTC, edit, remove', async () => {
+    await page.goto(BASE + '/#/schedulers');
+    await page.waitForSelector('#scheduler-form');
+    await page.fill('#sched-queue', SCHED_QUEUE);
+    await page.fill('#sched-id', 'morning-report');
+    await page.fill('#sched-name', 'report');
+    await page.fill('#sched-cron', '0 9 * * MON-FRI');
+    await page.fill('#sched-tz', 'America/New_York');
+    await page.fill('#sched-limit', '10');
+    await page.fill('#sched-data', '{"to": "<b>ops</b>"}');
+    await page.click('#sched-save');
+    const row = `tr[data-scheduler="${SCHED_QUEUE}/morning-report"]`;
+    await page.waitForSelector(row);
+    const runs = await page.$$eval(row + ' td.runs li', (li) => li.map(x => x.textContent));
+    assert(runs.length === 5, 'five next runs: ' + runs);
+    for (const r of runs) assert(/09:00:00/.test(r) && /(EST|EDT|GMT-[45])/.test(r) && /= \d{4}-\d\d-\d\dT1[34]:00:00Z/.test(r), 'zone and UTC: ' + r);
+    assert(/\d+ of 10/.test(await page.textContent(row)), 'limit');
+    await shot(page, 'schedulers');
+    await page.click(`button[data-edit="${SCHED_QUEUE}/morning-report"]`);
+    await page.waitForFunction(() => document.getElementById('sched-cron').value === '0 9 * * MON-FRI'
+      && document.getElementById('sched-data').value.includes('<b>ops</b>'));
+    await page.fill('#sched-cron', '');
+    await page.fill('#sched-every_ms', '600000');
+    await page.fill('#sched-end_after_s', '3600');
+    await page.click('#sched-save');
+    await page.waitForFunction((r) => document.querySelector(r) && document.querySelector(r).textContent.includes('every 10m'), row);
+    assert(!(await page.textContent(row)).includes('never'), 'an end');
+    await page.click(`button[data-remove="${SCHED_QUEUE}/morning-report"]`);
+    await page.waitForFunction((r) => !document.querySelector(r), row);
   });
 
   await check('--read-only refuses Retry', async () => {

@@ -24,6 +24,7 @@ pub mod job;
 pub mod job_id;
 pub mod keyspace;
 pub mod limits;
+pub mod lookup;
 pub mod metrics;
 pub mod migrate;
 pub mod minter;

@@ -1,6 +1,7 @@
 //! The dashboard's routes: the embedded page, the JSON API (reads and actions, all through the
 //! core's `Queue` API), and the live events over server-sent events.
 
+use super::ops;
 use super::security::{self, Secrets};
 use crate::commands::queues::{open_all, registered, summary, Repair};
 use crate::connect::server_time_ms;
@@ -11,7 +12,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use emq::{Error, ErrorCode, IdMinter, JobId, JobState, Moved, Queue, QueueName, Store};
+use emq::{Error, ErrorCode, IdMinter, JobId, JobState, Queue, QueueName, Store};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -30,16 +31,16 @@ const HUB_REFRESH: Duration = Duration::from_secs(3);
 
 /// What every handler shares.
 pub struct App {
-    store: Store,
+    pub(super) store: Store,
     minter: Arc<IdMinter>,
-    secrets: Secrets,
+    pub(super) secrets: Secrets,
     token: Option<String>,
-    read_only: bool,
+    pub(super) read_only: bool,
     live: broadcast::Sender<Value>,
     followed: Mutex<HashMap<QueueName, emq::task::TaskHandle>>,
 }
 
-type Shared = Arc<App>;
+pub(super) type Shared = Arc<App>;
 
 impl App {
     /// Opens the id minter and starts the event hub.
@@ -126,13 +127,13 @@ impl App {
         followed.insert(name, task);
     }
 
-    fn queue(&self, name: &str) -> emq::Result<Queue> {
+    pub(super) fn queue(&self, name: &str) -> emq::Result<Queue> {
         Queue::with_store(self.store.clone(), self.minter.clone(), name)
     }
 }
 
 /// An API error: `{"error": {"code", "message"}}` with the message scrubbed of secrets.
-struct ApiError(StatusCode, String, String);
+pub(super) struct ApiError(pub StatusCode, pub String, pub String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -144,9 +145,9 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult = Result<Json<Value>, ApiError>;
+pub(super) type ApiResult = Result<Json<Value>, ApiError>;
 
-fn api_err(app: &App, e: Error) -> ApiError {
+pub(super) fn api_err(app: &App, e: Error) -> ApiError {
     let status = match e.code() {
         ErrorCode::JobNotFound => StatusCode::NOT_FOUND,
         c if crate::exit::code_for(c) == crate::exit::INVALID_INPUT => StatusCode::BAD_REQUEST,
@@ -181,11 +182,32 @@ pub fn router(app: Shared) -> Router {
         .route("/api/queues/{queue}/jobs", get(jobs))
         .route("/api/queues/{queue}/jobs/{id}", get(job))
         .route("/api/queues/{queue}/jobs/{id}/{action}", post(job_action))
+        .route("/api/queues/{queue}/find", get(ops::find))
+        .route("/api/queues/{queue}/bulk", post(ops::bulk))
+        .route("/api/schedulers", get(ops::schedulers))
+        .route("/api/queues/{queue}/schedulers/{id}", get(ops::scheduler))
+        .route(
+            "/api/queues/{queue}/schedulers/{id}/{action}",
+            post(ops::scheduler_action),
+        )
         .route("/api/queues/{queue}/{action}", post(queue_action))
         .route("/api/events", get(events))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .layer(middleware::map_response(headers))
+        .layer(middleware::from_fn(timing))
         .with_state(app)
+}
+
+/// `Server-Timing: app;dur=<ms>` on every response: the server's time for it (read by the
+/// benchmark, `bench/ui_bench.sh`, and visible in a browser's network panel).
+async fn timing(req: Request, next: Next) -> Response {
+    let t = std::time::Instant::now();
+    let mut res = next.run(req).await;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(v) = format!("app;dur={ms:.2}").parse() {
+        res.headers_mut().insert("server-timing", v);
+    }
+    res
 }
 
 /// Headers on every response: no framing, no sniffing, a strict content policy, no caching.
@@ -372,7 +394,8 @@ async fn jobs(
     })))
 }
 
-/// One job, with its logs.
+/// One job, with its logs, its timeline (its events among the stream's newest entries, at the
+/// server's times) and its flow (parent and children, each with its state).
 async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)>) -> ApiResult {
     let e = |e| api_err(&app, e);
     let q = app.queue(&queue).map_err(e)?;
@@ -382,42 +405,48 @@ async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)
     };
     let logs = q.logs(id).await.map_err(e)?;
     let now = server_time_ms(&app.store).await.map_err(e)?;
+    let timeline = ops::timeline(&q, &job).await.map_err(e)?;
+    let flow = ops::flow(&app, &q, &job).await.map_err(e)?;
     Ok(Json(json!({
         "job": job.to_json(),
         "logs": logs,
+        "timeline": timeline,
+        "flow": flow,
         "now_ms": now,
         "read_only": app.read_only,
         "datastore": app.secrets.shown_url(),
     })))
 }
 
-/// POST retry | promote | remove on one job.
+#[derive(Deserialize, Default)]
+struct JobActionBody {
+    priority: Option<u32>,
+    reason: Option<String>,
+}
+
+/// POST retry | promote | remove | cancel (`reason`) | priority (`priority`) on one job.
 async fn job_action(
     State(app): State<Shared>,
     Path((queue, id, action)): Path<(String, String, String)>,
+    body: Option<Json<JobActionBody>>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
     let q = app.queue(&queue).map_err(e)?;
     let id = JobId::parse(&id).map_err(e)?;
-    let moved = match action.as_str() {
-        "retry" => q.retry(id).await,
-        "promote" => q.promote(id).await,
-        "remove" => q.remove(id).await,
-        other => Err(Error::new(
-            ErrorCode::InvalidOption,
-            format!("no job action {other:?} (retry, promote, remove)"),
-        )),
-    }
-    .map_err(e)?;
-    match moved {
-        Moved::Moved => Ok(Json(
-            json!({"ok": true, "action": action, "id": id.to_string()}),
-        )),
-        other => Err(ApiError(
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let outcome = ops::act_on(&q, id, &action, body.priority, body.reason.as_deref())
+        .await
+        .map_err(e)?;
+    if outcome.done {
+        Ok(Json(
+            json!({"ok": true, "action": action, "id": id.to_string(), "outcome": outcome.what}),
+        ))
+    } else {
+        Err(ApiError(
             StatusCode::CONFLICT,
             "invalid_state".into(),
-            format!("{action} refused: {} ({})", other.as_str(), id),
-        )),
+            format!("{action} refused: {} ({})", outcome.what, id),
+        ))
     }
 }
 

@@ -2,8 +2,10 @@
 //!
 //! One axum server in the `emq` binary; the page (`assets/`: plain HTML, JS and CSS) is embedded
 //! with `include_str!`, so nothing is built or fetched at build or run time. The page is a small
-//! single-page app (hash routes `#/`, `#/q/<queue>`, `#/q/<queue>/j/<id>`, `#/workers`) reading the
-//! JSON API of `api.rs`, which goes through the core's `Queue` API for everything; it follows the
+//! single-page app (hash routes `#/`, `#/q/<queue>`, `#/q/<queue>/j/<id>`, `#/schedulers`,
+//! `#/workers`) reading the JSON API of `api.rs` and `ops.rs` (a job's timeline and flow, cancel,
+//! priority, bulk actions, find, schedulers), which goes through the core's `Queue` API for
+//! everything (`emq::lookup` for the read-only look-ups); it follows the
 //! queues' events over server-sent events (`/api/events`) and re-reads what it shows when they
 //! concern it.
 //!
@@ -21,6 +23,7 @@
 //! - the page renders every job field with `textContent` (never as HTML).
 
 mod api;
+mod ops;
 mod security;
 
 use crate::connect::connect;

@@ -94,15 +94,32 @@ function route() {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'q' && parts[1] && parts[2] === 'j' && parts[3]) return { view: 'job', queue: parts[1], id: parts[3] };
   if (parts[0] === 'q' && parts[1]) {
-    return { view: 'queue', queue: parts[1], state: params.get('state') || 'waiting', offset: +(params.get('offset') || 0) };
+    return {
+      view: 'queue', queue: parts[1], state: params.get('state') || 'waiting', offset: +(params.get('offset') || 0),
+      by: params.get('by') || '', text: params.get('text') || '', from: +(params.get('from') || 0),
+    };
   }
   if (parts[0] === 'workers') return { view: 'workers' };
+  if (parts[0] === 'schedulers') return { view: 'schedulers' };
   return { view: 'overview' };
 }
 function queueHref(q, state, offset) {
   return '#/q/' + enc(q) + '?state=' + enc(state || 'waiting') + (offset ? '&offset=' + offset : '');
 }
 function jobHref(q, id) { return '#/q/' + enc(q) + '/j/' + enc(id); }
+function findHref(q, state, by, text, from) {
+  return '#/q/' + enc(q) + '?state=' + enc(state || 'waiting') + '&by=' + enc(by) + '&text=' + enc(text) + (from ? '&from=' + from : '');
+}
+
+// What the user typed or chose survives the re-renders live updates cause.
+const selected = new Set();
+let selectedScope = '';
+const typed = {};
+function keep(key, el) {
+  if (typed[key] !== undefined) el.value = typed[key];
+  el.addEventListener('input', () => { typed[key] = el.value; });
+  return el;
+}
 
 let current = route();
 let loading = false, again = false;
@@ -120,7 +137,19 @@ async function refresh(why) {
     const view = await VIEWS[r.view](r);
     if (r === current) {
       const main = document.getElementById('main');
+      // Keep the focus (and caret) of a field being typed in across the re-render.
+      const f = document.activeElement;
+      const focusId = f && main.contains(f) && f.id ? f.id : null;
+      let caret = null;
+      try { caret = focusId ? f.selectionStart : null; } catch (e) { caret = null; }
       main.replaceChildren(view);
+      if (focusId) {
+        const back = document.getElementById(focusId);
+        if (back) {
+          back.focus();
+          try { if (caret !== null) back.setSelectionRange(caret, caret); } catch (e) { /* number inputs */ }
+        }
+      }
       renders += 1;
       main.dataset.renders = String(renders);
       main.dataset.view = r.view;
@@ -195,9 +224,14 @@ const VIEWS = {
   },
 
   async queue(r) {
+    const searching = !!(r.by && r.text);
     const d = await api('/api/queues/' + enc(r.queue) + '/jobs?state=' + enc(r.state) + '&offset=' + r.offset + '&limit=' + PAGE);
+    const found = searching ? await api('/api/queues/' + enc(r.queue) + '/find?by=' + enc(r.by) + '&text=' + enc(r.text)
+      + '&state=' + enc(r.state) + '&offset=' + r.from) : null;
     setDatastore(d);
     const s = d.summary, base = '/api/queues/' + enc(r.queue);
+    const scope = r.queue + '|' + r.state + '|' + r.by + '|' + r.text;
+    if (scope !== selectedScope) { selected.clear(); selectedScope = scope; }
     const tabs = h('div', { class: 'tabs' }, STATES.map(st =>
       h('a', { href: queueHref(r.queue, st), class: st === d.state ? 'current' : '' }, st + ' ' + s.counts[st.replace('-', '_')])));
     const ro = d.read_only ? 'disabled' : null;
@@ -208,25 +242,95 @@ const VIEWS = {
       h('button', { disabled: ro, onclick: () => confirm('Remove the completed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'completed' }, 'Clean completed') }, 'Clean completed'),
       h('button', { disabled: ro, onclick: () => confirm('Remove the failed jobs of ' + r.queue + '?') && act(base + '/clean', { state: 'failed' }, 'Clean failed') }, 'Clean failed'),
       h('button', { class: 'danger', disabled: ro, onclick: () => confirm('Drain ' + r.queue + ': remove every waiting job?') && act(base + '/drain', {}, 'Drain') }, 'Drain…'));
+
+    // Find: by id, by dedup key (exact), by name (a bounded scan of this state).
+    const by = keep('find-by:' + r.queue, h('select', { id: 'search-by', 'aria-label': 'find by' },
+      h('option', { value: 'name' }, 'name contains'), h('option', { value: 'id' }, 'job id'), h('option', { value: 'dedup' }, 'dedup key')));
+    if (typed['find-by:' + r.queue] === undefined && r.by) by.value = r.by;
+    const text = keep('find-text:' + r.queue, h('input', { id: 'search-text', placeholder: 'find in ' + d.state, 'aria-label': 'find text', size: 24 }));
+    if (typed['find-text:' + r.queue] === undefined && r.text) text.value = r.text;
+    const search = h('form', { id: 'search', class: 'search', autocomplete: 'off' }, by, text, h('button', { type: 'submit' }, 'Find'),
+      searching ? h('a', { href: queueHref(r.queue, r.state), id: 'search-clear' }, 'clear') : null);
+    search.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const t = text.value.trim();
+      if (!t) { location.hash = queueHref(r.queue, r.state); return; }
+      if (by.value === 'id') { location.hash = jobHref(r.queue, t); return; }
+      location.hash = findHref(r.queue, r.state, by.value, t, 0);
+    });
+
+    const jobs = searching ? found.jobs : d.jobs;
     const failed = d.state === 'failed';
-    const rows = d.jobs.map(j => h('tr', { 'data-job': j.id },
+    const now = searching ? found.now_ms : d.now_ms;
+    const box = (id) => {
+      const c = h('input', { type: 'checkbox', 'data-select': id, 'aria-label': 'select ' + id });
+      c.checked = selected.has(id);
+      c.addEventListener('change', () => { if (c.checked) selected.add(id); else selected.delete(id); bulkCount(); });
+      return c;
+    };
+    const rows = jobs.map(j => h('tr', { 'data-job': j.id },
+      h('td', {}, box(j.id)),
       h('td', {}, h('a', { href: jobHref(r.queue, j.id) }, j.id)),
       h('td', {}, j.name),
+      searching ? h('td', {}, h('span', { class: 'badge ' + (j.state || '') }, j.state || '-')) : null,
       h('td', { class: 'num' }, j.attempts_made + '/' + j.attempts),
-      h('td', {}, stamp(j.created_ms, d.now_ms)),
+      h('td', {}, stamp(j.created_ms, now)),
       failed ? h('td', {}, j.failure ? '[' + j.failure.code + '] ' + j.failure.message.split('\n')[0].slice(0, 100) : '-') : null,
       h('td', {}, jobButtons(r.queue, j, d.read_only))));
-    const pager = h('div', { class: 'pager' },
-      h('a', { href: r.offset > 0 ? queueHref(r.queue, d.state, Math.max(0, r.offset - PAGE)) : null }, '← newer'),
-      h('span', { class: 'muted' }, d.in_state ? (r.offset + 1) + '–' + Math.min(r.offset + PAGE, d.in_state) + ' of ' + d.in_state : 'none'),
-      h('a', { href: r.offset + PAGE < d.in_state ? queueHref(r.queue, d.state, r.offset + PAGE) : null }, 'older →'));
+    const all = h('input', { type: 'checkbox', id: 'select-all', 'aria-label': 'select all on this page' });
+    all.checked = jobs.length > 0 && jobs.every(j => selected.has(j.id));
+    all.addEventListener('change', () => {
+      for (const j of jobs) { if (all.checked) selected.add(j.id); else selected.delete(j.id); }
+      for (const c of document.querySelectorAll('input[data-select]')) c.checked = all.checked;
+      bulkCount();
+    });
+    const count = h('span', { id: 'bulk-count', class: 'muted' }, '');
+    const bulkCount = () => { count.textContent = selected.size ? selected.size + ' selected' : 'select jobs for a bulk action'; };
+    bulkCount();
+    const bulk = (action, label, danger) => h('button', {
+      'data-bulk': action, class: danger ? 'danger' : '', disabled: ro,
+      onclick: async () => {
+        const ids = [...selected];
+        if (!ids.length) { flash('Select jobs first', true); return; }
+        if (danger && !confirm(label + ' ' + ids.length + ' job(s) of ' + r.queue + '?')) return;
+        const out = await act(base + '/bulk', { action, ids }, label + ' ' + ids.length);
+        if (out) {
+          if (out.refused) flash(out.refused + ' refused (' + out.results.filter(x => !x.done).map(x => x.id + ': ' + x.outcome).slice(0, 3).join(', ') + ')', true);
+          selected.clear(); bulkCount();
+        }
+      },
+    }, label);
+    const bulkBar = h('div', { class: 'actions bulk', id: 'bulk' }, count,
+      bulk('retry', 'Retry'), bulk('promote', 'Promote'), bulk('cancel', 'Cancel', true), bulk('remove', 'Remove', true));
+
+    let pager;
+    if (searching) {
+      const sc = found.scan;
+      let said;
+      if (r.by === 'dedup') {
+        said = jobs.length ? 'the job holding dedup key “' + r.text + '”' + (found.note && found.note.held_until_ms ? ' (held until ' + iso(found.note.held_until_ms) + ')' : '')
+          : 'no live job holds dedup key “' + r.text + '”';
+      } else {
+        said = jobs.length + ' match(es) for “' + r.text + '” in ' + sc.state + ': searched ' + (sc.offset + 1) + '–' + (sc.offset + sc.scanned)
+          + ' of ' + sc.in_state;
+      }
+      pager = h('div', { class: 'pager', id: 'search-status' }, h('span', {}, said),
+        sc && sc.next_offset !== null && sc.next_offset !== undefined
+          ? h('a', { id: 'search-continue', href: findHref(r.queue, r.state, r.by, r.text, sc.next_offset) }, 'continue →') : null);
+    } else {
+      pager = h('div', { class: 'pager' },
+        h('a', { href: r.offset > 0 ? queueHref(r.queue, d.state, Math.max(0, r.offset - PAGE)) : null }, '← newer'),
+        h('span', { class: 'muted' }, d.in_state ? (r.offset + 1) + '–' + Math.min(r.offset + PAGE, d.in_state) + ' of ' + d.in_state : 'none'),
+        h('a', { href: r.offset + PAGE < d.in_state ? queueHref(r.queue, d.state, r.offset + PAGE) : null }, 'older →'));
+    }
     return h('section', {},
       h('h1', {}, 'Queue ', h('span', { id: 'queue-name' }, r.queue), ' ', s.paused ? h('span', { class: 'badge paused' }, 'paused') : null),
       h('p', { class: 'muted' }, 'oldest waiting: ' + dur(s.oldest_waiting_age_ms) + ' · workers: ' + s.workers),
-      actions, tabs,
-      h('table', { id: 'jobs' }, h('thead', {}, h('tr', {}, h('th', {}, 'Id'), h('th', {}, 'Name'), h('th', { class: 'num' }, 'Attempts'),
+      actions, tabs, search, bulkBar,
+      h('table', { id: 'jobs' }, h('thead', {}, h('tr', {}, h('th', {}, all), h('th', {}, 'Id'), h('th', {}, 'Name'),
+        searching ? h('th', {}, 'State') : null, h('th', { class: 'num' }, 'Attempts'),
         h('th', {}, 'Created'), failed ? h('th', {}, 'Reason') : null, h('th', {}, ''))),
-      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No ' + d.state + ' jobs.')))),
+      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'muted' }, searching ? 'Nothing found.' : 'No ' + d.state + ' jobs.')))),
       pager);
   },
 
@@ -240,10 +344,26 @@ const VIEWS = {
       const i = j.parent.lastIndexOf(':');
       parent = h('a', { href: jobHref(j.parent.slice(0, i), j.parent.slice(i + 1)) }, j.parent);
     }
+    const finished = j.state === 'completed' || j.state === 'failed';
+    const base = '/api/queues/' + enc(r.queue) + '/jobs/' + enc(j.id);
+    const ro = d.read_only ? 'disabled' : null;
+    const prio = keep('prio:' + r.queue + ':' + j.id, h('input', { id: 'priority-input', type: 'number', min: 0, step: 1, size: 6, 'aria-label': 'new priority', value: j.priority }));
+    const reason = keep('reason:' + r.queue + ':' + j.id, h('input', { id: 'cancel-reason', placeholder: 'reason', size: 18, 'aria-label': 'cancel reason' }));
+    const more = finished ? [] : [
+      h('span', { class: 'group' }, reason, h('button', { class: 'danger', 'data-action': 'cancel', disabled: ro,
+        onclick: () => confirm('Cancel job ' + j.id + '?') && act(base + '/cancel', { reason: reason.value }, 'Cancel ' + j.id) }, 'Cancel')),
+      h('span', { class: 'group' }, 'priority ', prio, h('button', { 'data-action': 'priority', disabled: ro,
+        onclick: () => {
+          const p = Number(prio.value);
+          if (!Number.isInteger(p) || p < 0) { flash('a priority is a whole number, 0 or more', true); return; }
+          act(base + '/priority', { priority: p }, 'Priority ' + p).then(o => { if (o) delete typed['prio:' + r.queue + ':' + j.id]; });
+        } }, 'Set')),
+    ];
     const parts = [
       h('h1', {}, 'Job ', h('span', { id: 'job-id' }, j.id), ' ', h('span', { id: 'job-state', class: 'badge ' + (j.state || '') }, j.state || 'unknown')),
       h('p', {}, h('a', { href: queueHref(r.queue, j.state || 'waiting') }, '← ' + r.queue)),
-      h('div', { class: 'actions' }, jobButtons(r.queue, j, d.read_only)),
+      h('div', { class: 'actions' }, jobButtons(r.queue, j, d.read_only), more),
+      j.cancelled ? h('p', { class: 'failure', id: 'cancel-requested' }, 'cancel requested: ' + j.cancelled) : null,
       h('dl', { class: 'fields' },
         field('Name', j.name), field('State', j.state || '-'),
         field('Attempts', j.attempts_made + ' of ' + j.attempts), field('Stalls', String(j.stalls)),
@@ -261,7 +381,30 @@ const VIEWS = {
     parts.push(h('h2', {}, 'Data'), h('pre', { id: 'data' }, json(j.data)));
     parts.push(h('h2', {}, 'Options'), h('pre', { id: 'options' }, json(j.options)));
     parts.push(h('h2', {}, 'Logs (' + d.logs.length + ')'), d.logs.length ? h('pre', { id: 'logs' }, d.logs.join('\n')) : h('p', { class: 'muted' }, 'no log lines'));
+    parts.push(flowView(d.flow, r));
+    parts.push(timelineView(d.timeline, now));
     return h('section', {}, parts);
+  },
+
+  async schedulers() {
+    const d = await api('/api/schedulers');
+    setDatastore(d);
+    const ro = d.read_only ? 'disabled' : null;
+    const rows = d.schedulers.map(x => h('tr', { 'data-scheduler': x.queue + '/' + x.id },
+      h('td', {}, h('a', { href: queueHref(x.queue, 'waiting') }, x.queue)),
+      h('td', {}, x.id), h('td', {}, x.name),
+      h('td', {}, x.cron ? h('span', {}, h('code', {}, x.cron), ' ', h('span', { class: 'muted' }, x.tz)) : 'every ' + dur(x.every_ms)),
+      h('td', { class: 'num' }, x.count + (x.limit ? ' of ' + x.limit : '')),
+      h('td', {}, x.end_ms ? iso(x.end_ms) : 'never'),
+      h('td', { class: 'runs' }, x.next_runs_ms.length ? h('ol', {}, x.next_runs_ms.map(ms =>
+        h('li', {}, x.tz && x.tz !== 'UTC' ? [h('span', { 'data-local': x.tz }, inZone(ms, x.tz)), h('span', { class: 'muted' }, ' = ' + iso(ms))] : iso(ms)))) : h('span', { class: 'muted' }, 'none due')),
+      h('td', {}, h('button', { 'data-edit': x.queue + '/' + x.id, disabled: ro, onclick: () => editScheduler(x.queue, x.id) }, 'Edit'), ' ',
+        h('button', { class: 'danger', 'data-remove': x.queue + '/' + x.id, disabled: ro,
+          onclick: () => confirm('Remove scheduler ' + x.id + ' of ' + x.queue + '?') && act('/api/queues/' + enc(x.queue) + '/schedulers/' + enc(x.id) + '/remove', {}, 'Remove scheduler ' + x.id) }, 'Remove'))));
+    return h('section', {}, h('h1', {}, 'Schedulers'),
+      h('table', { id: 'schedulers' }, h('thead', {}, h('tr', {}, ['Queue', 'Id', 'Job name', 'Repeat', 'Runs', 'Ends', 'Next runs (its zone = UTC)', '']
+        .map(t => h('th', {}, t)))), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No schedulers.')))),
+      schedulerForm(ro, d.now_ms));
   },
 
   async workers() {
@@ -277,6 +420,37 @@ const VIEWS = {
   },
 };
 
+function jobRef(queue, id, state, extra) {
+  return h('li', { 'data-flow-job': queue + ':' + id }, h('a', { href: jobHref(queue, id) }, queue + ' / ' + id), ' ',
+    h('span', { class: 'badge ' + (state || '') }, state || 'unknown'), extra || null);
+}
+function flowView(flow, r) {
+  if (!flow || (!flow.parent && !flow.children.length)) return h('div', { id: 'flow' }, h('h2', {}, 'Flow'), h('p', { class: 'muted' }, 'not part of a flow'));
+  const out = [h('h2', {}, 'Flow')];
+  if (flow.parent) out.push(h('p', {}, 'parent:'), h('ul', { id: 'flow-parent' }, jobRef(flow.parent.queue, flow.parent.id, flow.parent.state)));
+  if (flow.children.length) {
+    out.push(h('p', {}, 'children (' + flow.children_total + (flow.children_total > flow.children.length ? ', first ' + flow.children.length + ' shown' : '') + '):'),
+      h('ul', { id: 'flow-children' }, flow.children.map(c => jobRef(c.queue, c.id, c.state,
+        h('span', { class: 'muted' }, ' · ' + c.status + (c.value !== null && c.value !== undefined ? ': ' + JSON.stringify(c.value).slice(0, 120) : ''))))));
+  }
+  return h('div', { id: 'flow' }, out);
+}
+function timelineView(t, now) {
+  const rows = [];
+  const point = (ms, kind, what) => rows.push({ ms, kind, what, record: true });
+  if (t.created_ms) point(t.created_ms, 'created', 'record: created_ms');
+  for (const e of t.events) rows.push({ ms: e.at_ms, kind: e.kind, what: Object.entries(e.fields).map(([k, v]) => k + '=' + v).join(' '), id: e.stream_id });
+  rows.sort((a, b) => a.ms - b.ms || (a.record ? -1 : 1));
+  const table = h('table', { id: 'timeline' }, h('thead', {}, h('tr', {}, h('th', {}, 'Server time (UTC)'), h('th', {}, 'Event'), h('th', {}, 'Details'))),
+    h('tbody', {}, rows.map(x => h('tr', { 'data-event': x.kind },
+      h('td', {}, iso(x.ms) + ' (' + ago(x.ms, now) + ')'), h('td', {}, h('span', { class: 'badge ' + x.kind }, x.kind)),
+      h('td', { class: 'details' }, x.what)))));
+  return h('div', {}, h('h2', {}, 'Timeline'),
+    h('p', { class: 'muted' }, t.whole_stream ? 'from the events stream since its creation (as far as the stream\'s cap kept it), at the server\'s times'
+      : 'from the newest ' + t.scanned + ' entries of the events stream since its creation (older ones were not read), at the server\'s times'),
+    table);
+}
+
 function jobButtons(queue, j, readOnly) {
   const base = '/api/queues/' + enc(queue) + '/jobs/' + enc(j.id);
   const out = [];
@@ -284,6 +458,59 @@ function jobButtons(queue, j, readOnly) {
   if (j.state === 'delayed') out.push(h('button', { 'data-action': 'promote', disabled: readOnly ? 'disabled' : null, onclick: () => act(base + '/promote', {}, 'Promote ' + j.id) }, 'Promote'));
   if (j.state !== 'active') out.push(h('button', { class: 'danger', 'data-action': 'remove', disabled: readOnly ? 'disabled' : null, onclick: () => confirm('Remove job ' + j.id + '?') && act(base + '/remove', {}, 'Remove ' + j.id) }, 'Remove'));
   return out;
+}
+
+function inZone(ms, tz) {
+  try {
+    return new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit',
+      minute: '2-digit', second: '2-digit', hour12: false, timeZoneName: 'short' }).format(new Date(ms));
+  } catch (e) { return iso(ms); }
+}
+const SCHED_FIELDS = ['queue', 'id', 'name', 'data', 'every_ms', 'cron', 'tz', 'limit', 'end_after_s', 'priority', 'attempts'];
+function schedulerForm(ro, nowMs) {
+  const f = (k, label, attrs) => h('label', {}, label, keep('sched:' + k, h(k === 'data' ? 'textarea' : 'input', Object.assign({ name: k, id: 'sched-' + k }, attrs || {}))));
+  const form = h('form', { id: 'scheduler-form', class: 'form', autocomplete: 'off' },
+    h('h2', {}, 'Create or edit a scheduler'),
+    h('div', { class: 'grid' },
+      f('queue', 'Queue'), f('id', 'Scheduler id'), f('name', 'Job name'),
+      f('every_ms', 'Every (ms)', { type: 'number', min: 1 }), f('cron', 'or cron', { placeholder: '0 9 * * MON-FRI' }), f('tz', 'Time zone', { placeholder: 'UTC' }),
+      f('limit', 'Limit (runs)', { type: 'number', min: 0 }), f('end_after_s', 'Ends after (s)', { type: 'number', min: 0 }),
+      f('priority', 'Priority', { type: 'number', min: 0 }), f('attempts', 'Attempts', { type: 'number', min: 1 }),
+      f('data', 'Data (JSON)', { rows: 3, placeholder: '{}' })),
+    h('button', { type: 'submit', id: 'sched-save', disabled: ro }, 'Save'), ' ',
+    h('button', { type: 'button', onclick: () => { for (const k of SCHED_FIELDS) delete typed['sched:' + k]; refresh('action'); } }, 'Clear'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const v = (k) => (typed['sched:' + k] || '').trim();
+    const num = (k) => v(k) === '' ? undefined : Number(v(k));
+    const options = {};
+    if (num('priority')) options.priority = num('priority');
+    if (num('attempts')) options.attempts = num('attempts');
+    const body = {
+      name: v('name'), data: v('data') || 'null', every_ms: v('cron') ? undefined : num('every_ms'), cron: v('cron') || undefined,
+      tz: v('tz') || undefined, limit: num('limit'), end_after_ms: num('end_after_s') ? Math.round(num('end_after_s') * 1000) : undefined,
+      options,
+    };
+    if (!v('queue') || !v('id')) { flash('a scheduler needs a queue and an id', true); return; }
+    const out = await act('/api/queues/' + enc(v('queue')) + '/schedulers/' + enc(v('id')) + '/upsert', body, 'Save scheduler ' + v('id'));
+    if (out) { for (const k of SCHED_FIELDS) delete typed['sched:' + k]; refresh('action'); }
+  });
+  return form;
+}
+async function editScheduler(queue, id) {
+  try {
+    const d = await api('/api/queues/' + enc(queue) + '/schedulers/' + enc(id));
+    const sp = d.spec, o = sp.opts || {};
+    const vals = {
+      queue, id, name: sp.name || '', data: JSON.stringify(sp.data === undefined ? null : sp.data), every_ms: sp.cron ? '' : String(sp.every_ms || ''),
+      cron: sp.cron || '', tz: sp.tz || '', limit: sp.limit ? String(sp.limit) : '', priority: o.priority ? String(o.priority) : '',
+      attempts: o.attempts && o.attempts !== 1 ? String(o.attempts) : '',
+      end_after_s: sp.end_ms ? String(Math.max(1, Math.round((sp.end_ms - Date.now()) / 1000))) : '',
+    };
+    for (const k of SCHED_FIELDS) typed['sched:' + k] = vals[k];
+    await refresh('action');
+    document.getElementById('sched-name').focus();
+  } catch (e) { flash('Edit failed: ' + e.message, true); }
 }
 
 let readOnlyShown = null;
@@ -308,6 +535,7 @@ function soon() {
 function concerns(ev) {
   const r = current;
   if (r.view === 'overview' || r.view === 'workers') return true;
+  if (r.view === 'schedulers') return false;
   if (r.view === 'queue') return ev.queue === r.queue;
   if (r.view === 'job') return ev.queue === r.queue && (!ev.job_id || ev.job_id === r.id);
   return false;

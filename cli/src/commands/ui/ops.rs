@@ -1,0 +1,544 @@
+//! The dashboard's job and queue operations beyond the basics of `api.rs`: one job's actions
+//! (with cancel and change priority), its timeline and flow, bulk actions on selected jobs, finding
+//! jobs (by id, by dedup key, by name in a bounded scan), and the schedulers.
+
+use super::api::{api_err, ApiError, ApiResult, App, Shared};
+use crate::commands::queues::{registered, Repair};
+use crate::connect::server_time_ms;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use emq::lookup::{SchedulerInstants, MAX_EVENT_SCAN, MAX_NAME_SCAN};
+use emq::{
+    CronSchedule, Error, ErrorCode, Job, JobId, JobOptions, JobState, Moved, Queue, Repeat,
+    Schedule,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Most jobs one bulk action names.
+pub const MAX_BULK: usize = 200;
+/// Most children of a flow parent shown (each read for its state).
+const MAX_CHILDREN: usize = 100;
+/// Most matches one name search returns.
+const NAME_MATCHES: usize = 25;
+/// Next runs shown per scheduler.
+const NEXT_RUNS: usize = 5;
+
+/// What one job action did.
+pub struct Outcome {
+    /// It took effect (for a cancel of a running job: the request was sent).
+    pub done: bool,
+    /// The core's word for it (`moved`, `not_found`, the state it was in, `cancelled`, …).
+    pub what: String,
+}
+
+fn moved(m: Moved) -> Outcome {
+    Outcome {
+        done: m == Moved::Moved,
+        what: m.as_str().to_string(),
+    }
+}
+
+/// retry | promote | remove | cancel | priority on one job.
+pub async fn act_on(
+    q: &Queue,
+    id: JobId,
+    action: &str,
+    priority: Option<u32>,
+    reason: Option<&str>,
+) -> emq::Result<Outcome> {
+    Ok(match action {
+        "retry" => moved(q.retry(id).await?),
+        "promote" => moved(q.promote(id).await?),
+        "remove" => moved(q.remove(id).await?),
+        "priority" => {
+            let p = priority.ok_or_else(|| {
+                Error::new(
+                    ErrorCode::InvalidOption,
+                    "priority needs a `priority` number",
+                )
+            })?;
+            moved(q.change_priority(id, p).await?)
+        }
+        "cancel" => {
+            let reason = reason
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .unwrap_or("cancelled from emq ui");
+            let c = q.cancel(id, reason).await?;
+            Outcome {
+                done: matches!(
+                    c,
+                    emq::CancelOutcome::Cancelled | emq::CancelOutcome::Requested
+                ),
+                what: c.as_str().to_string(),
+            }
+        }
+        other => {
+            return Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!("no job action {other:?} (retry, promote, remove, cancel, priority)"),
+            ))
+        }
+    })
+}
+
+/// A stream entry id's server time in ms (`<ms>-<seq>`).
+fn entry_ms(stream_id: &str) -> u64 {
+    stream_id
+        .split('-')
+        .next()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The job's timeline: its events among the newest stream entries, each at the server time of its
+/// entry id, and the record's own instants.
+pub async fn timeline(q: &Queue, job: &Job) -> emq::Result<Value> {
+    let since = job.created_ms.saturating_sub(1_000);
+    let (events, whole) = q.job_events(job.id, since, MAX_EVENT_SCAN).await?;
+    let events: Vec<Value> = events
+        .into_iter()
+        .map(|e| {
+            let fields: serde_json::Map<String, Value> = e
+                .fields
+                .into_iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "ev" | "id" | "ids"))
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
+            json!({
+                "at_ms": entry_ms(&e.stream_id),
+                "stream_id": e.stream_id,
+                "kind": e.kind,
+                "fields": fields,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "events": events,
+        "scanned": MAX_EVENT_SCAN,
+        "since_ms": since,
+        "whole_stream": whole,
+        "created_ms": job.created_ms,
+        "processed_ms": job.processed_ms,
+        "finished_ms": job.finished_ms,
+    }))
+}
+
+fn split_ref(r: &str) -> Option<(&str, JobId)> {
+    let (q, id) = r.rsplit_once(':')?;
+    Some((q, JobId::parse(id).ok()?))
+}
+
+async fn state_of(app: &App, queue: &str, id: JobId) -> Option<String> {
+    let q = app.queue(queue).ok()?;
+    match q.get(id).await {
+        Ok(Some(j)) => Some(j.state.map_or("unknown", |s| s.as_str()).to_string()),
+        Ok(None) => Some("gone".into()),
+        Err(_) => None,
+    }
+}
+
+/// The job's flow: its parent (with its state) and its children as the record lists them (each
+/// with its state in its own queue).
+pub async fn flow(app: &App, q: &Queue, job: &Job) -> emq::Result<Value> {
+    let parent = match job.parent.as_deref().and_then(split_ref) {
+        Some((pq, pid)) => json!({
+            "queue": pq,
+            "id": pid.to_string(),
+            "state": state_of(app, pq, pid).await,
+        }),
+        None => Value::Null,
+    };
+    let children = q.flow_children(job.id).await?;
+    let total = children.len();
+    let mut shown = Vec::new();
+    for c in children.into_iter().take(MAX_CHILDREN) {
+        shown.push(json!({
+            "queue": c.queue,
+            "id": c.id.to_string(),
+            "status": c.status,
+            "value": c.value,
+            "state": state_of(app, &c.queue, c.id).await,
+        }));
+    }
+    Ok(json!({"parent": parent, "children": shown, "children_total": total}))
+}
+
+#[derive(Deserialize)]
+pub struct FindQuery {
+    by: String,
+    text: String,
+    state: Option<String>,
+    offset: Option<u64>,
+}
+
+/// GET find: `by=id` (the job), `by=dedup` (the live holder of a dedup key: one HGET), `by=name`
+/// (names containing the text, in a bounded scan of one state: at most `MAX_NAME_SCAN` ids from
+/// `offset`, with where to go on).
+pub async fn find(
+    State(app): State<Shared>,
+    Path(queue): Path<String>,
+    Query(f): Query<FindQuery>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let text = f.text.trim();
+    let mut scan = Value::Null;
+    let mut note = Value::Null;
+    let ids: Vec<JobId> = match f.by.as_str() {
+        "id" => vec![JobId::parse(text).map_err(e)?],
+        "dedup" => match q.find_by_dedup(text).await.map_err(e)? {
+            Some(h) => {
+                if let Some(until) = h.until_ms {
+                    note = json!({"held_until_ms": until, "holder": h.id.to_string()});
+                }
+                vec![h.id]
+            }
+            None => vec![],
+        },
+        "name" => {
+            let state = JobState::parse(f.state.as_deref().unwrap_or("waiting")).map_err(e)?;
+            let s = q
+                .find_by_name(
+                    state,
+                    text,
+                    f.offset.unwrap_or(0),
+                    MAX_NAME_SCAN,
+                    NAME_MATCHES,
+                )
+                .await
+                .map_err(e)?;
+            let ids = s.ids.clone();
+            scan = json!(s);
+            scan["state"] = json!(state.as_str());
+            ids
+        }
+        other => {
+            return Err(e(Error::new(
+                ErrorCode::InvalidOption,
+                format!("find by {other:?}: by id, dedup or name"),
+            )))
+        }
+    };
+    let mut jobs = Vec::new();
+    for id in ids {
+        if let Some(j) = q.get(id).await.map_err(e)? {
+            jobs.push(j.to_json());
+        }
+    }
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    Ok(Json(json!({
+        "by": f.by,
+        "text": text,
+        "jobs": jobs,
+        "scan": scan,
+        "note": note,
+        "now_ms": now,
+        "read_only": app.read_only,
+        "datastore": app.secrets.shown_url(),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct BulkBody {
+    action: String,
+    ids: Vec<String>,
+    priority: Option<u32>,
+    reason: Option<String>,
+}
+
+/// POST bulk: one action on each named job (at most `MAX_BULK`); what became of each.
+pub async fn bulk(
+    State(app): State<Shared>,
+    Path(queue): Path<String>,
+    Json(b): Json<BulkBody>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    if b.ids.is_empty() || b.ids.len() > MAX_BULK {
+        return Err(e(Error::new(
+            ErrorCode::InvalidOption,
+            format!("a bulk action names 1 to {MAX_BULK} jobs"),
+        )));
+    }
+    // Every id is checked before the first action.
+    let ids: Vec<JobId> = b
+        .ids
+        .iter()
+        .map(|s| JobId::parse(s))
+        .collect::<emq::Result<_>>()
+        .map_err(e)?;
+    let mut results = Vec::new();
+    let mut done = 0u64;
+    for id in ids {
+        let o = act_on(&q, id, &b.action, b.priority, b.reason.as_deref())
+            .await
+            .map_err(e)?;
+        done += u64::from(o.done);
+        results.push(json!({"id": id.to_string(), "done": o.done, "outcome": o.what}));
+    }
+    let refused = results.len() as u64 - done;
+    Ok(Json(json!({
+        "ok": true,
+        "action": b.action,
+        "count": done,
+        "refused": refused,
+        "results": results,
+    })))
+}
+
+/// The next runs of a scheduler (server ms) from its stored instants, within its limit and end.
+fn next_runs(s: &emq::SchedulerInfo, at: SchedulerInstants) -> Vec<u64> {
+    let Some(due) = at.due_ms else {
+        return vec![];
+    };
+    let end = at.end_ms;
+    let left = if s.limit > 0 {
+        s.limit.saturating_sub(s.count) as usize
+    } else {
+        NEXT_RUNS
+    };
+    let cron = match (&s.cron, &s.tz) {
+        (Some(c), Some(tz)) => CronSchedule::parse(c, tz).ok(),
+        _ => None,
+    };
+    // An unprimed cron scheduler's due time is its start: its first run is the first occurrence
+    // at or after it.
+    let first = match (&cron, at.primed) {
+        (Some(c), false) => match c.next_occurrence_ms(due, true) {
+            Ok(ms) => ms,
+            Err(_) => return vec![],
+        },
+        _ => due,
+    };
+    let mut out = Vec::new();
+    let mut at = first;
+    while out.len() < NEXT_RUNS.min(left) {
+        if end.is_some_and(|e| at > e) {
+            break;
+        }
+        out.push(at);
+        at = match &cron {
+            Some(c) => match c.next_occurrence_ms(at, false) {
+                Ok(n) => n,
+                Err(_) => break,
+            },
+            None if s.every_ms > 0 => at + s.every_ms,
+            None => break,
+        };
+    }
+    out
+}
+
+/// GET every scheduler of every registered queue, with its next runs.
+pub async fn schedulers(State(app): State<Shared>) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let names = registered(&app.store, Repair::Never).await.map_err(e)?;
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    let mut all = Vec::new();
+    for n in names {
+        let q = app.queue(n.as_str()).map_err(e)?;
+        let list = q.schedulers().await.map_err(e)?;
+        if list.is_empty() {
+            continue;
+        }
+        let instants = q.scheduler_instants().await.map_err(e)?;
+        for s in list {
+            let at = instants.get(&s.id).copied().unwrap_or_default();
+            let mut v = json!(s);
+            v["queue"] = json!(n.as_str());
+            v["next_runs_ms"] = json!(next_runs(&s, at));
+            v["end_ms"] = json!(at.end_ms);
+            all.push(v);
+        }
+    }
+    Ok(Json(json!({
+        "schedulers": all,
+        "now_ms": now,
+        "read_only": app.read_only,
+        "datastore": app.secrets.shown_url(),
+    })))
+}
+
+/// GET one scheduler's stored spec (for the edit form).
+pub async fn scheduler(
+    State(app): State<Shared>,
+    Path((queue, id)): Path<(String, String)>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    match q.scheduler_spec(&id).await.map_err(e)? {
+        Some(spec) => Ok(Json(json!({"queue": queue, "id": id, "spec": spec}))),
+        None => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "not_found".into(),
+            format!("no scheduler {id:?} on {queue}"),
+        )),
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub struct SchedulerBody {
+    name: Option<String>,
+    /// The payload as JSON text.
+    data: Option<String>,
+    every_ms: Option<u64>,
+    cron: Option<String>,
+    tz: Option<String>,
+    limit: Option<u64>,
+    end_after_ms: Option<u64>,
+    first_after_ms: Option<u64>,
+    /// Job options as a JSON object (the core's `JobOptions` fields).
+    options: Option<Value>,
+}
+
+/// POST upsert | remove on one scheduler.
+pub async fn scheduler_action(
+    State(app): State<Shared>,
+    Path((queue, id, action)): Path<(String, String, String)>,
+    body: Option<Json<SchedulerBody>>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    match action.as_str() {
+        "remove" => {
+            let existed = q.remove_scheduler(&id).await.map_err(e)?;
+            Ok(Json(
+                json!({"ok": true, "action": "remove", "existed": existed}),
+            ))
+        }
+        "upsert" => {
+            let b = body.map(|Json(b)| b).unwrap_or_default();
+            let schedule = schedule_from(b).map_err(e)?;
+            let created = q.upsert_scheduler(&id, schedule).await.map_err(e)?;
+            // A queue first used by a scheduler is listed (the registry is written on adds).
+            q.register().await.map_err(e)?;
+            Ok(Json(
+                json!({"ok": true, "action": "upsert", "created": created}),
+            ))
+        }
+        other => Err(e(Error::new(
+            ErrorCode::InvalidOption,
+            format!("no scheduler action {other:?} (upsert, remove)"),
+        ))),
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidOption, msg.into())
+}
+
+/// The form's fields as the core's `Schedule` (the core validates the repeat, the options and the
+/// payload).
+fn schedule_from(b: SchedulerBody) -> emq::Result<Schedule> {
+    let name = b.name.unwrap_or_default();
+    if name.trim().is_empty() {
+        return Err(invalid("a scheduler needs the name of the job it adds"));
+    }
+    let data = match b.data.as_deref().map(str::trim) {
+        None | Some("") => Value::Null,
+        Some(t) => emq::job::payload_from_text("the scheduled job's data", t)?,
+    };
+    let cron = b.cron.filter(|c| !c.trim().is_empty());
+    let repeat = match (b.every_ms.filter(|&m| m > 0), cron) {
+        (Some(ms), None) => Repeat::Every(Duration::from_millis(ms)),
+        (None, Some(expr)) => Repeat::cron(
+            expr,
+            b.tz.filter(|t| !t.trim().is_empty())
+                .unwrap_or_else(|| "UTC".into()),
+        ),
+        _ => return Err(invalid("give either every_ms or a cron expression")),
+    };
+    let options: JobOptions = match b.options {
+        None | Some(Value::Null) => JobOptions::default(),
+        Some(v) => serde_json::from_value(v).map_err(|err| invalid(format!("options: {err}")))?,
+    };
+    let mut s = Schedule::new(repeat, name, data);
+    s.options = options;
+    s.limit = b.limit.filter(|&l| l > 0);
+    s.end_after = b.end_after_ms.filter(|&m| m > 0).map(Duration::from_millis);
+    s.first_after = Duration::from_millis(b.first_after_ms.unwrap_or(0));
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(every_ms: u64, cron: Option<&str>, count: u64, limit: u64) -> emq::SchedulerInfo {
+        emq::SchedulerInfo {
+            id: "s".into(),
+            every_ms,
+            cron: cron.map(String::from),
+            tz: cron.map(|_| "Europe/Berlin".to_string()),
+            count,
+            limit,
+            next_in_ms: Some(1_000),
+            ends_in_ms: None,
+            name: "n".into(),
+        }
+    }
+
+    #[test]
+    fn next_runs_follow_the_repeat_limit_and_end() {
+        let t0 = 1_700_000_001_000;
+        let at = |due: Option<u64>, end: Option<u64>, primed: bool| SchedulerInstants {
+            due_ms: due,
+            end_ms: end,
+            primed,
+        };
+        assert_eq!(
+            next_runs(&info(60_000, None, 0, 0), at(Some(t0), None, true)),
+            (0..5).map(|i| t0 + i * 60_000).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            next_runs(&info(60_000, None, 8, 10), at(Some(t0), None, true)).len(),
+            2
+        );
+        let ended = at(Some(t0), Some(t0 + 130_000), true);
+        assert_eq!(next_runs(&info(60_000, None, 0, 0), ended).len(), 3);
+        assert!(next_runs(&info(60_000, None, 0, 0), at(None, None, true)).is_empty());
+        // Daily at 09:00 Berlin (08:00 UTC in winter): primed, due at an occurrence; unprimed,
+        // due at its start, the first run is the next occurrence.
+        let first = 1_700_035_200_000; // 2023-11-15T08:00:00Z
+        let daily = info(0, Some("0 9 * * *"), 0, 0);
+        let want: Vec<u64> = (0..5).map(|i| first + i * 86_400_000).collect();
+        assert_eq!(next_runs(&daily, at(Some(first), None, true)), want);
+        assert_eq!(
+            next_runs(&daily, at(Some(first - 3_600_123), None, false)),
+            want
+        );
+    }
+
+    #[test]
+    fn a_schedule_needs_a_name_and_one_repeat() {
+        let b = |every, cron: Option<&str>| SchedulerBody {
+            name: Some("n".into()),
+            every_ms: every,
+            cron: cron.map(String::from),
+            ..SchedulerBody::default()
+        };
+        assert!(schedule_from(b(Some(1000), None)).is_ok());
+        assert!(schedule_from(b(None, Some("* * * * *"))).is_ok());
+        assert_eq!(
+            schedule_from(b(None, None)).unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
+        assert!(schedule_from(b(Some(1000), Some("* * * * *"))).is_err());
+        let mut bad = b(Some(1000), None);
+        bad.data = Some("{not json".into());
+        assert_eq!(
+            schedule_from(bad).unwrap_err().code(),
+            ErrorCode::InvalidPayload
+        );
+        let mut opts = b(Some(1000), None);
+        opts.options = Some(json!({"priority": "high"}));
+        assert_eq!(
+            schedule_from(opts).unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
+    }
+}

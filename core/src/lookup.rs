@@ -1,0 +1,309 @@
+//! Read-only look-ups for operators (the dashboard, the CLI): a job by its dedup key, jobs of one
+//! state by name in a bounded scan, a flow parent's children, a job's recent events, and a
+//! scheduler's stored spec. None of them writes; none keeps an index.
+//!
+//! Search by name keeps no index (a per-name key would make a user's string a key, and a name
+//! index kept by every add would cost memory and a write per job): it reads ids of one state in the
+//! order of [`Queue::list_ids`] and the `name` field of their records, at most
+//! [`MAX_NAME_SCAN`] per call, and says where the next call goes on. Its cost is the scan, paid only
+//! by the one asking.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::Event;
+use crate::job::JobState;
+use crate::job_id::JobId;
+use crate::keyspace::JobPart;
+use crate::queue::Queue;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Most ids one [`Queue::find_by_name`] call reads.
+pub const MAX_NAME_SCAN: u64 = 5_000;
+/// Ids read per round trip of a name scan.
+const NAME_CHUNK: u64 = 500;
+/// Most events one [`Queue::job_events`] call reads from the stream.
+pub const MAX_EVENT_SCAN: usize = 10_000;
+
+/// What one bounded name scan found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NameScan {
+    /// Ids whose name matched, in scan order.
+    pub ids: Vec<JobId>,
+    /// Where this scan started (a position in the state, as for [`Queue::list_ids`]).
+    pub offset: u64,
+    /// How many ids it read.
+    pub scanned: u64,
+    /// Where the next call goes on; None when the state was read to its end.
+    pub next_offset: Option<u64>,
+    /// Jobs in the state when the scan began.
+    pub in_state: u64,
+}
+
+/// Who holds a dedup key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DedupHolder {
+    /// The job holding it.
+    pub id: JobId,
+    /// For a key held for a TTL: until when (server ms); the job may be gone before that.
+    pub until_ms: Option<u64>,
+}
+
+/// One child of a flow parent, from the parent's record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowChild {
+    /// The child's queue.
+    pub queue: String,
+    /// The child's id.
+    pub id: JobId,
+    /// `pending`, `completed` or `failed` (a failed child under the `ignore` policy).
+    pub status: &'static str,
+    /// Its result (completed) or failure text (failed).
+    pub value: Option<Value>,
+}
+
+/// A scheduler's stored instants (see [`Queue::scheduler_instants`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SchedulerInstants {
+    /// Its due time (server ms).
+    pub due_ms: Option<u64>,
+    /// Its end (server ms).
+    pub end_ms: Option<u64>,
+    /// False for a cron scheduler whose due time is still its start.
+    pub primed: bool,
+}
+
+fn split_child(s: &str) -> Option<(String, JobId)> {
+    let (q, id) = s.rsplit_once(':')?;
+    Some((q.to_string(), JobId::parse(id).ok()?))
+}
+
+impl Queue {
+    /// The job holding a dedup key (exact match: one `HGET` on the queue's dedup hash), if any.
+    pub async fn find_by_dedup(&self, key: &str) -> Result<Option<DedupHolder>> {
+        if key.is_empty() {
+            return Ok(None);
+        }
+        let raw: Option<String> = redis::cmd("HGET")
+            .arg(&self.keys().dedup)
+            .arg(key)
+            .query_async(&mut self.store().conn())
+            .await?;
+        let Some(raw) = raw else { return Ok(None) };
+        let (id, until_ms) = match raw.split_once('|') {
+            Some((id, until)) => (id, until.parse().ok()),
+            None => (raw.as_str(), None),
+        };
+        Ok(Some(DedupHolder {
+            id: JobId::parse(id)?,
+            until_ms,
+        }))
+    }
+
+    /// Jobs of one state whose name contains `needle` (case-insensitive), scanning at most `scan`
+    /// ids (1 to [`MAX_NAME_SCAN`]) from `offset` in [`Queue::list_ids`] order, stopping early once
+    /// `limit` matched. Bounded work per call; call again from `next_offset` to go on.
+    pub async fn find_by_name(
+        &self,
+        state: JobState,
+        needle: &str,
+        offset: u64,
+        scan: u64,
+        limit: usize,
+    ) -> Result<NameScan> {
+        if needle.is_empty() {
+            return Err(Error::new(
+                ErrorCode::InvalidOption,
+                "a name search needs some text to look for",
+            ));
+        }
+        let scan = scan.clamp(1, MAX_NAME_SCAN);
+        let needle = needle.to_lowercase();
+        let in_state = self.counts().await?.get(state);
+        let mut ids = Vec::new();
+        let mut pos = offset;
+        let end = offset.saturating_add(scan);
+        let mut exhausted = false;
+        'outer: while pos < end {
+            let n = NAME_CHUNK.min(end - pos);
+            let chunk = if state == JobState::Stalled {
+                // A set (small: jobs between a lost lease and the next sweep), read whole.
+                let all = self.list_ids(state, 0, u64::MAX / 2).await?;
+                all.into_iter()
+                    .skip(pos as usize)
+                    .take(n as usize)
+                    .collect()
+            } else {
+                self.list_ids(state, pos, n).await?
+            };
+            if chunk.is_empty() {
+                exhausted = true;
+                break;
+            }
+            let mut pipe = redis::pipe();
+            for id in &chunk {
+                pipe.cmd("HGET")
+                    .arg(self.name().job_key(*id, JobPart::Record))
+                    .arg("name");
+            }
+            let names: Vec<Option<String>> = pipe.query_async(&mut self.store().conn()).await?;
+            let got = chunk.len() as u64;
+            for (i, (id, name)) in chunk.into_iter().zip(names).enumerate() {
+                if name.is_some_and(|n| n.to_lowercase().contains(&needle)) {
+                    ids.push(id);
+                    if ids.len() >= limit.max(1) {
+                        pos += i as u64 + 1;
+                        break 'outer;
+                    }
+                }
+            }
+            pos += got;
+            if got < n {
+                exhausted = true;
+                break;
+            }
+        }
+        Ok(NameScan {
+            ids,
+            offset,
+            scanned: pos - offset,
+            next_offset: if exhausted || pos >= in_state {
+                None
+            } else {
+                Some(pos)
+            },
+            in_state,
+        })
+    }
+
+    /// A flow parent's children as its record lists them: pending ones, and those done (with their
+    /// result or failure). A child dropped by the `remove` policy is no longer listed.
+    pub async fn flow_children(&self, parent: JobId) -> Result<Vec<FlowChild>> {
+        let all: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(self.name().job_key(parent, JobPart::Record))
+            .query_async(&mut self.store().conn())
+            .await?;
+        let mut out = Vec::new();
+        for (field, value) in all {
+            let (status, child) = if let Some(c) = field.strip_prefix("dep:") {
+                ("pending", c)
+            } else if let Some(c) = field.strip_prefix("child:") {
+                ("completed", c)
+            } else if let Some(c) = field.strip_prefix("child_failed:") {
+                ("failed", c)
+            } else {
+                continue;
+            };
+            let Some((queue, id)) = split_child(child) else {
+                continue;
+            };
+            let value = (status != "pending")
+                .then(|| serde_json::from_str(&value).unwrap_or(Value::String(value)));
+            out.push(FlowChild {
+                queue,
+                id,
+                status,
+                value,
+            });
+        }
+        out.sort_by(|a, b| (&a.queue, a.id.to_string()).cmp(&(&b.queue, b.id.to_string())));
+        Ok(out)
+    }
+
+    /// One job's events, oldest first: the entries of the queue's stream from `since_ms` (server
+    /// ms; the job's creation, less a second) on, at most the newest `scan` of them (at most
+    /// [`MAX_EVENT_SCAN`]); true when that read every entry since `since_ms` (nothing was left out
+    /// by the bound; the stream's own cap may have trimmed older ones). A batch entry (`ids`) is
+    /// looked into without expanding it. Each entry id is the server's time of the transition.
+    pub async fn job_events(
+        &self,
+        id: JobId,
+        since_ms: u64,
+        scan: usize,
+    ) -> Result<(Vec<Event>, bool)> {
+        let scan = scan.clamp(1, MAX_EVENT_SCAN);
+        let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+            .arg(&self.keys().events)
+            .arg("+")
+            .arg(format!("{since_ms}-0"))
+            .arg("COUNT")
+            .arg(scan)
+            .query_async(&mut self.store().conn())
+            .await?;
+        let whole = entries.len() < scan;
+        entries.reverse();
+        let me = id.to_string();
+        let result_field = format!("r:{me}");
+        let mut out = Vec::new();
+        for (stream_id, mut fields) in entries {
+            let mine = fields.get("id").is_some_and(|v| *v == me)
+                || fields
+                    .get("ids")
+                    .is_some_and(|v| v.split(' ').any(|x| x == me));
+            if !mine {
+                continue;
+            }
+            let result = fields.remove(&result_field);
+            fields.retain(|k, _| k != "ids" && !k.starts_with("r:"));
+            if let Some(r) = result {
+                fields.insert("result".into(), r);
+            }
+            out.push(Event {
+                stream_id,
+                kind: fields.get("ev").cloned().unwrap_or_default(),
+                job_id: Some(id),
+                fields,
+            });
+        }
+        Ok((out, whole))
+    }
+
+    /// Every scheduler's stored instants on the server's clock, by id: its due time and its end,
+    /// when it has them ([`Queue::schedulers`] gives them as durations from its own read of the
+    /// clock), and whether a cron scheduler is primed (unprimed, its due time is its start, and its
+    /// first run the first occurrence at or after it).
+    pub async fn scheduler_instants(&self) -> Result<HashMap<String, SchedulerInstants>> {
+        let k = self.keys();
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZRANGE")
+            .arg(&k.schedule_due)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES");
+        pipe.cmd("HGETALL").arg(&k.schedulers);
+        let (due, specs): (Vec<(String, f64)>, HashMap<String, String>) =
+            pipe.query_async(&mut self.store().conn()).await?;
+        let due: HashMap<String, u64> = due.into_iter().map(|(id, d)| (id, d as u64)).collect();
+        Ok(specs
+            .into_iter()
+            .map(|(id, raw)| {
+                let spec = serde_json::from_str::<Value>(&raw).unwrap_or(Value::Null);
+                let at = SchedulerInstants {
+                    due_ms: due.get(&id).copied(),
+                    end_ms: spec["end_ms"].as_u64(),
+                    primed: spec["cron"].is_null() || spec["primed"].as_bool().unwrap_or(false),
+                };
+                (id, at)
+            })
+            .collect())
+    }
+
+    /// A scheduler's stored spec (`name`, `data`, `opts`, `every_ms`, `cron`, `tz`, `limit`,
+    /// `count`, `end_ms`), with `data` and `opts` parsed; None when there is no such scheduler.
+    pub async fn scheduler_spec(&self, id: &str) -> Result<Option<Value>> {
+        let raw: Option<String> = redis::cmd("HGET")
+            .arg(&self.keys().schedulers)
+            .arg(id)
+            .query_async(&mut self.store().conn())
+            .await?;
+        let Some(raw) = raw else { return Ok(None) };
+        let mut spec: Value = serde_json::from_str(&raw)?;
+        for f in ["data", "opts"] {
+            if let Some(text) = spec[f].as_str() {
+                let parsed = serde_json::from_str(text).unwrap_or(Value::Null);
+                spec[f] = parsed;
+            }
+        }
+        Ok(Some(spec))
+    }
+}
