@@ -37,6 +37,7 @@ CORE_ONLY = {
     "Queue.expire_dedup": "run by workers' maintenance loop",
     "Queue.fire_due_schedulers": "run by workers' scheduler loop",
     "Queue.audit": "an operator's check: `emq audit` and the Rust API",
+    "Queue.server_time_ms": "the queue node's clock, for the CLI and UI's relative times; applications send durations only (wire rule 4)",
     # The queue registry is written by every add and worker heartbeat; operators repair it.
     "Queue.register": "written by adds and worker heartbeats; `emq queues --repair` for operators",
     "Queue.unregister": "done by `obliterate`; the Rust API for operators",
