@@ -37,7 +37,7 @@ CORE_ONLY = {
     "Queue.expire_dedup": "run by workers' maintenance loop",
     "Queue.fire_due_schedulers": "run by workers' scheduler loop",
     "Queue.audit": "an operator's check: `emq audit` and the Rust API",
-    "Queue.server_time_ms": "the queue node's clock, for the CLI and UI's relative times; applications send durations only (wire rule 4)",
+    "Queue.server_time_ms": "the queue node's clock (core/src/clock.rs), for the core's readers and the CLI; applications send durations only (wire rule 4)",
     # The queue registry is written by every add and worker heartbeat; operators repair it.
     "Queue.register": "written by adds and worker heartbeats; `emq queues --repair` for operators",
     "Queue.unregister": "done by `obliterate`; the Rust API for operators",
@@ -45,8 +45,6 @@ CORE_ONLY = {
     "Queue.migrate_from_bullmq": "an operator's one-off step: `emq migrate` and the Rust API",
     "Queue.migrated_id": "the migration's lookup, for operators: `emq migrate` and the Rust API",
     "Queue.migrated_source": "the migration's lookup, for operators: `emq migrate` and the Rust API",
-    # The one read of the server's clock (core/src/clock.rs), for the core's own callers and the CLI.
-    "Queue.server_time_ms": "plumbing: scripts take their instants from the server's TIME themselves",
     "WorkerHandle.close_within": "Rust form of `close` with a deadline; bindings take it as a worker option",
     "WorkerHandle.running": "Rust introspection; bindings report `stats`",
 }
