@@ -34,6 +34,10 @@ impl Drop for WorkerHandle {
         if std::process::id() != self.pid {
             return;
         }
+        // Abort the tasks first: a fetch loop still running could register in `waiters` again
+        // after the withdrawal below (its handle would only drop after this body), and an add
+        // would then hand a job to the gone worker (Kotlin's QueueTest saw it ACTIVE now and then).
+        drop(std::mem::take(&mut self.tasks));
         let s = self.shared.clone();
         let gone = async move {
             let _ = tokio::time::timeout(Duration::from_millis(500), withdraw(&s)).await;
