@@ -295,6 +295,13 @@ fn num<T: std::str::FromStr>(map: &HashMap<String, String>, k: &str) -> Option<T
 }
 
 impl Job {
+    /// The options it was added with, typed (the defaults where [`Job::options`] omits a field).
+    /// The record holds only what the core wrote, so this parse does not fail in practice; a
+    /// record it cannot read yields the defaults rather than a half-read set.
+    pub fn job_options(&self) -> crate::options::JobOptions {
+        serde_json::from_value(self.options.clone()).unwrap_or_default()
+    }
+
     /// Builds a job from its record's fields.
     pub(crate) fn from_record(
         id: JobId,

@@ -138,12 +138,14 @@ where
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            // The queue first, so a reader that sees the worker listed finds its queue registered
+            // (registering after the beat left a window a test hit).
+            let _ = queue.register().await;
             // A failed beat (datastore away) is retried at the next tick; the registration lapses
             // meanwhile, which is the truth.
             if let Err(e) = beat(&queue, &id, concurrency, running(), TTL).await {
                 tracing::debug!(queue = %queue.name(), error = %e, "worker heartbeat failed");
             }
-            let _ = queue.register().await;
         }
     })
 }

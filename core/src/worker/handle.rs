@@ -1,0 +1,202 @@
+//! [`WorkerHandle`]: stats, graceful close (grace period, then interrupt and release), abort on drop; [`WorkerAborter`].
+
+use super::*;
+
+/// A running worker. Dropping it aborts the worker at once (leases then expire and the jobs are
+/// recovered by a sweep); [`WorkerHandle::close`] shuts it down gracefully.
+pub struct WorkerHandle {
+    pub(super) shared: Arc<Shared>,
+    pub(super) tasks: Vec<TaskHandle>,
+    /// The runtime the worker runs on, to withdraw its registration when dropped.
+    pub(super) runtime: tokio::runtime::Handle,
+    /// The process that started it.
+    pub(super) pid: u32,
+}
+
+/// Removes a worker's entry from the queue's `waiters` set, so no add hands it a job any more.
+pub(super) async fn withdraw(s: &Shared) {
+    let _: std::result::Result<i64, _> = redis::cmd("ZREM")
+        .arg(&s.queue.keys().waiters)
+        .arg(&s.waiter)
+        .query_async(&mut s.queue.store().conn())
+        .await;
+}
+
+impl Drop for WorkerHandle {
+    /// Aborts the worker (its tasks end with their handles) and withdraws its registration: on a
+    /// thread outside the runtime (a binding's finaliser) before returning, bounded to 500 ms;
+    /// inside it, in a spawned task. Once `close` ran, there is nothing to withdraw.
+    fn drop(&mut self) {
+        if self.shared.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // A forked child holds a copy of its parent's worker whose runtime threads do not exist.
+        if std::process::id() != self.pid {
+            return;
+        }
+        let s = self.shared.clone();
+        let gone = async move {
+            let _ = tokio::time::timeout(Duration::from_millis(500), withdraw(&s)).await;
+            crate::worker_registry::leave(&s.queue, &s.waiter).await;
+        };
+        let outside = tokio::runtime::Handle::try_current().is_err();
+        if outside && self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            let rt = &self.runtime;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(gone)));
+        } else {
+            self.runtime.spawn(gone);
+        }
+    }
+}
+
+/// What a graceful close did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CloseReport {
+    /// Jobs given back to wait, uncounted: those still running at the end of the grace period
+    /// and those leased ahead (0 after [`WorkerAborter::abort`]).
+    pub released: u64,
+}
+
+impl WorkerHandle {
+    /// Its counters.
+    pub fn stats(&self) -> WorkerStats {
+        let s = &self.shared;
+        WorkerStats {
+            completed: s.completed.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            lease_lost: s.lease_lost.load(Ordering::Relaxed),
+            recovered: s.recovered.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Jobs running now.
+    pub fn running(&self) -> usize {
+        self.shared.running.load(Ordering::Relaxed)
+    }
+
+    /// A switch that makes a close in progress (or the next one) stop at once: see
+    /// [`WorkerAborter`]. Take it before calling `close`, which consumes the handle.
+    pub fn aborter(&self) -> WorkerAborter {
+        WorkerAborter {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Graceful shutdown with the worker's `shutdown_deadline` as the grace period; see
+    /// [`WorkerHandle::close_within`].
+    pub async fn close(self) -> Result<CloseReport> {
+        let deadline = self.shared.opts.shutdown_deadline;
+        self.close_within(deadline).await
+    }
+
+    /// Graceful shutdown with `grace` as the grace period:
+    ///
+    /// 1. no new jobs are taken (the worker leaves `waiters`, stops claiming);
+    /// 2. running handlers get up to `grace` to finish; their outcomes are recorded as usual;
+    /// 3. then each handler still running is told ([`Interrupt::Shutdown`]: Rust futures are
+    ///    dropped, a binding's handler is cancelled in its language) and given up to
+    ///    [`SHUTDOWN_STOP_WAIT`] to stop;
+    /// 4. every job still held (running or leased ahead) goes back to the front of wait (or its
+    ///    priority) with `release.lua`: its attempt is not counted, and it is neither failed nor
+    ///    stalled.
+    ///
+    /// [`WorkerAborter::abort`] cuts this short at any point: nothing more is waited for or
+    /// released (the leases expire and the sweep recovers the jobs, as after a crash).
+    pub async fn close_within(mut self, grace: Duration) -> Result<CloseReport> {
+        let s = self.shared.clone();
+        // No add hands this worker a job from now on (best effort: an entry already pushed is
+        // popped by a blocked worker, or undone when its lease expires).
+        withdraw(&s).await;
+        s.stopping.store(true, Ordering::SeqCst);
+        s.wake.notify_waiters();
+        s.wake.notify_one();
+        s.stop.notify_waiters();
+        let until = Instant::now() + grace;
+        // Let the fetch loop finish what it is doing (a claim in flight registers its jobs), so no
+        // job it leased is left behind; it ends at its next check of `stopping`.
+        if !self.tasks.is_empty() {
+            let fetch = self.tasks.remove(0);
+            fetch
+                .join_within(
+                    until
+                        .saturating_duration_since(Instant::now())
+                        .max(Duration::from_millis(100)),
+                )
+                .await;
+        }
+        wait_idle(&s, until).await;
+        if !s.aborted.load(Ordering::SeqCst) && s.running.load(Ordering::SeqCst) > 0 {
+            // The grace period is over: tell the running handlers, and let them stop.
+            for f in s.flights.lock().expect("flights").values() {
+                if let Some(tx) = &f.interrupt {
+                    interrupt(tx, Interrupt::Shutdown);
+                }
+            }
+            wait_idle(&s, Instant::now() + SHUTDOWN_STOP_WAIT).await;
+        }
+        let mut report = CloseReport::default();
+        let held: Vec<(JobId, String)> = {
+            let mut flights = s.flights.lock().expect("flights");
+            flights
+                .drain()
+                .map(|(id, mut f)| {
+                    if let Some(a) = f.abort.take() {
+                        a.abort();
+                    }
+                    (id, f.token)
+                })
+                .collect()
+        };
+        if !s.aborted.load(Ordering::SeqCst) {
+            release_jobs(&s, &held).await;
+        }
+        // Released here, or by their slots when told to stop.
+        report.released = s.released.load(Ordering::SeqCst);
+        for t in self.tasks.drain(..) {
+            t.stop().await;
+        }
+        crate::worker_registry::leave(&s.queue, &s.waiter).await;
+        Ok(report)
+    }
+}
+
+/// Longest a graceful close waits, after the grace period, for interrupted handlers to stop
+/// before it releases their jobs anyway.
+pub const SHUTDOWN_STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits until no handler runs and no completion is unrecorded, `until` passes, or the worker is
+/// aborted.
+pub(super) async fn wait_idle(s: &Shared, until: Instant) {
+    while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
+        && Instant::now() < until
+        && !s.aborted.load(Ordering::SeqCst)
+    {
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = tokio::time::timeout(left.min(Duration::from_millis(50)), s.idle.notified()).await;
+    }
+}
+
+/// Stops a worker at once, from anywhere (a second Ctrl-C): a close in progress stops waiting
+/// and releases nothing, running handlers are dropped (cancelled in a binding), and the jobs come
+/// back through their leases, as after a crash.
+#[derive(Clone)]
+pub struct WorkerAborter {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl WorkerAborter {
+    /// Aborts the worker (idempotent).
+    pub fn abort(&self) {
+        let s = &self.shared;
+        s.aborted.store(true, Ordering::SeqCst);
+        s.stopping.store(true, Ordering::SeqCst);
+        s.wake.notify_waiters();
+        s.stop.notify_waiters();
+        s.idle.notify_waiters();
+        for f in s.flights.lock().expect("flights").values_mut() {
+            if let Some(a) = f.abort.take() {
+                a.abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Lease renewal: every in-flight job renewed in one `renew.lua` call; lost leases flagged to their handlers.
+
+use super::*;
+
+pub(super) async fn renew(
+    s: &Shared,
+    lease_ms: u64,
+    pairs: &[(JobId, String)],
+) -> Result<Vec<String>> {
+    let mut lost = Vec::new();
+    for chunk in pairs.chunks(500) {
+        let mut inv = script::RENEW.on(s.queue.name(), None)?.arg(lease_ms);
+        for (id, token) in chunk {
+            inv = inv.arg(*id).arg(token);
+        }
+        let l: Vec<String> = inv.invoke(s.queue.store()).await?;
+        lost.extend(l);
+    }
+    Ok(lost)
+}
+
+pub(super) async fn renew_loop(s: Arc<Shared>) {
+    loop {
+        let (groups, shortest) = {
+            let flights = s.flights.lock().expect("flights");
+            let mut groups: HashMap<u64, Vec<(JobId, String)>> = HashMap::new();
+            let mut shortest = s.opts.lease.as_millis() as u64;
+            for (id, f) in flights.iter() {
+                groups
+                    .entry(f.lease_ms)
+                    .or_default()
+                    .push((*id, f.token.clone()));
+                shortest = shortest.min(f.lease_ms);
+            }
+            (groups, shortest)
+        };
+        for (lease_ms, pairs) in groups {
+            match renew(&s, lease_ms, &pairs).await {
+                Ok(lost) => {
+                    let flights = s.flights.lock().expect("flights");
+                    for id in lost.iter().filter_map(|t| JobId::parse(t).ok()) {
+                        if let Some(f) = flights.get(&id) {
+                            f.lost.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "lease renewal failed; will retry"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis((shortest / 3).max(50))).await;
+    }
+}

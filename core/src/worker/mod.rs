@@ -1,0 +1,221 @@
+//! [`Worker`]: leases jobs from one queue and runs a [`Handler`] on them, N at a time.
+//!
+//! - **Fetch** is select-then-claim: `claim.lua` leases ready ids from the queue's containers; the
+//!   worker then reads each job's record with one pipelined HMGET. Completing jobs leases the
+//!   worker's next ones in the same script (`complete.lua`).
+//! - **Prefetch**: a worker holds up to `concurrency + prefetch` leased jobs; the extra ones wait in a
+//!   local buffer (their leases renewed like running ones), so a slot whose job ends starts the next
+//!   at once while the completion travels, and one `complete.lua` call records and refills a batch.
+//!   The buffer is used only once the worker's jobs have shown to be short (see
+//!   [`PREFETCH_MAX_JOB`]), so long jobs are never held back from other workers.
+//! - **Waiting** for work blocks (BRPOP on the queue's `handoff` and marker lists) on a dedicated
+//!   connection, never on the shared one, for at most the time until the next delayed job is due.
+//!   The worker registers in `waiters` in the same pipeline, so an add that finds the queue empty
+//!   leases its job to it and hands it over whole (see [`crate::handoff`]): the job starts after one
+//!   round trip, the add's own. A marker that names a job is claimed and read in one call.
+//! - **Leases** are renewed in the background (`renew.lua`, all in-flight jobs in one call); a job
+//!   whose lease is lost is flagged to its handler and its completion is refused.
+//! - **Failures** (an error, a panic, a timeout) fail the job, never the worker: retry with backoff
+//!   while attempts remain, unless the error is unrecoverable.
+//! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
+//!   recovers each job (`sweep.lua`, then `recover.lua` per id).
+//! - **Retention**: finished jobs are trimmed by count and age in the background.
+//! - **Shutdown**: [`WorkerHandle::close`] stops fetching, lets in-flight jobs finish within the
+//!   grace period (`shutdown_deadline`), then tells the handlers still running to stop
+//!   ([`Interrupt::Shutdown`]) and releases their jobs to the front of wait, attempts not counted.
+//!   [`WorkerAborter::abort`] (a second Ctrl-C) and dropping the handle stop at once; the leases
+//!   then expire and the sweep recovers the jobs.
+//! - **Interrupts**: a cancel ([`Queue::cancel`], learned from the queue's `cancels` stream, which
+//!   a task follows with a blocking XREAD), a job's timeout, or the end of the grace period tells
+//!   the run through its [`JobContext`]; the run is stopped (dropped, or awaited for a cooperative
+//!   binding handler) before its outcome is recorded, so a retry never overlaps it.
+//!
+//! Files, one concern each: `builder.rs` (options validated, tasks started), `handle.rs` (stats,
+//! close, abort), `fetch.rs` (claim, block, hand-off), `slots.rs` (capacity and dispatch), `run.rs`
+//! (a handler's run, its interrupts, releases), `outcome.rs` (completions and failures recorded),
+//! `lease.rs` (renewal), `cancel.rs` (the `cancels` stream), `maintenance.rs` (sweep, schedulers,
+//! retention). This file holds the options, the stats and the state the tasks share.
+
+use crate::error::{ErrorCode, Result};
+use crate::handler::{
+    interrupt, interrupt_channel, Handler, HandlerError, HandlerResult, Interrupt, InterruptTx,
+    JobContext,
+};
+use crate::handoff;
+use crate::job::{Job, JobState};
+use crate::job_id::JobId;
+use crate::keyspace::JobPart;
+use crate::options::Retention;
+use crate::queue::Queue;
+use crate::script::{self, Invocation};
+use crate::task::TaskHandle;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+mod builder;
+mod cancel;
+mod fetch;
+mod handle;
+mod lease;
+mod maintenance;
+mod outcome;
+mod run;
+mod slots;
+
+pub use builder::{Worker, WorkerBuilder};
+use cancel::*;
+use fetch::*;
+use handle::withdraw;
+pub use handle::{CloseReport, WorkerAborter, WorkerHandle, SHUTDOWN_STOP_WAIT};
+use lease::*;
+use maintenance::*;
+use outcome::*;
+use run::*;
+pub use run::{CANCELLED, INTERRUPT_DROP_AFTER};
+use slots::*;
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Lease length (renewed every third of it while the handler runs).
+    pub lease: Duration,
+    /// How often the stalled sweep runs (one worker at a time).
+    pub stalled_interval: Duration,
+    /// Stalls allowed before a job fails.
+    pub max_stalls: u32,
+    /// Longest single wait for work.
+    pub block_timeout: Duration,
+    /// The shutdown grace period: how long `close` lets running handlers finish before it tells
+    /// them to stop and releases their jobs (uncounted). Bindings call it `shutdown_timeout`
+    /// (Python: seconds; Node: `shutdownTimeout`, ms).
+    pub shutdown_deadline: Duration,
+    /// Retention of completed jobs.
+    pub completed: Retention,
+    /// Retention of failed jobs.
+    pub failed: Retention,
+    /// How often retention is applied.
+    pub trim_interval: Duration,
+    /// Jobs leased ahead of the handlers (None: twice `concurrency`, clamped to 16..=256; `Some(0)`:
+    /// none).
+    /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
+    /// average.
+    pub prefetch: Option<usize>,
+}
+
+/// Prefetch pauses while the worker's jobs average longer than this: a long job would keep the
+/// buffered ones from other workers for its whole run.
+pub const PREFETCH_MAX_JOB: Duration = Duration::from_millis(50);
+
+impl Default for WorkerOptions {
+    fn default() -> WorkerOptions {
+        WorkerOptions {
+            concurrency: 1,
+            lease: Duration::from_secs(30),
+            stalled_interval: Duration::from_secs(15),
+            max_stalls: 1,
+            block_timeout: Duration::from_secs(5),
+            shutdown_deadline: Duration::from_secs(10),
+            completed: Retention::COMPLETED,
+            failed: Retention::FAILED,
+            trim_interval: Duration::from_secs(5),
+            prefetch: None,
+        }
+    }
+}
+
+/// Counters of one worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerStats {
+    /// Jobs completed.
+    pub completed: u64,
+    /// Runs that failed (retried or not).
+    pub failed: u64,
+    /// Completions or failures refused because the lease was lost.
+    pub lease_lost: u64,
+    /// Stalled jobs this worker recovered.
+    pub recovered: u64,
+}
+
+struct Flight {
+    token: String,
+    lease_ms: u64,
+    lost: Arc<AtomicBool>,
+    abort: Option<tokio::task::AbortHandle>,
+    /// The running handler's interrupt (None while the job waits in the buffer).
+    interrupt: Option<InterruptTx>,
+    /// A cancel that arrived while the job waited in the buffer (its reason).
+    cancel: Option<String>,
+}
+
+/// A successful run waiting for the completer to record it.
+struct Completion {
+    id: JobId,
+    token: String,
+    result: String,
+    keep: bool,
+    dedup: String,
+}
+
+/// Jobs leased and read but not started yet, and the slots running now; one lock, so a job pushed
+/// here is always either taken by a running slot or given a new one.
+#[derive(Default)]
+struct Ready {
+    jobs: std::collections::VecDeque<(Job, String)>,
+    slots: usize,
+}
+
+/// Most completions recorded in one call of `complete.lua`.
+const COMPLETE_BATCH: usize = 128;
+
+/// Longest a completion waits for others to share its call, and only while the worker's slots all
+/// have buffered jobs to go on with.
+const COMPLETE_LINGER: Duration = Duration::from_millis(2);
+
+struct Shared {
+    completions: tokio::sync::mpsc::UnboundedSender<Completion>,
+    queue: Queue,
+    handler: Arc<dyn Handler>,
+    opts: WorkerOptions,
+    flights: Mutex<HashMap<JobId, Flight>>,
+    /// Slots running a job (mirrors `ready.slots` for lock-free reads).
+    running: AtomicUsize,
+    ready: Mutex<Ready>,
+    /// Leased jobs not finished yet, plus claims in flight (their reservations).
+    held: AtomicUsize,
+    /// Completions sent to the completer and not yet recorded.
+    unrecorded: AtomicUsize,
+    /// Recent handler run time, µs (moving average; `u64::MAX` until the first job ends).
+    job_us: AtomicU64,
+    stopping: AtomicBool,
+    /// Set by [`WorkerAborter::abort`]: close stops waiting and releases nothing.
+    aborted: AtomicBool,
+    /// Jobs given back to wait (uncounted) so far.
+    released: AtomicU64,
+    /// Cancel requests read from the `cancels` stream for jobs not (yet) registered here: a job
+    /// leased by a claim still on its way is cancelled as it registers. Locked after `flights`.
+    early_cancels: Mutex<HashMap<JobId, (String, Instant)>>,
+    wake: Notify,
+    stop: Notify,
+    idle: Notify,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    lease_lost: AtomicU64,
+    recovered: AtomicU64,
+    /// This worker's entry in the queue's `waiters` set: "<random id>|<lease ms>".
+    waiter: String,
+}
+
+/// The dedicated connection a worker blocks on, and its server-side client id (for CLIENT UNBLOCK
+/// at close, so a popped entry is never dropped with the connection).
+struct Blocking {
+    conn: redis::aio::MultiplexedConnection,
+    client_id: Option<i64>,
+}
+
+/// A leased job: id, token, and its record once read.
+type Leased = (JobId, String);

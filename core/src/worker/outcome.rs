@@ -1,0 +1,212 @@
+//! Recording outcomes: completions batched into `complete.lua` calls (which also lease the next jobs), failures with retry and backoff.
+
+use super::*;
+
+/// Completes a job (handing it to the completer, which records it in a batch) or fails it.
+pub(super) async fn finish(s: &Arc<Shared>, job: &Job, token: &str, outcome: HandlerResult) {
+    let q = &s.queue;
+    let k = q.keys();
+    let opts = job.job_options();
+    match outcome {
+        Ok(result) => {
+            if let Some(parent) = &job.parent {
+                // The second step of a flow child's completion goes first: it is idempotent, so a
+                // crash before the child's own completion only re-runs the child.
+                if let Err(e) =
+                    crate::flow::notify_parent(q, parent, job.id, Ok(&result), job).await
+                {
+                    tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
+                    return;
+                }
+                if std::env::var_os("EMQ_FAULT_AFTER_PARENT_STEP").is_some() {
+                    // Chaos hook for tests: die between a child's two completion steps.
+                    std::process::abort();
+                }
+            }
+            let c = Completion {
+                id: job.id,
+                token: token.to_string(),
+                result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
+                keep: !opts.remove_on_complete,
+                dedup: job.dedup.clone().unwrap_or_default(),
+            };
+            s.unrecorded.fetch_add(1, Ordering::SeqCst);
+            if s.completions.send(c).is_err() {
+                s.unrecorded.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        Err(err) => {
+            s.failed.fetch_add(1, Ordering::Relaxed);
+            let delay = opts.backoff.delay(job.attempts_made + 1, opts.jitter);
+            let failure = serde_json::json!({
+                "code": err.code, "message": err.message, "stack": err.stack,
+            });
+            let last = err.unrecoverable || job.attempts_made + 1 >= job.attempts;
+            if let (true, Some(parent)) = (last, &job.parent) {
+                if let Err(e) =
+                    crate::flow::notify_parent(q, parent, job.id, Err(&failure), job).await
+                {
+                    tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
+                    return;
+                }
+            }
+            let r = script::FAIL
+                .prepare()
+                .key(&q.name().job_key(job.id, JobPart::Record))
+                .key(&q.name().job_key(job.id, JobPart::Logs))
+                .key(&k.active)
+                .key(&k.leases)
+                .key(&k.wait)
+                .key(&k.paused)
+                .key(&k.delayed)
+                .key(&k.failed)
+                .key(&k.dedup)
+                .key(&k.meta)
+                .key(&k.events)
+                .key(&k.marker)
+                .key(&k.metrics)
+                .key(&k.groups)
+                .key(&k.prioritized)
+                .key(&k.delayed_priority)
+                .arg(job.id)
+                .arg(token)
+                .arg(failure.to_string())
+                .arg(delay.as_millis() as u64)
+                .arg(if err.unrecoverable { "0" } else { "1" })
+                .arg(if opts.remove_on_fail { "0" } else { "1" })
+                .arg(q.max_events)
+                .invoke::<String>(q.store())
+                .await;
+            if let Err(e) = r {
+                note_finish_error(s, job.id, e);
+            }
+        }
+    }
+}
+
+/// Records successful runs in batches: one call of `complete.lua` completes every run that finished
+/// since the last call and leases as many next jobs as the worker has room for.
+pub(super) async fn complete_loop(
+    s: Arc<Shared>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Completion>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < COMPLETE_BATCH {
+            match rx.try_recv() {
+                Ok(c) => batch.push(c),
+                Err(_) => break,
+            }
+        }
+        // While every slot has a buffered job to go on with, nobody waits for this call's refill:
+        // let a few more completions join it (at most COMPLETE_LINGER), so slow handlers (a
+        // foreign language's hop per job) still share one call among several jobs.
+        let linger_until = tokio::time::Instant::now() + COMPLETE_LINGER;
+        while batch.len() < COMPLETE_BATCH
+            && !s.stopping.load(Ordering::SeqCst)
+            && s.ready.lock().expect("ready").jobs.len() >= s.opts.concurrency
+        {
+            match tokio::time::timeout_at(linger_until, rx.recv()).await {
+                Ok(Some(c)) => batch.push(c),
+                _ => break,
+            }
+        }
+        let want = reserve(&s, usize::MAX);
+        let q = &s.queue;
+        let k = q.keys();
+        let mut inv = script::COMPLETE
+            .prepare()
+            .key(&k.active)
+            .key(&k.leases)
+            .key(&k.completed)
+            .key(&k.dedup)
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.delayed)
+            .key(&k.prioritized)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.marker)
+            .key(&k.limiter)
+            .key(&k.metrics)
+            .key(&k.groups)
+            .key(&k.group_counts)
+            .key(&k.group_windows)
+            .key(&k.handoff)
+            .key(&k.delayed_priority);
+        for c in &batch {
+            inv = inv
+                .key(&q.name().job_key(c.id, JobPart::Record))
+                .key(&q.name().job_key(c.id, JobPart::Logs));
+        }
+        inv = inv
+            .arg(want)
+            .arg(s.opts.lease.as_millis() as u64)
+            .arg(q.max_events);
+        for c in &batch {
+            inv = inv
+                .arg(c.id)
+                .arg(c.token.as_str())
+                .arg(c.result.as_str())
+                .arg(if c.keep { "1" } else { "0" })
+                .arg(c.dedup.as_str());
+        }
+        let reply = inv
+            .invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store())
+            .await
+            .and_then(|(status, claim)| Ok((status, parse_claim(claim)?.1)));
+        match reply {
+            Err(e) => {
+                unreserve(&s, want);
+                for c in &batch {
+                    note_finish_error(&s, c.id, e.clone());
+                }
+            }
+            Ok((status, next)) => {
+                for (c, st) in batch.iter().zip(&status) {
+                    if *st == 1 {
+                        s.completed.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        note_finish_error(
+                            &s,
+                            c.id,
+                            crate::Error::new(ErrorCode::LeaseLost, "lease lost"),
+                        );
+                    }
+                }
+                unreserve(&s, want - next.len());
+                if !next.is_empty() {
+                    // Reading the next jobs' records is one more round trip: do it off this loop
+                    // so the next batch of completions can go out meanwhile. The batch counts as
+                    // unrecorded until its next jobs are registered, so `close` waits for them.
+                    let s2 = s.clone();
+                    let n = batch.len();
+                    tokio::spawn(async move {
+                        start(&s2, next).await;
+                        recorded(&s2, n);
+                    });
+                    continue;
+                }
+            }
+        }
+        recorded(&s, batch.len());
+    }
+}
+
+/// `n` completions are recorded (and their next jobs registered).
+pub(super) fn recorded(s: &Shared, n: usize) {
+    if s.unrecorded.fetch_sub(n, Ordering::SeqCst) == n {
+        // Nothing more on its way: the fetch loop claims (or waits) from here.
+        s.wake.notify_one();
+        s.idle.notify_waiters();
+    }
+}
+
+pub(super) fn note_finish_error(s: &Shared, id: JobId, e: crate::Error) {
+    if e.code() == ErrorCode::LeaseLost {
+        s.lease_lost.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(job = %id, "lease lost before the job finished; its result was not recorded");
+    } else {
+        tracing::warn!(job = %id, error = %e, "could not record the job's outcome; it will be recovered when its lease expires");
+    }
+}
