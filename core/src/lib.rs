@@ -13,6 +13,7 @@
 //! - [`error`]: one error type with stable codes.
 
 pub mod audit;
+pub mod durable;
 pub mod error;
 pub mod events;
 pub mod flow;
@@ -37,6 +38,7 @@ pub mod task;
 pub mod worker;
 pub mod worker_registry;
 
+pub use durable::Durability;
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
 pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};

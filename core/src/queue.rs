@@ -211,6 +211,7 @@ impl Queue {
         };
         let batch = [(id, &job, data)];
         let refused = self.add_call(&batch, self.retry_deadline()).await?;
+        self.durable_wait(&[id]).await?;
         self.register_after_add().await;
         let held = match refused.get(1) {
             Some(holder) => JobId::parse(holder)?,
@@ -220,6 +221,16 @@ impl Queue {
             self.debounce(held, &job.options, &batch[0].2).await?;
         }
         Ok(held)
+    }
+
+    /// With durable adds on: waits for the replicas to acknowledge the adds of `ids`.
+    async fn durable_wait(&self, ids: &[JobId]) -> Result<()> {
+        match &self.store.options().durable {
+            Some(d) => {
+                crate::durable::wait_for_replicas(&self.store, &self.keys.meta, d, ids).await
+            }
+            None => Ok(()),
+        }
     }
 
     /// Until when an add started now resends while the datastore is unavailable.
@@ -330,6 +341,7 @@ impl Queue {
             self.settle_group(&prepared, first, joined(call.await), deadline, &mut settle)
                 .await?;
         }
+        self.durable_wait(&ids).await?;
         self.register_after_add().await;
         Ok(ids)
     }

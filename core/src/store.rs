@@ -35,6 +35,9 @@ pub struct ConnectOptions {
     /// How long an add keeps resending its call (same job ids, so it never duplicates) while the
     /// datastore is unavailable: a restart, a failover, LOADING. Default 10 s; zero sends once.
     pub retry_unavailable: Duration,
+    /// Opt-in durable adds: every add waits for this many replicas (`WAIT`) and fails with
+    /// `timeout` when they did not acknowledge in time (see [`crate::durable`]). Default: none.
+    pub durable: Option<crate::durable::Durability>,
 }
 
 impl ConnectOptions {
@@ -54,12 +57,19 @@ impl ConnectOptions {
             response_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             retry_unavailable: Duration::from_secs(10),
+            durable: None,
         }
     }
 
     /// Sets how long an add retries while the datastore is unavailable.
     pub fn retry_unavailable(mut self, window: Duration) -> ConnectOptions {
         self.retry_unavailable = window;
+        self
+    }
+
+    /// Makes every add wait for `replicas` replicas, at most `timeout` (checked at connect).
+    pub fn durable(mut self, replicas: u32, timeout: Duration) -> ConnectOptions {
+        self.durable = Some(crate::durable::Durability { replicas, timeout });
         self
     }
 
@@ -166,6 +176,9 @@ impl Store {
             .urls
             .first()
             .ok_or_else(|| Error::new(ErrorCode::InvalidOption, "no datastore URL was given"))?;
+        if let Some(d) = &options.durable {
+            d.validate()?;
+        }
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connect_timeout));
