@@ -73,6 +73,15 @@ impl ConnectOptions {
         self
     }
 
+    /// As [`ConnectOptions::durable`] from a binding's whole numbers (out-of-range values are
+    /// refused at connect, naming the bounds).
+    pub fn durable_counts(self, replicas: u64, timeout_ms: u64) -> ConnectOptions {
+        self.durable(
+            u32::try_from(replicas).unwrap_or(u32::MAX),
+            Duration::from_millis(timeout_ms),
+        )
+    }
+
     /// Sets guarded mode.
     pub fn guarded(mut self, on: bool) -> ConnectOptions {
         self.guarded = on;

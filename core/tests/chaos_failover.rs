@@ -296,7 +296,7 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
     cluster.stop();
     let victim = &figures[0];
     report(
-        "cluster master SIGKILLed, replica promoted (3+3, node timeout 2 s)",
+        "cluster master SIGKILLed after its replica lagged, replica promoted (3+3, node timeout 2 s), plain adds",
         json!({
             "topology": "cluster 3+3", "faults": 1,
             "jobs": figures.iter().map(|f| f["acked"].as_u64().unwrap()).sum::<u64>(),
@@ -308,6 +308,15 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
             "run_twice": figures.iter().map(|f| f["run_twice"].as_u64().unwrap()).sum::<u64>(),
             "recovery_ms_max": resumed_ms, "recovery_bound_ms": null,
             "queues": figures, "seconds": started.elapsed().as_secs(),
+        }),
+    );
+    report(
+        "cluster master SIGKILLed after its replica lagged, durable adds (WAIT 1 replica, 500 ms)",
+        json!({
+            "topology": "cluster 3+3", "faults": 1, "jobs": durable_acked.len(),
+            "lost": durable_lost, "run_twice": null, "recovery_ms_max": null,
+            "recovery_bound_ms": null, "add_errors": durable_errors,
+            "replica_lag_ms": lag.as_millis() as u64,
         }),
     );
 }
