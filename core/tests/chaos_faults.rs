@@ -263,6 +263,17 @@ async fn a_sigkill_storm_on_python_and_node_workers_loses_nothing() {
     let (worst, unresolved) = watch.worst();
     fleet.stop_all();
     let labels: Vec<&str> = langs.iter().map(|l| l.0).collect();
+    // Child n speaks langs[n % langs.len()] (spawned in turn): every language ran jobs.
+    let mut runs_by: HashMap<&str, usize> = HashMap::new();
+    for run in fleet.runs.values().flatten() {
+        *runs_by.entry(labels[run.child % labels.len()]).or_default() += 1;
+    }
+    for l in &labels {
+        assert!(
+            runs_by.get(l).copied().unwrap_or(0) > 0,
+            "no {l} worker ran a job: {runs_by:?}"
+        );
+    }
     assert!(done_kills > 0, "the storm killed nobody");
     assert_eq!(lost, 0);
     assert_eq!(unresolved, 0, "stranded jobs never left active");
@@ -276,7 +287,7 @@ async fn a_sigkill_storm_on_python_and_node_workers_loses_nothing() {
             "topology": "standalone", "faults": done_kills, "jobs": n, "lost": lost,
             "run_twice": twice, "recovery_ms_max": worst, "restarted_elsewhere_ms_max": restart,
             "recovery_bound_ms": RECOVERY_BOUND_MS, "seconds": started.elapsed().as_secs(),
-            "languages": labels,
+            "languages": labels, "runs_by_language": runs_by,
         }),
     );
 }
