@@ -4,16 +4,16 @@
 //! before its replica had it loses the job in a failover; an add that returned from a durable
 //! connection was acknowledged by `replicas` replicas too, and survives the promotion of one of
 //! them. When fewer replicas acknowledged within `timeout`, the add fails with `timeout`, naming
-//! the job ids: the job *is* written on the master (and may survive), and adding again with the same
-//! id (`JobOptions::id`) is idempotent.
-//!
-//! The `WAIT` holds the shared connection for its duration (at most `timeout`, normally about one
-//! round trip to the replica): connect a durable producer apart from the workers.
+//! the job ids: the job may be written on the master (and may survive), and adding again with the
+//! same id (`JobOptions::id`) is idempotent. Each durable add call opens a dedicated connection to
+//! the queue's master (see [`add_durably`]): a durable add costs a connection set-up and a few round
+//! trips more than a plain one.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
 use crate::keyspace::Key;
-use crate::store::{Conn, Store};
+use crate::script::Invocation;
+use crate::store::Store;
 use std::time::Duration;
 
 /// How many replicas must acknowledge an add, and for how long to wait for them.
@@ -64,47 +64,79 @@ impl Durability {
     }
 }
 
-/// Waits until `d.replicas` replicas have every write this connection sent to the master owning
-/// `key`'s slot (so the adds of `ids`, sent before); `timeout` naming the ids when they did not in
-/// time.
-pub(crate) async fn wait_for_replicas(
+/// Sends one add call and its WAIT on a dedicated connection to the master that owns `meta`'s
+/// slot (no reconnect, no fallback to another node: a WAIT that the cluster client retried on
+/// another node, or that a reconnected connection sent, would answer for nobody's writes and
+/// acknowledge an add no replica has; the suite saw exactly that). Between the two, one replicated
+/// write of the queue's (`meta` field `durable_probes`): replication is one ordered stream per
+/// master, so the replicas that have it have every job record the master held before it, including
+/// a job an earlier attempt wrote (a resend with the same id writes nothing). A broken connection
+/// is `server_unavailable` (the caller resends, same ids); too few replicas in time, `timeout`.
+pub(crate) async fn add_durably<T: redis::FromRedisValue>(
     store: &Store,
-    key: &Key,
+    meta: &Key,
+    inv: Invocation,
     d: &Durability,
-    ids: &[JobId],
-) -> Result<()> {
-    let mut cmd = redis::cmd("WAIT");
-    cmd.arg(d.replicas).arg(d.timeout.as_millis() as u64);
-    let acked: i64 = match store.conn() {
-        Conn::Single(mut c) => cmd.query_async(&mut c).await?,
-        Conn::Cluster(mut c) => {
-            use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-            // Left to itself the cluster client sends WAIT to every master (the minimum wins):
-            // only the master that took the add counts.
-            let route = Route::new(key.slot(), SlotAddr::Master);
-            let v = c
-                .route_command(
-                    cmd,
-                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                )
-                .await?;
-            redis::from_redis_value(v).map_err(|e| {
-                Error::new(ErrorCode::Internal, format!("unexpected WAIT reply: {e}"))
-            })?
-        }
+    batch: &[(JobId, &crate::queue::NewJob, String)],
+) -> Result<T> {
+    let ids: Vec<JobId> = batch.iter().map(|(id, _, _)| *id).collect();
+    let limit = store.options().response_timeout + d.timeout;
+    let run = async {
+        let mut conn = store.blocking_connection(meta).await?;
+        let cmd = inv.command(store.guarded())?;
+        let reply: T = match cmd.query_async::<T>(&mut conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                store.load_script(inv.script()).await?;
+                cmd.query_async::<T>(&mut conn).await?
+            }
+            other => other?,
+        };
+        let _: i64 = redis::cmd("HINCRBY")
+            .arg(meta)
+            .arg("durable_probes")
+            .arg(1)
+            .query_async(&mut conn)
+            .await?;
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(d.replicas)
+            .arg(d.timeout.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        check(acked, d, &ids)?;
+        Ok(reply)
     };
+    match tokio::time::timeout(limit, run).await {
+        Ok(r) => r,
+        Err(_) => Err(not_durable(
+            &format!(
+                "no answer in {} ms (response timeout + durable timeout)",
+                limit.as_millis()
+            ),
+            d,
+            &ids,
+        )),
+    }
+}
+
+fn check(acked: i64, d: &Durability, ids: &[JobId]) -> Result<()> {
     if acked >= i64::from(d.replicas) {
         return Ok(());
     }
+    Err(not_durable(
+        &format!("{acked} of {} replicas acknowledged the add", d.replicas),
+        d,
+        ids,
+    ))
+}
+
+fn not_durable(what: &str, d: &Durability, ids: &[JobId]) -> Error {
     let shown: Vec<String> = ids.iter().take(5).map(|i| i.to_string()).collect();
     let more = ids.len().saturating_sub(shown.len());
-    Err(Error::new(
+    Error::new(
         ErrorCode::Timeout,
         format!(
-            "not durable: {acked} of {} replicas acknowledged the add within {} ms; the job{} {}{} \
-             written on the master but can be lost in a failover; add again with the same id \
-             (idempotent) to retry",
-            d.replicas,
+            "not durable: {what} within {} ms; the job{} {}{} may be written on the master but \
+             can be lost in a failover; add again with the same id (idempotent) to retry",
             d.timeout.as_millis(),
             if ids.len() == 1 { " is" } else { "s are" },
             shown.join(", "),
@@ -114,5 +146,5 @@ pub(crate) async fn wait_for_replicas(
                 String::new()
             },
         ),
-    ))
+    )
 }

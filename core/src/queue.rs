@@ -211,7 +211,6 @@ impl Queue {
         };
         let batch = [(id, &job, data)];
         let refused = self.add_call(&batch, self.retry_deadline()).await?;
-        self.durable_wait(&[id]).await?;
         self.register_after_add().await;
         let held = match refused.get(1) {
             Some(holder) => JobId::parse(holder)?,
@@ -221,16 +220,6 @@ impl Queue {
             self.debounce(held, &job.options, &batch[0].2).await?;
         }
         Ok(held)
-    }
-
-    /// With durable adds on: waits for the replicas to acknowledge the adds of `ids`.
-    async fn durable_wait(&self, ids: &[JobId]) -> Result<()> {
-        match &self.store.options().durable {
-            Some(d) => {
-                crate::durable::wait_for_replicas(&self.store, &self.keys.meta, d, ids).await
-            }
-            None => Ok(()),
-        }
     }
 
     /// Until when an add started now resends while the datastore is unavailable.
@@ -251,7 +240,13 @@ impl Queue {
         let mut pause = Duration::from_millis(50);
         loop {
             let inv = self.add_invocation(batch)?;
-            match inv.invoke::<Vec<String>>(&self.store).await {
+            let sent = match &self.store.options().durable {
+                Some(d) => {
+                    crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, batch).await
+                }
+                None => inv.invoke::<Vec<String>>(&self.store).await,
+            };
+            match sent {
                 Err(e) if e.code() == ErrorCode::ServerUnavailable => {
                     if Instant::now() + pause >= deadline {
                         return Err(unavailable_add(e, batch));
@@ -322,6 +317,14 @@ impl Queue {
             Ok(())
         };
         let deadline = self.retry_deadline();
+        if self.store.options().durable.is_some() {
+            // Durable: one call at a time, each with its WAIT (crate::durable).
+            for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
+                settle(self.add_call(batch, deadline).await?, n * ADD_BATCH)?;
+            }
+            self.register_after_add().await;
+            return Ok(ids);
+        }
         const GROUP: usize = ADD_BATCH * ADD_IN_FLIGHT;
         let mut pending: Option<(usize, AddGroup)> = None;
         for (g, group) in prepared.chunks(GROUP).enumerate() {
@@ -341,7 +344,6 @@ impl Queue {
             self.settle_group(&prepared, first, joined(call.await), deadline, &mut settle)
                 .await?;
         }
-        self.durable_wait(&ids).await?;
         self.register_after_add().await;
         Ok(ids)
     }

@@ -149,7 +149,11 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
                 )
                 .await;
                 match r {
-                    Ok(Ok(id)) => b.lock().unwrap().acked.push(id),
+                    Ok(Ok(id)) => {
+                        let mut b = b.lock().unwrap();
+                        b.acked.push(id);
+                        b.completions.push(Instant::now());
+                    }
                     Ok(Err(e)) => b.lock().unwrap().add_errors.push(e.code().to_string()),
                     Err(_) => b.lock().unwrap().add_errors.push("timeout".into()),
                 }
@@ -275,9 +279,20 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
         (b.acked.clone(), b.add_errors.len())
     };
     let mut durable_lost = 0;
-    for id in &durable_acked {
+    let acked_at = durable_book.lock().unwrap().completions.clone();
+    for (n, id) in durable_acked.iter().enumerate() {
         match books[0].0.get(*id).await.unwrap() {
-            None => durable_lost += 1,
+            None => {
+                durable_lost += 1;
+                let at = acked_at[n];
+                println!(
+                    "durable add {id} lost: acked {} ms {} the kill (lag began {} ms before it); errors {:?}",
+                    if at > killed { at.duration_since(killed) } else { killed.duration_since(at) }.as_millis(),
+                    if at > killed { "after" } else { "before" },
+                    lag.as_millis(),
+                    durable_book.lock().unwrap().add_errors
+                );
+            }
             Some(j) => assert!(j.finished_ms.is_some() && j.failure.is_none(), "{j:?}"),
         }
     }
