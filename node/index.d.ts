@@ -265,7 +265,7 @@ export interface Counts {
 export declare class Queue {
   private constructor();
   /** Connects (one URL, or cluster seed URLs) and opens the queue `name` (`orders` or `{orders}`). */
-  static connect(urls: string | string[], name: string): Promise<Queue>;
+  static connect(urls: string | string[], name: string, options?: { durable?: [replicas: number, timeoutMs: number] }): Promise<Queue>;
   readonly name: string;
   /** Adds a job (payload through `JSON.stringify`); resolves to its id. */
   /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */

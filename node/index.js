@@ -288,7 +288,7 @@ class Queue {
   }
 
   /** Connects to a datastore (one URL, or a list of cluster seed URLs) and opens the queue `name`. */
-  static async connect(urls, name) {
+  static async connect(urls, name, options) {
     const list = Array.isArray(urls) ? urls : [urls];
     if (list.length === 0 || list.some((u) => typeof u !== 'string')) {
       throw emqError('invalid_option', 'Queue.connect needs a URL string or a non-empty array of URL strings');
@@ -296,7 +296,8 @@ class Queue {
     if (typeof name !== 'string') {
       throw emqError('invalid_queue_name', 'the queue name must be a string');
     }
-    const nq = await call(() => native.connect(list, name));
+    // options.durable: [replicas, timeoutMs]: every add waits for that many replicas (WAIT).
+    const nq = await call(() => native.connect(list, name, options && options.durable ? Array.from(options.durable) : undefined));
     return new Queue(kToken, nq);
   }
 

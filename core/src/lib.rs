@@ -15,6 +15,7 @@
 
 pub mod audit;
 mod clock;
+pub mod durable;
 pub mod error;
 pub mod events;
 pub mod flow;
@@ -42,6 +43,7 @@ pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
 
+pub use durable::Durability;
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
 pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};

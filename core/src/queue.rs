@@ -243,7 +243,13 @@ impl Queue {
         let mut pause = Duration::from_millis(50);
         loop {
             let inv = self.add_invocation(batch)?;
-            match inv.invoke::<Vec<String>>(&self.store).await {
+            let sent = match &self.store.options().durable {
+                Some(d) => {
+                    crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, batch).await
+                }
+                None => inv.invoke::<Vec<String>>(&self.store).await,
+            };
+            match sent {
                 Err(e) if e.code() == ErrorCode::ServerUnavailable => {
                     if Instant::now() + pause >= deadline {
                         return Err(unavailable_add(e, batch));
@@ -314,6 +320,14 @@ impl Queue {
             Ok(())
         };
         let deadline = self.retry_deadline();
+        if self.store.options().durable.is_some() {
+            // Durable: one call at a time, each with its WAIT (crate::durable).
+            for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
+                settle(self.add_call(batch, deadline).await?, n * ADD_BATCH)?;
+            }
+            self.register_after_add().await;
+            return Ok(ids);
+        }
         const GROUP: usize = ADD_BATCH * ADD_IN_FLIGHT;
         let mut pending: Option<(usize, AddGroup)> = None;
         for (g, group) in prepared.chunks(GROUP).enumerate() {

@@ -35,6 +35,9 @@ pub struct ConnectOptions {
     /// How long an add keeps resending its call (same job ids, so it never duplicates) while the
     /// datastore is unavailable: a restart, a failover, LOADING. Default 10 s; zero sends once.
     pub retry_unavailable: Duration,
+    /// Opt-in durable adds: every add waits for this many replicas (`WAIT`) and fails with
+    /// `timeout` when they did not acknowledge in time (see [`crate::durable`]). Default: none.
+    pub durable: Option<crate::durable::Durability>,
 }
 
 impl ConnectOptions {
@@ -54,6 +57,7 @@ impl ConnectOptions {
             response_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             retry_unavailable: Duration::from_secs(10),
+            durable: None,
         }
     }
 
@@ -61,6 +65,21 @@ impl ConnectOptions {
     pub fn retry_unavailable(mut self, window: Duration) -> ConnectOptions {
         self.retry_unavailable = window;
         self
+    }
+
+    /// Makes every add wait for `replicas` replicas, at most `timeout` (checked at connect).
+    pub fn durable(mut self, replicas: u32, timeout: Duration) -> ConnectOptions {
+        self.durable = Some(crate::durable::Durability { replicas, timeout });
+        self
+    }
+
+    /// As [`ConnectOptions::durable`] from a binding's whole numbers (out-of-range values are
+    /// refused at connect, naming the bounds).
+    pub fn durable_counts(self, replicas: u64, timeout_ms: u64) -> ConnectOptions {
+        self.durable(
+            u32::try_from(replicas).unwrap_or(u32::MAX),
+            Duration::from_millis(timeout_ms),
+        )
     }
 
     /// Sets guarded mode.
@@ -166,6 +185,9 @@ impl Store {
             .urls
             .first()
             .ok_or_else(|| Error::new(ErrorCode::InvalidOption, "no datastore URL was given"))?;
+        if let Some(d) = &options.durable {
+            d.validate()?;
+        }
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connect_timeout));

@@ -2,7 +2,9 @@
 //! producers and workers run on three queues, one per master. Its replica takes over
 //! (`--cluster-node-timeout 2000`); the queues of the other masters keep going meanwhile, the
 //! dead master's queue resumes by itself, and what asynchronous replication lost (acknowledged
-//! adds missing after the failover) is measured and reported, not hidden.
+//! adds missing after the failover) is measured and reported, not hidden. A durable producer
+//! (`ConnectOptions::durable`: each add waits for a replica) on the dead master's queue beside the
+//! plain one loses none of its acknowledged adds.
 
 mod chaos_support;
 mod common;
@@ -122,14 +124,74 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
         }));
         books.push((q, book));
     }
+    // The durable variant: a producer of its own connection, with every add waiting for one
+    // replica (`ConnectOptions::durable`), on the victim's queue beside the plain one.
+    let durable_store = Store::connect(
+        ConnectOptions::seeds(cluster.urls())
+            .guarded(true)
+            .durable(1, Duration::from_millis(500)),
+    )
+    .await
+    .unwrap();
+    let durable_book: Arc<Mutex<Book>> = Arc::default();
+    {
+        let q = Queue::with_store(durable_store, minter.clone(), &names[0].1).unwrap();
+        let (b, stop2) = (durable_book.clone(), stop.clone());
+        producers.push(tokio::spawn(async move {
+            // Bounded: at most 100,000 adds, stopped by the test well before.
+            for i in 0..100_000u32 {
+                if stop2.load(Ordering::Relaxed) {
+                    break;
+                }
+                let r = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    q.add("fo-durable", json!(i), JobOptions::default()),
+                )
+                .await;
+                match r {
+                    Ok(Ok(id)) => {
+                        let mut b = b.lock().unwrap();
+                        b.acked.push(id);
+                        b.completions.push(Instant::now());
+                    }
+                    Ok(Err(e)) => b.lock().unwrap().add_errors.push(e.code().to_string()),
+                    Err(_) => b.lock().unwrap().add_errors.push("timeout".into()),
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }));
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let victim = cluster
         .nodes()
         .iter()
         .find(|n| n.port() == victim_port)
         .unwrap();
+    // The victim's replica (the one that will be promoted) falls behind first: frozen and cut off
+    // for `lag`, while its master keeps acknowledging adds, then the master dies and the replica
+    // resumes. That is the window asynchronous replication loses; a durable add cannot be
+    // acknowledged in it.
+    let replica = cluster
+        .nodes()
+        .iter()
+        .find(|n| {
+            n.cli(&["INFO", "replication"])
+                .map(|i| i.contains(&format!("master_port:{victim_port}")))
+                .unwrap_or(false)
+        })
+        .expect("the victim's replica");
+    let lag = Duration::from_millis(p.pick(300, 500));
+    let acked_before_lag = books[0].1.lock().unwrap().acked.len();
+    chaos_support::signal(replica.pid(), chaos_support::SIGSTOP);
+    // (What was sent before the freeze sits in the replica's socket; cutting the link makes the
+    // master keep what it acknowledges from now on to itself.)
+    victim
+        .cli(&["CLIENT", "KILL", "TYPE", "replica"])
+        .expect("the master drops its replica link");
+    tokio::time::sleep(lag).await;
     let acked_before_kill = books[0].1.lock().unwrap().acked.len();
     chaos_support::signal(victim.pid(), chaos_support::SIGKILL);
+    chaos_support::signal(replica.pid(), chaos_support::SIGCONT);
     let killed = Instant::now();
 
     // The victim's queue resumes by itself: a completion after the kill of a job added after it.
@@ -211,20 +273,65 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
             "audit_ok": audit.ok(), "audit_problems": audit.problems.len(),
         }));
     }
+    // Every acknowledged durable add survived the failover and completed.
+    let (durable_acked, durable_errors) = {
+        let b = durable_book.lock().unwrap();
+        (b.acked.clone(), b.add_errors.len())
+    };
+    let mut durable_lost = 0;
+    let acked_at = durable_book.lock().unwrap().completions.clone();
+    for (n, id) in durable_acked.iter().enumerate() {
+        match books[0].0.get(*id).await.unwrap() {
+            None => {
+                durable_lost += 1;
+                let at = acked_at[n];
+                println!(
+                    "durable add {id} lost: acked {} ms {} the kill (lag began {} ms before it); errors {:?}",
+                    if at > killed { at.duration_since(killed) } else { killed.duration_since(at) }.as_millis(),
+                    if at > killed { "after" } else { "before" },
+                    lag.as_millis(),
+                    durable_book.lock().unwrap().add_errors
+                );
+            }
+            Some(j) => assert!(j.finished_ms.is_some() && j.failure.is_none(), "{j:?}"),
+        }
+    }
+    assert!(
+        durable_acked.len() > 10,
+        "durable adds were acknowledged before the kill: {}",
+        durable_acked.len()
+    );
+    assert_eq!(
+        durable_lost, 0,
+        "acknowledged durable adds lost in the failover"
+    );
     for w in workers {
         w.close().await.unwrap();
     }
     cluster.stop();
     let victim = &figures[0];
     report(
-        "cluster master SIGKILLed, replica promoted (3+3, node timeout 2 s)",
+        "cluster master SIGKILLed after its replica lagged, replica promoted (3+3, node timeout 2 s), plain adds",
         json!({
             "topology": "cluster 3+3", "faults": 1,
             "jobs": figures.iter().map(|f| f["acked"].as_u64().unwrap()).sum::<u64>(),
             "lost": victim["lost"], "lost_on_live_masters": 0,
+            "replica_lag_ms": lag.as_millis() as u64,
+            "acked_while_replica_lagged": acked_before_kill - acked_before_lag,
+            "durable_acked": durable_acked.len(), "durable_lost": durable_lost,
+            "durable_add_errors": durable_errors,
             "run_twice": figures.iter().map(|f| f["run_twice"].as_u64().unwrap()).sum::<u64>(),
             "recovery_ms_max": resumed_ms, "recovery_bound_ms": null,
             "queues": figures, "seconds": started.elapsed().as_secs(),
+        }),
+    );
+    report(
+        "cluster master SIGKILLed after its replica lagged, durable adds (WAIT 1 replica, 500 ms)",
+        json!({
+            "topology": "cluster 3+3", "faults": 1, "jobs": durable_acked.len(),
+            "lost": durable_lost, "run_twice": null, "recovery_ms_max": null,
+            "recovery_bound_ms": null, "add_errors": durable_errors,
+            "replica_lag_ms": lag.as_millis() as u64,
         }),
     );
 }

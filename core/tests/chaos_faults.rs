@@ -168,6 +168,133 @@ async fn a_sigkill_storm_on_workers_loses_nothing() {
     }
 }
 
+/// The worker programs of the other languages that are built here: Python (`tests/chaos/worker.py`
+/// with `$EMQ_CHAOS_PYTHON`, default `python3`, that can `import emq`: `bash python/ci.sh` builds
+/// it, `EMQ_PY_VENV=<dir>` keeps its venv) and Node (`tests/chaos/worker.js` with the addon
+/// `bash node/build.sh` puts in `node/`). Each as (label, program, script).
+fn other_language_workers() -> Vec<(&'static str, String, std::path::PathBuf)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let works = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .current_dir(&root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    let mut out = Vec::new();
+    let python = std::env::var("EMQ_CHAOS_PYTHON").unwrap_or_else(|_| "python3".into());
+    if works(&python, &["-c", "import emq, emq._emq"]) {
+        out.push(("python", python, root.join("tests/chaos/worker.py")));
+    } else {
+        println!("storm, other languages: no Python worker ({python} cannot import emq; build it with `EMQ_PY_VENV=<dir> bash python/ci.sh` and set EMQ_CHAOS_PYTHON=<dir>/bin/python)");
+    }
+    if works("node", &["-e", "require('./node')"]) {
+        out.push(("node", "node".into(), root.join("tests/chaos/worker.js")));
+    } else {
+        println!("storm, other languages: no Node worker (node cannot load ./node; build the addon with `bash node/build.sh`)");
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkill_storm_on_python_and_node_workers_loses_nothing() {
+    if chaos_support::is_child() {
+        return;
+    }
+    let langs = other_language_workers();
+    if langs.is_empty() {
+        println!("SKIPPED: a_sigkill_storm_on_python_and_node_workers_loses_nothing: neither the Python package nor the Node addon is built (see above)");
+        return;
+    }
+    let p = Profile::get();
+    let store = common::standalone().await;
+    let started = Instant::now();
+    let url = store.options().urls.join(",");
+    let q = common::queue_on(&store, "storm-lang").await;
+    let name = q.name().to_string();
+    // Below 1,000 jobs: the Python Worker has no retention option, and its default keeps 1,000
+    // completed jobs (the checks read every job's record). Slower jobs in the long profile, so the
+    // storm lasts.
+    let n = p.pick(400, 950);
+    let kills = p.pick(6, 40);
+    let (workers, conc, job_ms) = (3, 2, p.pick(30, 150));
+    let ids = add_all(&q, n).await;
+    let mut fleet = Fleet::new("chaos_worker_child");
+    let watch = StrandWatch::start(q.clone());
+    let mut next = 0usize;
+    let mut spawn = |fleet: &mut Fleet| {
+        let (_, program, script) = &langs[next % langs.len()];
+        next += 1;
+        let mut cmd = std::process::Command::new(program);
+        cmd.arg(script);
+        fleet.spawn_command(cmd, &url, &name, LEASE_MS, job_ms, conc)
+    };
+    for _ in 0..workers {
+        spawn(&mut fleet);
+    }
+    let mut rng = rand::thread_rng();
+    let storm_until = Instant::now() + Duration::from_secs(p.pick(30, 240));
+    let mut done_kills = 0;
+    while done_kills < kills && Instant::now() < storm_until {
+        // Longer than the Rust storm's pauses: an interpreter takes a while to start.
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(400..900))).await;
+        fleet.pump();
+        if q.counts().await.unwrap().completed >= n as u64 {
+            break;
+        }
+        let live = fleet.live();
+        let victim = live[rng.gen_range(0..live.len())];
+        fleet.kill(victim);
+        watch
+            .watch(&q, &fleet.last_in_flight(), Instant::now())
+            .await;
+        done_kills += 1;
+        spawn(&mut fleet);
+    }
+    wait_completed(
+        &q,
+        &mut fleet,
+        n as u64,
+        Duration::from_secs(p.pick(90, 300)),
+    )
+    .await;
+    let (lost, twice) = final_checks(&q, &mut fleet, &ids).await;
+    let restart = fleet.recovery_ms.iter().copied().max().unwrap_or(0);
+    let (worst, unresolved) = watch.worst();
+    fleet.stop_all();
+    let labels: Vec<&str> = langs.iter().map(|l| l.0).collect();
+    // Child n speaks langs[n % langs.len()] (spawned in turn): every language ran jobs.
+    let mut runs_by: HashMap<&str, usize> = HashMap::new();
+    for run in fleet.runs.values().flatten() {
+        *runs_by.entry(labels[run.child % labels.len()]).or_default() += 1;
+    }
+    for l in &labels {
+        assert!(
+            runs_by.get(l).copied().unwrap_or(0) > 0,
+            "no {l} worker ran a job: {runs_by:?}"
+        );
+    }
+    assert!(done_kills > 0, "the storm killed nobody");
+    assert_eq!(lost, 0);
+    assert_eq!(unresolved, 0, "stranded jobs never left active");
+    assert!(
+        worst <= RECOVERY_BOUND_MS,
+        "a stranded job stayed in active {worst} ms (bound {RECOVERY_BOUND_MS})"
+    );
+    report(
+        &format!("sigkill storm, {} workers", labels.join(" + ")),
+        json!({
+            "topology": "standalone", "faults": done_kills, "jobs": n, "lost": lost,
+            "run_twice": twice, "recovery_ms_max": worst, "restarted_elsewhere_ms_max": restart,
+            "recovery_bound_ms": RECOVERY_BOUND_MS, "seconds": started.elapsed().as_secs(),
+            "languages": labels, "runs_by_language": runs_by,
+        }),
+    );
+}
+
 /// Runs one job on child 0, faults it with `begin` while it runs, lets child 1 take the job over
 /// after the lease, ends the fault with `end`, and checks child 0's late completion was refused.
 async fn fault_one_worker(

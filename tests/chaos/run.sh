@@ -2,6 +2,8 @@
 # Runs the chaos suite (core/tests/chaos_*.rs) and renders its figures into RELIABILITY.md.
 #   bash tests/chaos/run.sh          the long profile (by hand; a few minutes), table rewritten
 #   bash tests/chaos/run.sh short    the short profile (what CI runs inside `cargo test -p emq`)
+# The storm with Python and Node workers runs when EMQ_CHAOS_PYTHON names a python that can import
+# emq and node/ holds the addon (bash node/build.sh); else it says so and passes without running.
 # The figures land in target/chaos-report.jsonl (one JSON object per scenario).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -28,15 +28,27 @@ pub(crate) fn throw(e: Error) -> napi::Error {
 
 /// Connects to the datastore (one URL, or cluster seeds) and opens the queue `name`.
 #[napi]
-pub async fn connect(urls: Vec<String>, name: String) -> napi::Result<NativeQueue> {
+pub async fn connect(
+    urls: Vec<String>,
+    name: String,
+    durable: Option<Vec<f64>>,
+) -> napi::Result<NativeQueue> {
     if urls.is_empty() {
         return Err(throw(options::invalid_option(
             "at least one datastore URL is needed",
         )));
     }
-    let q = Queue::connect(ConnectOptions::seeds(urls), &name)
-        .await
-        .map_err(throw)?;
+    let mut opts = ConnectOptions::seeds(urls);
+    if let Some(d) = durable {
+        // [replicas, timeoutMs]; the core checks the bounds.
+        let n =
+            |i: usize, what: &str| options::whole(what, d.get(i).copied().unwrap_or(0.0), u64::MAX);
+        opts = opts.durable_counts(
+            n(0, "durable replicas").map_err(throw)?,
+            n(1, "durable timeout").map_err(throw)?,
+        );
+    }
+    let q = Queue::connect(opts, &name).await.map_err(throw)?;
     Ok(NativeQueue { q })
 }
 

@@ -202,6 +202,26 @@ pub(crate) fn name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String
         .map_err(|_| code_err(py, ErrorCode::InvalidOption, "a job name must be a str"))
 }
 
+/// A queue name from Python: a `str` the core checks; one that is not valid Unicode (a lone
+/// surrogate such as `"\\ud800"`) is refused as `invalid_queue_name` (it was a raw
+/// `UnicodeEncodeError`), so a name that is accepted is exactly the name used.
+fn queue_name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if !v.is_instance_of::<pyo3::types::PyString>() {
+        return Err(code_err(
+            py,
+            ErrorCode::InvalidQueueName,
+            "a queue name must be a str",
+        ));
+    }
+    v.extract().map_err(|_| {
+        code_err(
+            py,
+            ErrorCode::InvalidQueueName,
+            "a queue name must be valid Unicode (it holds a lone surrogate)",
+        )
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Queue.
 
@@ -212,7 +232,12 @@ struct Queue {
     pid: u32,
 }
 
-fn connect_future(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<CoreFuture> {
+fn connect_future(
+    py: Python<'_>,
+    urls: Vec<String>,
+    name: String,
+    durable: Option<(i128, i128)>,
+) -> PyResult<CoreFuture> {
     if urls.is_empty() {
         return Err(code_err(
             py,
@@ -221,7 +246,14 @@ fn connect_future(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<C
         ));
     }
     Ok(Box::pin(async move {
-        let q = emq::Queue::connect(emq::ConnectOptions::seeds(urls), &name).await?;
+        let mut opts = emq::ConnectOptions::seeds(urls);
+        if let Some((n, ms)) = durable {
+            opts = opts.durable_counts(
+                n.clamp(0, u64::MAX.into()) as u64,
+                ms.clamp(0, u64::MAX.into()) as u64,
+            );
+        }
+        let q = emq::Queue::connect(opts, &name).await?;
         Ok(Out::Queue(q))
     }))
 }
@@ -330,14 +362,15 @@ impl Queue {
     /// `name`. Like every method here that talks to the datastore: an awaitable, or with
     /// `blocking=True` the outcome itself (GIL released), for the sync facade.
     #[staticmethod]
-    #[pyo3(signature = (urls, name, blocking=false))]
+    #[pyo3(signature = (urls, name, durable=None, blocking=false))]
     fn connect(
         py: Python<'_>,
         urls: Vec<String>,
-        name: String,
+        name: &Bound<'_, PyAny>,
+        durable: Option<(i128, i128)>,
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
-        let f = connect_future(py, urls, name)?;
+        let f = connect_future(py, urls, queue_name_text(py, name)?, durable)?;
         run(py, f, blocking)
     }
 

@@ -44,8 +44,26 @@ pub struct Args {
     pub group: Option<String>,
 }
 
+/// Longest `--delay-ms` and `--dedup-ttl-ms`: the bound the core puts on a binding's duration
+/// (`emq::options::millis`, 10^15 ms, about 31,700 years). A larger one (up to u64::MAX) would
+/// overflow the server's clock arithmetic and park the job forever.
+pub const MAX_MS: u64 = 1_000_000_000_000_000;
+
+/// `invalid_option` naming the flag and its bound when `ms` is above it.
+fn bounded(flag: &str, ms: u64) -> emq::Result<u64> {
+    if ms > MAX_MS {
+        return Err(emq::Error::new(
+            emq::ErrorCode::InvalidOption,
+            format!("{flag} must be at most {MAX_MS} ms (about 31,700 years), got {ms}"),
+        ));
+    }
+    Ok(ms)
+}
+
 /// Runs `emq add`.
 pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
+    bounded("--delay-ms", args.delay_ms)?;
+    bounded("--dedup-ttl-ms", args.dedup_ttl_ms)?;
     serde_json::from_str::<serde::de::IgnoredAny>(&args.data)?;
     let opts = JobOptions {
         delay_ms: args.delay_ms,

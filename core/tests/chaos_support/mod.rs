@@ -200,10 +200,25 @@ impl Fleet {
         sleep_ms: u64,
         conc: usize,
     ) -> usize {
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["--exact", self.test_fn, "--nocapture", "--test-threads=1"]);
+        self.spawn_command(cmd, url, queue, lease_ms, sleep_ms, conc)
+    }
+
+    /// Starts a worker child from another program speaking the same protocol (`EMQ_CHAOS_CHILD`
+    /// in, `STARTED`/`DONE` lines out: `tests/chaos/worker.py`, `tests/chaos/worker.js`).
+    pub fn spawn_command(
+        &mut self,
+        mut cmd: Command,
+        url: &str,
+        queue: &str,
+        lease_ms: u64,
+        sleep_ms: u64,
+        conc: usize,
+    ) -> usize {
         let n = self.children.len();
         let spec = format!("{url}|{queue}|{lease_ms}|{sleep_ms}|{n}|{conc}");
-        let mut child = Command::new(&self.exe)
-            .args(["--exact", self.test_fn, "--nocapture", "--test-threads=1"])
+        let mut child = cmd
             .env(CHILD_ENV, spec)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -176,11 +176,12 @@ class Queue:
         self._native = native
 
     @classmethod
-    async def connect(cls, url: Url, name: str) -> "Queue":
+    async def connect(cls, url: Url, name: str, *, durable: "tuple[int, int] | None" = None) -> "Queue":
         """Connects to ``url`` (a ``redis://``/``rediss://`` URL, or a list of cluster seed URLs;
         None: ``EMQ_URL``) and opens the queue ``name``. ``EMQ_GUARD=1`` runs every script under
-        the core's undeclared-key guard."""
-        return cls(await _emq.Queue.connect(_urls(url), name))
+        the core's undeclared-key guard. ``durable=(replicas, timeout_ms)``: every add waits for
+        that many replicas (``WAIT``) and raises ``Timeout`` when they did not acknowledge in time."""
+        return cls(await _emq.Queue.connect(_urls(url), name, durable))
 
     @property
     def name(self) -> str:

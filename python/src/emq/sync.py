@@ -40,9 +40,9 @@ class Queue:
         self._native = native
 
     @classmethod
-    def connect(cls, url: Url, name: str) -> "Queue":
+    def connect(cls, url: Url, name: str, *, durable: "tuple[int, int] | None" = None) -> "Queue":
         """Connects (see :meth:`emq.Queue.connect`)."""
-        return cls(_blocking(_emq.Queue.connect, _urls(url), name))
+        return cls(_blocking(_emq.Queue.connect, _urls(url), name, durable))
 
     @property
     def name(self) -> str:

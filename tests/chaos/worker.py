@@ -1,0 +1,32 @@
+"""A Python worker child of the chaos storm (core/tests/chaos_faults.rs): reads
+EMQ_CHAOS_CHILD=url|queue|lease_ms|sleep_ms|tag|concurrency, prints `STARTED <id>` when a handler
+starts and `DONE <id>` when it returns (the storm's ledger), results {"by": tag}. Lives at most
+240 s (the test SIGKILLs it well before)."""
+
+import asyncio
+import os
+
+import emq
+
+LIFETIME_S = 240
+
+
+async def main() -> None:
+    url, name, lease_ms, sleep_ms, tag, conc = os.environ["EMQ_CHAOS_CHILD"].split("|")
+    urls = url.split(",")
+    q = await emq.Queue.connect(urls if len(urls) > 1 else urls[0], name)
+    pause = int(sleep_ms) / 1000
+
+    async def handle(job):
+        print(f"STARTED {job['id']}", flush=True)
+        await asyncio.sleep(pause)
+        print(f"DONE {job['id']}", flush=True)
+        return {"by": tag}
+
+    lease = int(lease_ms) / 1000
+    w = emq.Worker(q, handle, concurrency=int(conc), lease=lease, stalled_interval=lease / 2, max_stalls=1000)
+    await asyncio.sleep(LIFETIME_S)
+    w.abort()
+
+
+asyncio.run(main())
