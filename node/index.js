@@ -162,6 +162,115 @@ const native = loadNative();
 // ---------------------------------------------------------------------------------------------
 // Argument adapters
 
+// A lone (unpaired) surrogate: napi would turn it into U+FFFD, and JSON cannot carry it to other
+// languages. In a `u` regexp a surrogate pair is one code point, so only lone ones match.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** A queue name as the core will see it: a string with no lone surrogate (napi would rename it). */
+function queueName(name, what = 'the queue name') {
+  if (typeof name !== 'string') throw emqError('invalid_queue_name', `${what} must be a string`);
+  if (LONE_SURROGATE.test(name)) {
+    throw emqError(
+      'invalid_queue_name',
+      `${what} ${JSON.stringify(name)} holds a lone surrogate (half of a UTF-16 pair), which is not text; it would name another queue`,
+    );
+  }
+  return name;
+}
+
+/** A job name with no lone surrogate (napi would store U+FFFD in its place). */
+function jobName(name, what) {
+  if (typeof name === 'string' && LONE_SURROGATE.test(name)) {
+    throw emqError('invalid_payload', `the name of ${what} ${JSON.stringify(name)} holds a lone surrogate, which is not text`);
+  }
+  return name;
+}
+
+// The core refuses payloads nested 128 levels or more; the walk below stops a little deeper.
+const WALK_DEPTH = 130;
+
+function kindOf(v) {
+  const ctor = v && v.constructor;
+  return ctor && typeof ctor.name === 'string' && ctor.name ? ctor.name : 'non-plain object';
+}
+
+/**
+ * Why `v` would not read back exactly through JSON, or null: undefined and NaN/±Infinity (JSON
+ * writes null), a hole in an array, a function or symbol (left out), and any object that is not a
+ * plain object or an array (a Map or Set becomes {}, a Date a string, a class instance loses its
+ * class, a toJSON method replaces the value). A property whose value is undefined is left out, as
+ * JSON.stringify does: reading it back gives undefined again, so it is accepted. Strings with lone
+ * surrogates, nesting and integer range are the core's checks. The path is built on the way out.
+ */
+function notJson(v, depth) {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return null;
+    case 'number':
+      return Number.isFinite(v) ? null : { path: [], why: `${v}, which JSON stores as null` };
+    case 'undefined':
+      return { path: [], why: 'undefined, which JSON stores as null (pass null for no data)' };
+    case 'bigint':
+      return { path: [], why: 'a BigInt, which JSON cannot hold (pass a number or a string)' };
+    case 'function':
+    case 'symbol':
+      return { path: [], why: `a ${typeof v}, which JSON leaves out` };
+    default:
+      break;
+  }
+  if (v === null || depth > WALK_DEPTH) return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const e = v[i];
+      if (e === undefined) {
+        return { path: [`[${i}]`], why: i in v ? 'undefined, which JSON stores as null' : 'a hole, which JSON stores as null' };
+      }
+      if (typeof e === 'string' || typeof e === 'boolean' || e === null) continue;
+      const p = notJson(e, depth + 1);
+      if (p) {
+        p.path.push(`[${i}]`);
+        return p;
+      }
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) {
+    return {
+      path: [],
+      why: `a ${kindOf(v)}, which JSON does not keep as it is (job data is plain objects, arrays, strings, finite numbers, booleans and null)`,
+    };
+  }
+  if (Object.getOwnPropertySymbols(v).length > 0) return { path: [], why: 'an object with symbol keys, which JSON leaves out' };
+  for (const k of Object.keys(v)) {
+    const e = v[k];
+    if (e === undefined || typeof e === 'string' || typeof e === 'boolean' || e === null) continue;
+    if (k === 'toJSON' && typeof e === 'function') return { path: [], why: 'an object with a toJSON method, which JSON would call' };
+    const p = notJson(e, depth + 1);
+    if (p) {
+      p.path.push(/^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
+      return p;
+    }
+  }
+  return null;
+}
+
+/** Refuses with invalid_payload what would not read back exactly (see `notJson`). */
+function checkPayload(what, value) {
+  const p = notJson(value, 0);
+  if (p) {
+    const at = p.path.length ? ` at ${p.path.reverse().join('')}` : '';
+    throw emqError('invalid_payload', `the ${what} cannot be stored as it is: its value${at} is ${p.why}`);
+  }
+}
+
+/** JSON text of job data (or progress), refused when it would not read back exactly. */
+function payloadJson(what, value) {
+  checkPayload(what, value);
+  return toJson(what, value);
+}
+
 function toJson(what, value) {
   if (value === undefined) return 'null';
   let text;
@@ -223,12 +332,13 @@ function jobOpts(opts) {
   return out;
 }
 
-/** `data` for a JSON batch: undefined is null; what JSON.stringify would drop is an error. */
-function batchData(what, data) {
-  if (data === undefined) return null;
-  if (typeof data === 'function' || typeof data === 'symbol') {
-    throw emqError('invalid_payload', `the ${what} cannot be serialised as JSON (got a ${typeof data})`);
-  }
+/**
+ * `data` for a JSON batch, refused when it would not read back exactly (see `notJson`); with
+ * `optional`, an absent (undefined) `data` is null.
+ */
+function batchData(what, data, optional = false) {
+  if (data === undefined && optional) return null;
+  checkPayload(what, data);
   return data;
 }
 
@@ -257,8 +367,8 @@ function flowSpec(flow, what) {
   const children = flow.children ?? [];
   if (!Array.isArray(children)) throw emqError('invalid_option', `${what}: children must be an array`);
   return {
-    queue: flow.queue ?? undefined,
-    name: flow.name,
+    queue: flow.queue == null ? undefined : queueName(flow.queue, `the queue of ${what}`),
+    name: jobName(flow.name, what),
     data: batchData(`payload of ${what}`, flow.data),
     opts: jobOpts(flow.opts),
     children: children.map((c, i) => flowSpec(c, `${what}.children[${i}]`)),
@@ -293,9 +403,7 @@ class Queue {
     if (list.length === 0 || list.some((u) => typeof u !== 'string')) {
       throw emqError('invalid_option', 'Queue.connect needs a URL string or a non-empty array of URL strings');
     }
-    if (typeof name !== 'string') {
-      throw emqError('invalid_queue_name', 'the queue name must be a string');
-    }
+    queueName(name);
     // options.durable: [replicas, timeoutMs]: every add waits for that many replicas (WAIT).
     const nq = await call(() => native.connect(list, name, options && options.durable ? Array.from(options.durable) : undefined));
     return new Queue(kToken, nq);
@@ -312,7 +420,8 @@ class Queue {
 
   /** Adds a job; resolves to its id (or, with a `dedup` key held by a live job, that job's id). */
   async add(name, data, opts) {
-    const text = toJson('payload', data);
+    jobName(name, 'the job');
+    const text = payloadJson('payload', data);
     const o = jobOpts(opts);
     return call(() => this[kNative].add(name, text, o));
   }
@@ -334,7 +443,7 @@ class Queue {
         lastOpts = o;
         o = lastChecked = jobOpts(o);
       }
-      batch[i] = { name: j.name, data: batchData(`payload of job ${i}`, j.data), opts: o };
+      batch[i] = { name: jobName(j.name, `job ${i}`), data: batchData(`payload of job ${i}`, j.data), opts: o };
     }
     const text = batchJson('addBulk batch', batch, () => jobs.map((j, i) => [`payload of job ${i}`, j.data]));
     const ids = await call(() => this[kNative].addBulkJson(text));
@@ -429,7 +538,7 @@ class Queue {
   }
 
   async updateProgress(id, progress) {
-    const text = toJson('progress', progress);
+    const text = payloadJson('progress', progress);
     return call(() => this[kNative].updateProgress(String(id), text));
   }
 
@@ -488,8 +597,8 @@ class Queue {
       firstAfter: spec.firstAfter ?? undefined,
       limit: spec.limit ?? undefined,
       endAfter: spec.endAfter ?? undefined,
-      name: spec.name,
-      data: batchData('payload of the scheduled job', spec.data),
+      name: jobName(spec.name, 'the scheduled job'),
+      data: batchData('payload of the scheduled job', spec.data, true),
       opts: jobOpts(spec.opts),
     };
     const text = batchJson('scheduler', body, () => [['payload of the scheduled job', spec.data]]);

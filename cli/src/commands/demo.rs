@@ -4,7 +4,8 @@
 //! [`emq::Worker`] per queue, and — where they are built — a Python and a Node child process that
 //! run one worker per queue each on the same queues at once. Every handler returns
 //! `{"lang": "rust"|"python"|"node", "id": <job id>}`. Then it adds N jobs spread over the three
-//! queues with `add_bulk` in chunks, and prints progress to stderr about once a second.
+//! queues with `add_bulk` in chunks, and shows progress on stderr: a bar with the jobs completed
+//! per language, redrawn in place on a terminal, else one line a second.
 //!
 //! The children are the scripts in `demo_workers/`, embedded in the binary and run as
 //! `$EMQ_PYTHON -c <script>` (default `python3`; used when `import emq` works with it) and
@@ -14,7 +15,7 @@
 //! `done <n>` as it completes jobs, and, once the demo closes its stdin, closes its workers and
 //! prints `final {…}` (its counters and the ids it ran) and exits; every wait on it is bounded.
 //!
-//! At the end it prints a table (one row per worker language: jobs and jobs/s, counted from the
+//! At the end it prints a table (one row per worker language: jobs, share and jobs/s, counted from the
 //! jobs' results, read back with pipelined reads) and audits every queue: every added job must be
 //! completed by exactly one handler run (the Rust handlers and each child record the ids they ran;
 //! an id run twice, in one language or in two, is a failure), each result must name its job, the
@@ -32,7 +33,7 @@ use emq::{
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::process::{Child, ChildStdin};
@@ -205,7 +206,7 @@ async fn python_launch() -> Result<Launch, String> {
         .unwrap_or_else(|| "python3".to_string());
     probe(&python, &["-c", "import emq"], &[]).await.map_err(|why| {
         format!(
-            "python: `import emq` failed with {python} ({why}) — run bash python/ci.sh or pip install ./python, and point {PYTHON_ENV} at that interpreter"
+            "python: `import emq` failed with {python} ({why}) — scripts/demo builds it; or run bash python/ci.sh or pip install ./python, and point {PYTHON_ENV} at that interpreter"
         )
     })?;
     Ok(Launch {
@@ -237,7 +238,7 @@ async fn node_launch() -> Result<Launch, String> {
     )
     .await
     .map_err(|why| {
-        format!("node: `require('{package}')` failed ({why}) — run bash node/build.sh, or set {NODE_PACKAGE_ENV}")
+        format!("node: `require('{package}')` failed ({why}) — scripts/demo builds it; or run bash node/build.sh, or set {NODE_PACKAGE_ENV}")
     })?;
     Ok(Launch {
         lang: Lang::Node,
@@ -553,12 +554,32 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         workers.iter().map(|w| w.stats().completed).sum::<u64>()
             + children.iter().map(ChildWorker::done).sum::<u64>()
     };
-    let progress = |done: u64| {
-        eprintln!(
-            "demo: [{}] {done}/{total} completed ({} jobs/s)",
+    // On a terminal the bar redraws in place; otherwise (a log, a pipe) one line a second.
+    let tty = std::io::stderr().is_terminal();
+    let report_every = if tty {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_secs(1)
+    };
+    let progress = |workers: &[WorkerHandle], children: &[ChildWorker], last: bool| {
+        let rust: u64 = workers.iter().map(|w| w.stats().completed).sum();
+        let mut done = rust;
+        let mut per = vec![format!("rust {rust}")];
+        for c in children {
+            done += c.done();
+            per.push(format!("{} {}", c.lang.as_str(), c.done()));
+        }
+        let line = format!(
+            "demo: [{}] {done}/{total} completed ({} jobs/s) {}",
             progress_bar(done, total, 30),
-            human_rate(rate(done, started.elapsed()))
+            human_rate(rate(done, started.elapsed())),
+            per.join(" · ")
         );
+        if tty {
+            eprint!("\r\x1b[2K{line}{}", if last { "\n" } else { "" });
+        } else {
+            eprintln!("{line}");
+        }
     };
 
     // Add in chunks, round robin over the queues, reporting about once a second.
@@ -591,8 +612,8 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
                 .collect();
             let ids = q.add_bulk(batch).await?;
             added[i].extend(ids);
-            if last_report.elapsed() >= Duration::from_secs(1) {
-                progress(completed_now(&workers, &children));
+            if last_report.elapsed() >= report_every {
+                progress(&workers, &children, false);
                 last_report = Instant::now();
             }
         }
@@ -601,7 +622,8 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         }
     }
     eprintln!(
-        "demo: added {total} jobs in {:.2}s",
+        "{}demo: added {total} jobs in {:.2}s",
+        if tty { "\r\x1b[2K" } else { "" },
         started.elapsed().as_secs_f64()
     );
 
@@ -620,13 +642,14 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         if done >= total {
             break;
         }
-        if last_report.elapsed() >= Duration::from_secs(1) {
-            progress(done);
+        if last_report.elapsed() >= report_every {
+            progress(&workers, &children, false);
             last_report = Instant::now();
         }
         if last_change.elapsed() >= NO_PROGRESS_LIMIT {
             eprintln!(
-                "demo: no job completed for {}s; giving up",
+                "{}demo: no job completed for {}s; giving up",
+                if tty { "\r\x1b[2K" } else { "" },
                 NO_PROGRESS_LIMIT.as_secs()
             );
             stalled = true;
@@ -635,7 +658,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     }
     let elapsed = started.elapsed();
     let done = completed_now(&workers, &children);
-    progress(done);
+    progress(&workers, &children, true);
     let rust_failed: u64 = workers.iter().map(|w| w.stats().failed).sum();
     // Stop everything before reading back, so nothing changes under the audit.
     for c in &mut children {
@@ -789,29 +812,48 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         }
     }
 
+    // One row per worker language: the jobs it ran, its share, and its rate over the whole run
+    // (every language works the same three queues at once, so the rows add up to the total).
     outln!(
-        "{:<10} {:>10} {:>10} {:>12}",
+        "{:<10} {:>10} {:>7} {:>10}   WORKERS",
         "LANGUAGE",
         "JOBS",
-        "SECONDS",
+        "SHARE",
         "JOBS/S"
     );
+    let counted: u64 = per_lang.values().sum();
     for lang in &languages {
         let jobs = per_lang.get(lang).copied().unwrap_or(0);
+        let share = if counted > 0 {
+            100.0 * jobs as f64 / counted as f64
+        } else {
+            0.0
+        };
         outln!(
-            "{:<10} {:>10} {:>10.2} {:>12.0}",
+            "{:<10} {:>10} {:>6.1}% {:>10}   {} queues x concurrency {}",
             lang,
             jobs,
-            elapsed.as_secs_f64(),
-            rate(jobs, elapsed)
+            share,
+            human_rate(rate(jobs, elapsed)),
+            queues.len(),
+            args.concurrency
         );
     }
+    eprintln!(
+        "demo: {counted} of {total} jobs in {:.2}s ({} jobs/s) on {} queues, by {} worker languages at once",
+        elapsed.as_secs_f64(),
+        human_rate(rate(counted, elapsed)),
+        queues.len(),
+        languages.len()
+    );
     drop(queues);
     drop(minter);
     drop(connected);
 
     if problems.is_empty() {
-        outln!("audit: ok");
+        outln!(
+            "audit: ok (each of the {total} jobs ran exactly once, its result names its job, the queues' invariants hold)"
+        );
         Ok(())
     } else {
         outln!("audit: {} problems", problems.len());

@@ -22,8 +22,10 @@ async def main() -> None:
     ran = []
 
     async def handle(job):
-        ran.append(job["id"])
-        return {"lang": "python", "id": job["id"]}
+        # A job object (job.id), or a dict from a package version before those.
+        jid = job.id if hasattr(job, "id") else job["id"]
+        ran.append(jid)
+        return {"lang": "python", "id": jid}
 
     queues = [await emq.Queue.connect(urls, name) for name in names]
     workers = [emq.Worker(q, handle, concurrency=concurrency) for q in queues]
