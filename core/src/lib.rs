@@ -50,7 +50,7 @@ pub use options::{Backoff, JobOptions, ParentPolicy, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
-pub use store::{ConnectOptions, Store, Topology};
+pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology};
 pub use worker::{CloseReport, Worker, WorkerAborter, WorkerHandle, WorkerOptions, WorkerStats};
 pub use worker_registry::WorkerInfo;
 
