@@ -377,7 +377,33 @@ struct Queue {
     pid: u32,
 }
 
-fn connect_future(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<CoreFuture> {
+/// One TLS input: `bytes` are PEM, a `str` a path (or PEM text); the core reads and checks it.
+fn pem(py: Python<'_>, option: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<emq::Pem>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(b) = v.cast::<pyo3::types::PyBytes>() {
+        return Ok(Some(emq::Pem::Text(b.as_bytes().to_vec())));
+    }
+    match v.extract::<String>() {
+        Ok(s) => Ok(Some(emq::Pem::guess(&s))),
+        Err(_) => Err(code_err(
+            py,
+            ErrorCode::InvalidOption,
+            &format!("{option} must be a path (str or os.PathLike) or the PEM as bytes"),
+        )),
+    }
+}
+
+/// `ca_cert`, `client_cert`, `client_key` as the core's `TlsConfig`.
+type TlsArgs<'a, 'py> = [Option<&'a Bound<'py, PyAny>>; 3];
+
+fn connect_future(
+    py: Python<'_>,
+    urls: Vec<String>,
+    name: String,
+    tls: TlsArgs<'_, '_>,
+) -> PyResult<CoreFuture> {
     if urls.is_empty() {
         return Err(code_err(
             py,
@@ -385,8 +411,16 @@ fn connect_future(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<C
             "at least one URL is needed",
         ));
     }
+    let tls = emq::TlsConfig {
+        ca_cert: pem(py, "ca_cert", tls[0])?,
+        client_cert: pem(py, "client_cert", tls[1])?,
+        client_key: pem(py, "client_key", tls[2])?,
+    };
+    let options = emq::ConnectOptions::seeds(urls)
+        .tls(tls)
+        .map_err(|e| core_err(py, &e))?;
     Ok(Box::pin(async move {
-        let q = emq::Queue::connect(emq::ConnectOptions::seeds(urls), &name).await?;
+        let q = emq::Queue::connect(options, &name).await?;
         Ok(Out::Queue(q))
     }))
 }
@@ -491,17 +525,34 @@ impl Queue {
 
 #[pymethods]
 impl Queue {
-    /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue `name`.
+    /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue
+    /// `name`; for `rediss://`, a private CA and a client certificate + key (mutual TLS).
     #[staticmethod]
-    fn connect(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<Bound<'_, PyAny>> {
-        let f = connect_future(py, urls, name)?;
+    #[pyo3(signature = (urls, name, ca_cert=None, client_cert=None, client_key=None))]
+    fn connect<'py>(
+        py: Python<'py>,
+        urls: Vec<String>,
+        name: String,
+        ca_cert: Option<&Bound<'py, PyAny>>,
+        client_cert: Option<&Bound<'py, PyAny>>,
+        client_key: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let f = connect_future(py, urls, name, [ca_cert, client_cert, client_key])?;
         spawn_py(py, f)
     }
 
     /// As `connect`, blocking (GIL released).
     #[staticmethod]
-    fn connect_blocking(py: Python<'_>, urls: Vec<String>, name: String) -> PyResult<Py<PyAny>> {
-        let f = connect_future(py, urls, name)?;
+    #[pyo3(signature = (urls, name, ca_cert=None, client_cert=None, client_key=None))]
+    fn connect_blocking<'py>(
+        py: Python<'py>,
+        urls: Vec<String>,
+        name: String,
+        ca_cert: Option<&Bound<'py, PyAny>>,
+        client_cert: Option<&Bound<'py, PyAny>>,
+        client_key: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let f = connect_future(py, urls, name, [ca_cert, client_cert, client_key])?;
         block(py, f)
     }
 

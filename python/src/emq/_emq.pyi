@@ -10,9 +10,21 @@ __version__: str
 
 class Queue:
     @staticmethod
-    def connect(urls: Sequence[str], name: str) -> Awaitable[Queue]: ...
+    def connect(
+        urls: Sequence[str],
+        name: str,
+        ca_cert: Union[str, bytes, None] = None,
+        client_cert: Union[str, bytes, None] = None,
+        client_key: Union[str, bytes, None] = None,
+    ) -> Awaitable[Queue]: ...
     @staticmethod
-    def connect_blocking(urls: Sequence[str], name: str) -> Queue: ...
+    def connect_blocking(
+        urls: Sequence[str],
+        name: str,
+        ca_cert: Union[str, bytes, None] = None,
+        client_cert: Union[str, bytes, None] = None,
+        client_key: Union[str, bytes, None] = None,
+    ) -> Queue: ...
     @property
     def name(self) -> str: ...
     def add(self, name: str, data: Any, options: Optional[Dict[str, Any]] = None) -> Awaitable[str]: ...

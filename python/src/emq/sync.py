@@ -16,7 +16,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, Job, JobSpec, Seconds, Url, _bulk, _options, _outcome, _urls
+from . import Backoff, Job, JobSpec, Pem, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
 from .errors import InvalidOption
 
 __all__ = ["Queue", "Worker"]
@@ -31,9 +31,18 @@ class Queue:
         self._native = native
 
     @classmethod
-    def connect(cls, url: Url, name: str) -> "Queue":
-        """Connects (see :meth:`emq.Queue.connect`)."""
-        return cls(_emq.Queue.connect_blocking(_urls(url), name))
+    def connect(
+        cls,
+        url: Url,
+        name: str,
+        *,
+        ca_cert: Optional[Pem] = None,
+        client_cert: Optional[Pem] = None,
+        client_key: Optional[Pem] = None,
+    ) -> "Queue":
+        """Connects (see :meth:`emq.Queue.connect`, also for the TLS files)."""
+        tls = _tls(ca_cert, client_cert, client_key)
+        return cls(_emq.Queue.connect_blocking(_urls(url), name, *tls))
 
     @property
     def name(self) -> str:
