@@ -655,8 +655,7 @@ async fn tls_and_acl_from_the_url() {
     };
     let e = emq::ConnectOptions::new(url.clone())
         .tls(half)
-        .err()
-        .expect("half");
+        .expect_err("half");
     assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
     assert!(e.message().contains("client_key"), "{e}");
     let not_pem = emq::TlsConfig {
@@ -665,8 +664,7 @@ async fn tls_and_acl_from_the_url() {
     };
     let e = emq::ConnectOptions::new(url.clone())
         .tls(not_pem)
-        .err()
-        .expect("missing");
+        .expect_err("missing");
     assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
     let key_as_ca = emq::TlsConfig {
         ca_cert: Some(emq::Pem::Path(server.client_key_path().into())),
@@ -674,8 +672,7 @@ async fn tls_and_acl_from_the_url() {
     };
     let e = emq::ConnectOptions::new(url)
         .tls(key_as_ca)
-        .err()
-        .expect("a key");
+        .expect_err("a key");
     assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
 }
 

@@ -390,7 +390,7 @@ fn pem(py: Python<'_>, option: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<O
         Err(_) => Err(code_err(
             py,
             ErrorCode::InvalidOption,
-            &format!("{option} must be a path (str or os.PathLike) or the PEM as bytes"),
+            format!("{option} must be a path (str or os.PathLike) or the PEM as bytes"),
         )),
     }
 }

@@ -192,7 +192,7 @@ impl WorkerEvents {
             Ok(s) => s,
             Err(e) => {
                 log.unlisten();
-                return Err(e.into());
+                return Err(e);
             }
         };
         Ok(WorkerEvents {
