@@ -262,10 +262,22 @@ export interface Counts {
   waitingChildren: number;
 }
 
+/** TLS files for `rediss://`: each a path or PEM text (a string), or the PEM as a Buffer. */
+export interface ConnectOptions {
+  /** A private CA to trust (else the system's roots). */
+  caCert?: string | Uint8Array;
+  /** A client certificate for mutual TLS (`tls-auth-clients yes`), with `clientKey`. */
+  clientCert?: string | Uint8Array;
+  /** The client certificate's private key. */
+  clientKey?: string | Uint8Array;
+  /** Every add waits for this many replicas to acknowledge it (`WAIT`), within `timeoutMs`. */
+  durable?: [replicas: number, timeoutMs: number];
+}
+
 export declare class Queue {
   private constructor();
   /** Connects (one URL, or cluster seed URLs) and opens the queue `name` (`orders` or `{orders}`). */
-  static connect(urls: string | string[], name: string, options?: { durable?: [replicas: number, timeoutMs: number] }): Promise<Queue>;
+  static connect(urls: string | string[], name: string, opts?: ConnectOptions): Promise<Queue>;
   readonly name: string;
   /** Adds a job (payload through `JSON.stringify`); resolves to its id. */
   /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */

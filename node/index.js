@@ -384,6 +384,33 @@ function flowPayloads(flow, what, out = []) {
 // ---------------------------------------------------------------------------------------------
 // Queue
 
+const kTlsKeys = ['caCert', 'clientCert', 'clientKey'];
+
+/** `Queue.connect`'s options: only the TLS files, each a string or a Buffer (checked by the core). */
+function connectTls(opts) {
+  if (opts === undefined || opts === null) return undefined;
+  if (typeof opts !== 'object' || Array.isArray(opts)) {
+    throw emqError('invalid_option', 'Queue.connect options must be an object ({ caCert, clientCert, clientKey, durable })');
+  }
+  const tls = {};
+  for (const key of Object.keys(opts)) {
+    if (key === 'durable') continue;
+    if (!kTlsKeys.includes(key)) {
+      throw emqError('invalid_option', `unknown Queue.connect option ${JSON.stringify(key)} (known: ${kTlsKeys.join(', ')}, durable)`);
+    }
+    const v = opts[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v === 'string' || Buffer.isBuffer(v)) {
+      tls[key] = v;
+    } else if (v instanceof Uint8Array) {
+      tls[key] = Buffer.from(v);
+    } else {
+      throw emqError('invalid_option', `${key} must be a path or PEM text (a string) or the PEM as a Buffer`);
+    }
+  }
+  return tls;
+}
+
 const kNative = Symbol('emq.native');
 const kToken = Symbol('emq.token');
 const kSlot = Symbol('emq.slot');
@@ -397,15 +424,22 @@ class Queue {
     this[kNative] = nativeQueue;
   }
 
-  /** Connects to a datastore (one URL, or a list of cluster seed URLs) and opens the queue `name`. */
-  static async connect(urls, name, options) {
+  /**
+   * Connects to a datastore (one URL, or a list of cluster seed URLs) and opens the queue `name`.
+   * `opts` for `rediss://`: `caCert` (a private CA), `clientCert` + `clientKey` (mutual TLS), each
+   * a path or PEM text (a string) or the PEM as a Buffer; `durable: [replicas, timeoutMs]`: every
+   * add waits for that many replicas (WAIT).
+   */
+  static async connect(urls, name, opts) {
     const list = Array.isArray(urls) ? urls : [urls];
     if (list.length === 0 || list.some((u) => typeof u !== 'string')) {
       throw emqError('invalid_option', 'Queue.connect needs a URL string or a non-empty array of URL strings');
     }
     queueName(name);
-    // options.durable: [replicas, timeoutMs]: every add waits for that many replicas (WAIT).
-    const nq = await call(() => native.connect(list, name, options && options.durable ? Array.from(options.durable) : undefined));
+    const tls = connectTls(opts);
+    // opts.durable: [replicas, timeoutMs]: every add waits for that many replicas (WAIT).
+    const durable = opts && opts.durable ? Array.from(opts.durable) : undefined;
+    const nq = await call(() => native.connect(list, name, durable, tls));
     return new Queue(kToken, nq);
   }
 

@@ -22,6 +22,8 @@ bash bindings/uniffi/generate.sh "$lib"
 
 echo "== check swift"
 bash bindings/uniffi/swift/check.sh bindings/uniffi/swift/generated
+# The Swift package (packaging/swift) commits its generated sources: they must match this build.
+bash packaging/swift/generate.sh --check "$lib"
 
 echo "== kotlin tests (mvn)"
 cd bindings/uniffi/kotlin

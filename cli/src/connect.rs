@@ -15,12 +15,50 @@
 //! [`DEFAULT_URL`] as the fallback (a test cannot assume 6379 free or taken); it ranks below `--url`
 //! and `EMQ_URL`, and a note on stderr says so whenever it is used.
 //!
+//! TLS material for `rediss://` comes from `--tls-ca`, `--tls-cert`, `--tls-key`, else
+//! `EMQ_TLS_CA`, `EMQ_TLS_CERT`, `EMQ_TLS_KEY` (a path, or the PEM text itself) ([`resolve_tls`]);
+//! `main` sets it once ([`set_tls`]) and every connection to given or default URLs uses it (the
+//! core checks it: `invalid_option` for a missing file, a certificate without its key, or TLS
+//! material with a `redis://` URL). The private server of `demo` ignores it.
+//!
 //! Subcommands that read or write the datastore call [`connect`] and keep the [`Connected`] for as
 //! long as they run.
 
-use emq::{ConnectOptions, Error, ErrorCode, IdMinter, Queue, QueueName, Store};
+use emq::{ConnectOptions, Error, ErrorCode, IdMinter, Pem, Queue, QueueName, Store, TlsConfig};
 use emq_server_process::EmbeddedServer;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The environment variables read when `--tls-ca`, `--tls-cert`, `--tls-key` are not given.
+pub const TLS_ENV: [&str; 3] = ["EMQ_TLS_CA", "EMQ_TLS_CERT", "EMQ_TLS_KEY"];
+
+static TLS: OnceLock<TlsConfig> = OnceLock::new();
+
+/// Each of `[ca, cert, key]`: the flag, else its [`TLS_ENV`] variable (blank counts as unset),
+/// as a path or PEM text ([`Pem::guess`]).
+pub fn resolve_tls(flags: [&Option<String>; 3], env: impl Fn(&str) -> Option<String>) -> TlsConfig {
+    let pick = |i: usize| {
+        flags[i]
+            .clone()
+            .or_else(|| env(TLS_ENV[i]))
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| Pem::guess(&v))
+    };
+    TlsConfig {
+        ca_cert: pick(0),
+        client_cert: pick(1),
+        client_key: pick(2),
+    }
+}
+
+/// Sets the TLS material of this run (once, from `main`).
+pub fn set_tls(tls: TlsConfig) {
+    let _ = TLS.set(tls);
+}
+
+/// Connect options for `urls` with this run's TLS material.
+fn options(urls: Vec<String>) -> emq::Result<ConnectOptions> {
+    ConnectOptions::seeds(urls).tls(TLS.get().cloned().unwrap_or_default())
+}
 
 /// The environment variable read when no `--url` is given.
 pub const URL_ENV: &str = "EMQ_URL";
@@ -155,14 +193,14 @@ async fn connect_with(cli_urls: &[String], fallback: Fallback) -> emq::Result<Co
 pub async fn connect_to(source: Source) -> emq::Result<Connected> {
     match source {
         Source::Urls(urls) => Ok(Connected {
-            store: Store::connect(ConnectOptions::seeds(urls)).await?,
+            store: Store::connect(options(urls)?).await?,
             embedded: None,
         }),
         Source::Default(url) => {
             if url != DEFAULT_URL {
                 eprintln!("emq: {TEST_DEFAULT_ENV} is set; the default URL is {url}");
             }
-            match Store::connect(ConnectOptions::new(url.clone())).await {
+            match Store::connect(options(vec![url.clone()])?).await {
                 Ok(store) => Ok(Connected {
                     store,
                     embedded: None,
@@ -247,6 +285,29 @@ mod tests {
             Source::Embedded
         );
         assert_eq!(resolve(&[], None, Fallback::Embedded), Source::Embedded);
+    }
+
+    #[test]
+    fn tls_flags_beat_the_env_and_blank_is_unset() {
+        let env = |name: &str| match name {
+            "EMQ_TLS_CA" => Some("/env/ca.pem".to_string()),
+            "EMQ_TLS_CERT" => Some("-----BEGIN CERTIFICATE-----\nxx".to_string()),
+            "EMQ_TLS_KEY" => Some("  ".to_string()),
+            _ => None,
+        };
+        let got = resolve_tls([&Some("/flag/ca.pem".into()), &None, &None], env);
+        assert_eq!(got.ca_cert, Some(Pem::Path("/flag/ca.pem".into())));
+        assert_eq!(
+            got.client_cert,
+            Some(Pem::Text(b"-----BEGIN CERTIFICATE-----\nxx".to_vec()))
+        );
+        assert_eq!(got.client_key, None);
+        let got = resolve_tls([&None, &None, &None], env);
+        assert_eq!(got.ca_cert, Some(Pem::Path("/env/ca.pem".into())));
+        assert_eq!(
+            resolve_tls([&None, &None, &None], |_| None),
+            TlsConfig::default()
+        );
     }
 
     #[test]

@@ -36,6 +36,21 @@ struct Cli {
     #[arg(long = "url", value_name = "URL", global = true)]
     urls: Vec<String>,
 
+    /// A private CA (PEM file) to trust for rediss:// [default: $EMQ_TLS_CA]
+    ///
+    /// Without it, the server's certificate must be signed by a CA of the system's roots. The
+    /// environment variables may hold the PEM text itself instead of a path.
+    #[arg(long = "tls-ca", value_name = "FILE", global = true)]
+    tls_ca: Option<String>,
+
+    /// A client certificate (PEM file) for mutual TLS, with --tls-key [default: $EMQ_TLS_CERT]
+    #[arg(long = "tls-cert", value_name = "FILE", global = true)]
+    tls_cert: Option<String>,
+
+    /// The client certificate's private key (PEM file) [default: $EMQ_TLS_KEY]
+    #[arg(long = "tls-key", value_name = "FILE", global = true)]
+    tls_key: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -152,6 +167,10 @@ async fn main() -> ExitCode {
 /// Runs one parsed command line. Every value a command owns (a store, an embedded server) is
 /// dropped before this returns, so nothing is left running when `main` exits.
 async fn run(cli: Cli) -> emq::Result<()> {
+    connect::set_tls(connect::resolve_tls(
+        [&cli.tls_ca, &cli.tls_cert, &cli.tls_key],
+        |name| std::env::var(name).ok(),
+    ));
     match cli.command {
         Command::Keyspace(args) => commands::keyspace::run(&args),
         Command::Dev => commands::dev::run(&cli.urls).await,

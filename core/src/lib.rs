@@ -57,7 +57,7 @@ pub use options::{Backoff, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
-pub use store::{ConnectOptions, Store, Topology};
+pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology};
 pub use worker::{
     CloseReport, Worker, WorkerAborter, WorkerEvent, WorkerEventHook, WorkerHandle, WorkerOptions,
     WorkerStats,

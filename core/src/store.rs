@@ -28,6 +28,9 @@ pub struct ConnectOptions {
     pub guarded: bool,
     /// PEM of a private CA for `rediss://` (else the system's roots).
     pub ca_cert_pem: Option<Vec<u8>>,
+    /// PEM of a client certificate (chain) and its private key, for mutual TLS (servers with
+    /// `tls-auth-clients yes`). Both or neither; see [`ConnectOptions::client_cert_pem`].
+    pub client_tls: Option<(Vec<u8>, Vec<u8>)>,
     /// Deadline for one non-blocking command.
     pub response_timeout: Duration,
     /// Deadline for opening a connection.
@@ -54,6 +57,7 @@ impl ConnectOptions {
                 .map(|v| v == "1")
                 .unwrap_or(false),
             ca_cert_pem: None,
+            client_tls: None,
             response_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             retry_unavailable: Duration::from_secs(10),
@@ -93,6 +97,124 @@ impl ConnectOptions {
         self.ca_cert_pem = Some(pem);
         self
     }
+
+    /// Presents a client certificate (PEM, the leaf first) and its private key (PEM) on
+    /// `rediss://`, for mutual TLS.
+    pub fn client_cert_pem(mut self, cert: Vec<u8>, key: Vec<u8>) -> ConnectOptions {
+        self.client_tls = Some((cert, key));
+        self
+    }
+
+    /// Applies [`TlsConfig`] (what a binding or the CLI was given: paths or PEM text), checked:
+    /// an unreadable file, text that is not PEM of the right kind, or a client certificate
+    /// without its key (or the reverse) is `invalid_option` naming the option.
+    pub fn tls(mut self, tls: TlsConfig) -> Result<ConnectOptions> {
+        if let Some(ca) = &tls.ca_cert {
+            self.ca_cert_pem = Some(ca.load("ca_cert", "CERTIFICATE")?);
+        }
+        match (&tls.client_cert, &tls.client_key) {
+            (Some(cert), Some(key)) => {
+                let cert = cert.load("client_cert", "CERTIFICATE")?;
+                let key = key.load("client_key", "PRIVATE KEY")?;
+                self.client_tls = Some((cert, key));
+            }
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(Error::new(
+                    ErrorCode::InvalidOption,
+                    "client_cert is given without client_key: mutual TLS needs both (the \
+                     certificate and its private key, PEM)",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::new(
+                    ErrorCode::InvalidOption,
+                    "client_key is given without client_cert: mutual TLS needs both (the \
+                     certificate and its private key, PEM)",
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    fn has_tls_material(&self) -> bool {
+        self.ca_cert_pem.is_some() || self.client_tls.is_some()
+    }
+
+    fn certificates(&self) -> redis::TlsCertificates {
+        redis::TlsCertificates {
+            client_tls: self
+                .client_tls
+                .as_ref()
+                .map(|(cert, key)| redis::ClientTlsConfig {
+                    client_cert: cert.clone(),
+                    client_key: key.clone(),
+                }),
+            root_cert: self.ca_cert_pem.clone(),
+        }
+    }
+}
+
+/// One PEM input: a file path, or the PEM text itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pem {
+    /// A file holding PEM.
+    Path(std::path::PathBuf),
+    /// PEM text (`-----BEGIN …`).
+    Text(Vec<u8>),
+}
+
+impl Pem {
+    /// A string from a user: PEM text when it holds `-----BEGIN`, else a file path.
+    pub fn guess(value: &str) -> Pem {
+        if value.contains("-----BEGIN") {
+            Pem::Text(value.as_bytes().to_vec())
+        } else {
+            Pem::Path(value.into())
+        }
+    }
+
+    /// The PEM bytes, checked to hold a `-----BEGIN <kind>` block (`PRIVATE KEY` also matches
+    /// `RSA PRIVATE KEY` and `EC PRIVATE KEY`).
+    fn load(&self, option: &str, kind: &str) -> Result<Vec<u8>> {
+        let (bytes, whence) = match self {
+            Pem::Path(path) => {
+                let bytes = std::fs::read(path).map_err(|e| {
+                    Error::new(
+                        ErrorCode::InvalidOption,
+                        format!("{option}: cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                (bytes, format!("the file {}", path.display()))
+            }
+            Pem::Text(bytes) => (bytes.clone(), "the text given".to_string()),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let found = text.lines().any(|l| {
+            l.trim()
+                .strip_prefix("-----BEGIN ")
+                .is_some_and(|rest| rest.trim_end_matches('-').ends_with(kind))
+        });
+        if !found {
+            return Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!("{option}: {whence} holds no PEM block `-----BEGIN …{kind}-----`"),
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+/// TLS material for `rediss://` as a binding or the CLI receives it; applied with
+/// [`ConnectOptions::tls`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// A private CA to trust (else the system's roots).
+    pub ca_cert: Option<Pem>,
+    /// A client certificate for mutual TLS (with `client_key`).
+    pub client_cert: Option<Pem>,
+    /// The client certificate's private key.
+    pub client_key: Option<Pem>,
 }
 
 /// Which kind of deployment the store talks to.
@@ -165,17 +287,59 @@ pub(crate) fn client_for(url: &str, opts: &ConnectOptions) -> Result<redis::Clie
             format!("cannot use the URL {url:?}: {e}"),
         )
     };
-    match &opts.ca_cert_pem {
-        Some(pem) if url.starts_with("rediss://") => redis::Client::build_with_tls(
-            url,
-            redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(pem.clone()),
-            },
-        )
-        .map_err(bad_url),
-        _ => redis::Client::open(url).map_err(bad_url),
+    if opts.has_tls_material() {
+        if !url.starts_with("rediss://") {
+            return Err(not_tls(url));
+        }
+        redis::Client::build_with_tls(url, opts.certificates()).map_err(bad_url)
+    } else {
+        redis::Client::open(url).map_err(bad_url)
     }
+}
+
+fn not_tls(url: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidOption,
+        format!(
+            "a CA or client certificate is given, but {:?} is not a rediss:// URL (TLS)",
+            redact(url)
+        ),
+    )
+}
+
+/// The URL with its password replaced by `***`.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let cred = &url[s + 3..at];
+            match cred.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &cred[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// A failed TLS handshake says so, and what to give (the error stays `server_unavailable`).
+fn tls_hint(url: &str, opts: &ConnectOptions, e: Error) -> Error {
+    let text = e.message().to_ascii_lowercase();
+    if !url.starts_with("rediss://")
+        || e.code() != ErrorCode::ServerUnavailable
+        || !(text.contains("certificate") || text.contains("tls") || text.contains("handshake"))
+    {
+        return e;
+    }
+    let hint = if opts.ca_cert_pem.is_none() && text.contains("issuer") {
+        "; the server's certificate is not signed by a CA this machine trusts: give its CA \
+         (ca_cert / --tls-ca)"
+    } else if opts.client_tls.is_none() {
+        "; a server that requires client certificates (tls-auth-clients yes) needs client_cert \
+         and client_key (--tls-cert, --tls-key)"
+    } else {
+        ""
+    };
+    Error::new(e.code(), format!("TLS: {}{hint}", e.message()))
 }
 
 impl Store {
@@ -198,11 +362,13 @@ impl Store {
             let client = client_for(first, &options)?;
             let mut probe = client
                 .get_multiplexed_async_connection_with_config(&config)
-                .await?;
+                .await
+                .map_err(|e| tls_hint(first, &options, e.into()))?;
             let info: String = redis::cmd("INFO")
                 .arg("cluster")
                 .query_async(&mut probe)
-                .await?;
+                .await
+                .map_err(|e| tls_hint(first, &options, e.into()))?;
             is_cluster = info.contains("cluster_enabled:1");
             if !is_cluster {
                 let manager = ConnectionManagerConfig::new()
@@ -219,17 +385,29 @@ impl Store {
             if first.starts_with("rediss://") {
                 let _ = rustls::crypto::ring::default_provider().install_default();
             }
+            if options.has_tls_material() {
+                if let Some(plain) = options.urls.iter().find(|u| !u.starts_with("rediss://")) {
+                    return Err(not_tls(plain));
+                }
+            }
             let mut builder = ClusterClient::builder(options.urls.clone())
                 .response_timeout(options.response_timeout)
                 .connection_timeout(options.connect_timeout);
-            if let Some(pem) = &options.ca_cert_pem {
-                builder = builder.certs(redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(pem.clone()),
-                });
+            if options.has_tls_material() {
+                builder = builder.certs(options.certificates());
             }
-            let client = builder.build()?;
-            conn = Some(Conn::Cluster(client.get_async_connection().await?));
+            let client = builder.build().map_err(|e| {
+                Error::new(
+                    ErrorCode::InvalidOption,
+                    format!("cannot use the cluster seeds: {e}"),
+                )
+            })?;
+            conn = Some(Conn::Cluster(
+                client
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| tls_hint(first, &options, e.into()))?,
+            ));
         }
         let store = Store {
             inner: Arc::new(Inner {

@@ -626,11 +626,104 @@ async fn tls_and_acl_from_the_url() {
     audit_ok(&q).await;
     // A wrong password is refused with a typed error.
     let bad = url.replacen("emq-secret", "wrong", 1);
-    let e = Queue::connect(emq::ConnectOptions::new(bad).ca_cert_pem(pem), "tls-orders")
+    let e = Queue::connect(
+        emq::ConnectOptions::new(bad).ca_cert_pem(pem.clone()),
+        "tls-orders",
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(e.code(), ErrorCode::AuthFailed, "{e}");
+    // Without the private CA the server's certificate is not trusted: a typed error that says so.
+    let e = Queue::connect(emq::ConnectOptions::new(url.clone()), "tls-orders")
         .await
         .err()
-        .expect("refused");
-    assert_eq!(e.code(), ErrorCode::AuthFailed, "{e}");
+        .expect("untrusted");
+    assert_eq!(e.code(), ErrorCode::ServerUnavailable, "{e}");
+    assert!(e.message().contains("ca_cert"), "{e}");
+    // TLS material on a plain URL, a client certificate without its key, and a CA file that is
+    // not PEM are invalid options, refused before any connection.
+    let plain = emq::ConnectOptions::new("redis://127.0.0.1:1").ca_cert_pem(pem.clone());
+    let e = Queue::connect(plain, "tls-orders")
+        .await
+        .err()
+        .expect("plain");
+    assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
+    let half = emq::TlsConfig {
+        client_cert: Some(emq::Pem::Path(server.client_cert_path().into())),
+        ..Default::default()
+    };
+    let e = emq::ConnectOptions::new(url.clone())
+        .tls(half)
+        .expect_err("half");
+    assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
+    assert!(e.message().contains("client_key"), "{e}");
+    let not_pem = emq::TlsConfig {
+        ca_cert: Some(emq::Pem::guess("/nonexistent/ca.crt")),
+        ..Default::default()
+    };
+    let e = emq::ConnectOptions::new(url.clone())
+        .tls(not_pem)
+        .expect_err("missing");
+    assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
+    let key_as_ca = emq::TlsConfig {
+        ca_cert: Some(emq::Pem::Path(server.client_key_path().into())),
+        ..Default::default()
+    };
+    let e = emq::ConnectOptions::new(url)
+        .tls(key_as_ca)
+        .expect_err("a key");
+    assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
+}
+
+/// Mutual TLS (`tls-auth-clients yes`): refused without a client certificate, served with one
+/// signed by the server's CA (given as files through `TlsConfig`, as the bindings and the CLI do).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_needs_a_client_certificate() {
+    let server = emq_harness::TlsServer::start_mutual().unwrap();
+    let url = server.url();
+    let ca_only = emq::TlsConfig {
+        ca_cert: Some(emq::Pem::Path(server.ca_cert_path().into())),
+        ..Default::default()
+    };
+    let opts = emq::ConnectOptions::new(url.clone())
+        .guarded(true)
+        .tls(ca_only.clone())
+        .unwrap();
+    let e = Queue::connect(opts, "mtls").await.err().expect("refused");
+    assert_eq!(e.code(), ErrorCode::ServerUnavailable, "{e}");
+    assert!(e.message().contains("client_cert"), "{e}");
+    let full = emq::TlsConfig {
+        client_cert: Some(emq::Pem::Path(server.client_cert_path().into())),
+        client_key: Some(emq::Pem::Text(
+            std::fs::read(server.client_key_path()).unwrap(),
+        )),
+        ..ca_only
+    };
+    let opts = emq::ConnectOptions::new(url)
+        .guarded(true)
+        .tls(full)
+        .unwrap();
+    let q = Queue::connect(opts, "mtls").await.unwrap();
+    let id = q
+        .add("t", json!({"mutual": true}), JobOptions::default())
+        .await
+        .unwrap();
+    let w = Worker::builder(q.clone())
+        .options(fast())
+        .handler(|job: JobContext| async move { Ok(job.data().clone()) })
+        .run()
+        .unwrap();
+    wait_until("the mTLS job", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().completed == 1
+    })
+    .await;
+    w.close().await.unwrap();
+    assert_eq!(
+        q.get(id).await.unwrap().unwrap().result,
+        Some(json!({"mutual": true}))
+    );
+    audit_ok(&q).await;
 }
 
 /// Reads one command's call count from `INFO commandstats` text.

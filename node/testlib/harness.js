@@ -16,9 +16,12 @@ function harnessBinary() {
   return bin;
 }
 
-/** Starts the servers; resolves to { standalone, cluster, pids, stop() }. */
-function startServers({ timeoutMs = 90_000 } = {}) {
-  const child = spawn(harnessBinary(), ['up', '--standalone', '--cluster'], {
+/**
+ * Starts the servers; resolves to { standalone, cluster, pids, stop() } (`flags`: others, e.g.
+ * ['--tls', '--mtls'] for { tls, mtls }, each { url, ca, cert, key }).
+ */
+function startServers({ timeoutMs = 90_000, flags = ['--standalone', '--cluster'] } = {}) {
+  const child = spawn(harnessBinary(), ['up', ...flags], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {

@@ -14,7 +14,8 @@ mod options;
 mod queue;
 mod worker;
 
-use emq::{ConnectOptions, Error, ErrorCode, Queue};
+use emq::{ConnectOptions, Error, ErrorCode, Pem, Queue, TlsConfig};
+use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 pub use events::NativeEvents;
@@ -26,19 +27,44 @@ pub(crate) fn throw(e: Error) -> napi::Error {
     napi::Error::from_reason(format!("[emq:{}] {}", e.code().as_str(), e.message()))
 }
 
-/// Connects to the datastore (one URL, or cluster seeds) and opens the queue `name`.
+/// TLS files for `rediss://`: each a path or PEM text (a string), or the PEM as a `Buffer`.
+#[napi(object)]
+pub struct ConnectTls {
+    /// A private CA to trust (else the system's roots).
+    pub ca_cert: Option<Either<String, Buffer>>,
+    /// A client certificate for mutual TLS (with `client_key`).
+    pub client_cert: Option<Either<String, Buffer>>,
+    /// The client certificate's private key.
+    pub client_key: Option<Either<String, Buffer>>,
+}
+
+fn pem(v: Option<Either<String, Buffer>>) -> Option<Pem> {
+    v.map(|v| match v {
+        Either::A(s) => Pem::guess(&s),
+        Either::B(b) => Pem::Text(b.to_vec()),
+    })
+}
+
+/// Connects to the datastore (one URL, or cluster seeds) and opens the queue `name`; `tls` as
+/// the core's `TlsConfig` (read and checked there).
 #[napi]
 pub async fn connect(
     urls: Vec<String>,
     name: String,
     durable: Option<Vec<f64>>,
+    tls: Option<ConnectTls>,
 ) -> napi::Result<NativeQueue> {
     if urls.is_empty() {
         return Err(throw(options::invalid_option(
             "at least one datastore URL is needed",
         )));
     }
-    let mut opts = ConnectOptions::seeds(urls);
+    let tls = tls.map_or_else(TlsConfig::default, |t| TlsConfig {
+        ca_cert: pem(t.ca_cert),
+        client_cert: pem(t.client_cert),
+        client_key: pem(t.client_key),
+    });
+    let mut opts = ConnectOptions::seeds(urls).tls(tls).map_err(throw)?;
     if let Some(d) = durable {
         // [replicas, timeoutMs]; the core checks the bounds.
         let n =

@@ -232,11 +232,33 @@ struct Queue {
     pid: u32,
 }
 
+/// One TLS input: `bytes` are PEM, a `str` a path (or PEM text); the core reads and checks it.
+fn pem(py: Python<'_>, option: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<emq::Pem>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(b) = v.cast::<pyo3::types::PyBytes>() {
+        return Ok(Some(emq::Pem::Text(b.as_bytes().to_vec())));
+    }
+    match v.extract::<String>() {
+        Ok(s) => Ok(Some(emq::Pem::guess(&s))),
+        Err(_) => Err(code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{option} must be a path (str or os.PathLike) or the PEM as bytes"),
+        )),
+    }
+}
+
+/// `ca_cert`, `client_cert`, `client_key` as the core's `TlsConfig`.
+type TlsArgs<'a, 'py> = [Option<&'a Bound<'py, PyAny>>; 3];
+
 fn connect_future(
     py: Python<'_>,
     urls: Vec<String>,
     name: String,
     durable: Option<(i128, i128)>,
+    tls: TlsArgs<'_, '_>,
 ) -> PyResult<CoreFuture> {
     if urls.is_empty() {
         return Err(code_err(
@@ -245,8 +267,16 @@ fn connect_future(
             "at least one URL is needed",
         ));
     }
+    let tls = emq::TlsConfig {
+        ca_cert: pem(py, "ca_cert", tls[0])?,
+        client_cert: pem(py, "client_cert", tls[1])?,
+        client_key: pem(py, "client_key", tls[2])?,
+    };
+    let options = emq::ConnectOptions::seeds(urls)
+        .tls(tls)
+        .map_err(|e| core_err(py, &e))?;
     Ok(Box::pin(async move {
-        let mut opts = emq::ConnectOptions::seeds(urls);
+        let mut opts = options;
         if let Some((n, ms)) = durable {
             opts = opts.durable_counts(
                 n.clamp(0, u64::MAX.into()) as u64,
@@ -359,18 +389,30 @@ impl Queue {
 #[pymethods]
 impl Queue {
     /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue
-    /// `name`. Like every method here that talks to the datastore: an awaitable, or with
-    /// `blocking=True` the outcome itself (GIL released), for the sync facade.
+    /// `name`; for `rediss://`, a private CA and a client certificate + key (mutual TLS); with
+    /// `durable=(replicas, timeout_ms)` every add waits for that many replicas. Like every method
+    /// here that talks to the datastore: an awaitable, or with `blocking=True` the outcome itself
+    /// (GIL released), for the sync facade.
     #[staticmethod]
-    #[pyo3(signature = (urls, name, durable=None, blocking=false))]
+    #[pyo3(signature = (urls, name, durable=None, ca_cert=None, client_cert=None, client_key=None, blocking=false))]
+    #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
         urls: Vec<String>,
         name: &Bound<'_, PyAny>,
         durable: Option<(i128, i128)>,
+        ca_cert: Option<&Bound<'_, PyAny>>,
+        client_cert: Option<&Bound<'_, PyAny>>,
+        client_key: Option<&Bound<'_, PyAny>>,
         blocking: bool,
     ) -> PyResult<Py<PyAny>> {
-        let f = connect_future(py, urls, queue_name_text(py, name)?, durable)?;
+        let f = connect_future(
+            py,
+            urls,
+            queue_name_text(py, name)?,
+            durable,
+            [ca_cert, client_cert, client_key],
+        )?;
         run(py, f, blocking)
     }
 

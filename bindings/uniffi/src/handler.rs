@@ -48,7 +48,11 @@ pub trait JobHandler: Send + Sync {
 /// cancels the Kotlin coroutine (Swift: the task), and the run resolves only once the coroutine
 /// has stopped (see [`Call`]), so the core records the outcome — and a retry can start — only
 /// after the handler is done.
-pub(crate) struct ForeignHandler(pub(crate) Arc<dyn JobHandler>);
+pub(crate) struct ForeignHandler(
+    pub(crate) Arc<dyn JobHandler>,
+    /// The runs this worker started, for its events ([`crate::worker_events`]).
+    pub(crate) Arc<crate::worker_events::RunLog>,
+);
 
 impl emq::Handler for ForeignHandler {
     fn cooperative_cancel(&self) -> bool {
@@ -57,6 +61,7 @@ impl emq::Handler for ForeignHandler {
 
     fn handle(&self, ctx: JobContext) -> BoxFuture<'static, emq::HandlerResult> {
         let foreign = self.0.clone();
+        self.1.started(ctx.job().id);
         let job = JobRecord::from(ctx.job());
         Box::pin(async move {
             let mut call = Call(Some(Box::pin(async move { foreign.handle(job).await })));

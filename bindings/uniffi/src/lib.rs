@@ -5,15 +5,16 @@
 //! the handler (a foreign-implemented async [`JobHandler`] wrapped into the core's
 //! [`emq::Handler`]). All queue logic is the core's. One file per exported type:
 //!
-//! - [`queue`]: `Queue`, every queue operation; [`worker`]: `WorkerHandle`, `WorkerStats` and
+//! - [`queue`]: `Queue`, every queue operation ([`connect`]: its `TlsFiles`); [`worker`]: `WorkerHandle`, `WorkerStats` and
 //!   `WorkerInfo`;
-//! - [`events`]: `EventStream` and `Event`; [`handler`]: `JobHandler`, `HandlerFailure`;
+//! - [`events`]: `EventStream` and `Event`; [`worker_events`]: `WorkerEvents`, `WorkerEvent`; [`handler`]: `JobHandler`, `HandlerFailure`;
 //! - [`options`]: `JobOptions`, `Backoff`, `ParentPolicy`, `Retention`, `NewJob`, `RateLimit`;
 //! - [`job`]: `JobRecord`, `JobState`, `JobFailure`, `Counts`; [`flow`]: `FlowJob`, `FlowIds`;
 //! - [`metrics`]: `QueueMetrics`; [`schedule`]: `Schedule`, `SchedulerInfo`;
 //! - [`error`]: `EmqException` and the code helpers; [`runtime`]: the binding's tokio runtime;
 //!   [`jvm`]: attaching the runtime's threads to the JVM.
 
+pub mod connect;
 pub mod error;
 pub mod events;
 pub mod flow;
@@ -26,7 +27,9 @@ pub mod queue;
 pub mod runtime;
 pub mod schedule;
 pub mod worker;
+pub mod worker_events;
 
+pub use connect::TlsFiles;
 pub use error::{error_code, error_codes, EmqException};
 pub use events::{Event, EventStream};
 pub use flow::{FlowIds, FlowJob};
@@ -38,5 +41,6 @@ pub use queue::Queue;
 pub use runtime::runtime;
 pub use schedule::{Schedule, SchedulerInfo};
 pub use worker::{WorkerHandle, WorkerInfo, WorkerStats};
+pub use worker_events::{WorkerEvent, WorkerEventKind, WorkerEvents};
 
 uniffi::setup_scaffolding!();

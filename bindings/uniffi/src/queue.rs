@@ -1,7 +1,8 @@
 //! A handle on one queue: every queue operation, each converting its arguments into the core's
 //! types and running the core's call on the binding's runtime.
 
-use crate::error::EmqException;
+use crate::connect::TlsFiles;
+use crate::error::{invalid_option, EmqException};
 use crate::events::{Event, EventStream};
 use crate::flow::{FlowIds, FlowJob};
 use crate::handler::{ForeignHandler, JobHandler};
@@ -24,16 +25,31 @@ pub struct Queue {
 
 #[uniffi::export(async_runtime = "tokio")]
 impl Queue {
-    /// Connects to the datastore at `url` and opens the queue `name`.
-    #[uniffi::constructor]
-    pub async fn connect(url: String, name: String) -> Result<Arc<Queue>, EmqException> {
-        // The name is checked first, so a bad name fails without a server.
+    /// Connects to the datastore at `url` and opens the queue `name`; `tls` for `rediss://` (a
+    /// private CA, a client certificate for mutual TLS).
+    #[uniffi::constructor(default(tls = None))]
+    pub async fn connect(
+        url: String,
+        name: String,
+        tls: Option<TlsFiles>,
+    ) -> Result<Arc<Queue>, EmqException> {
+        Queue::connect_seeds(vec![url], name, tls).await
+    }
+
+    /// Connects to a cluster through several seed URLs (or to one URL) and opens the queue `name`.
+    #[uniffi::constructor(default(tls = None))]
+    pub async fn connect_seeds(
+        urls: Vec<String>,
+        name: String,
+        tls: Option<TlsFiles>,
+    ) -> Result<Arc<Queue>, EmqException> {
+        // The name and the options are checked first, so a bad one fails without a server.
         emq::QueueName::new(&name)?;
-        let inner =
-            on_runtime(
-                async move { emq::Queue::connect(emq::ConnectOptions::new(url), &name).await },
-            )
-            .await?;
+        if urls.is_empty() {
+            return Err(invalid_option("at least one datastore URL is needed"));
+        }
+        let options = crate::connect::options(urls, tls)?;
+        let inner = on_runtime(async move { emq::Queue::connect(options, &name).await }).await?;
         Ok(Arc::new(Queue { inner }))
     }
 
@@ -399,14 +415,17 @@ impl Queue {
             "swift"
         });
         let _guard = runtime().enter();
+        let runs = Arc::new(crate::worker_events::RunLog::default());
         let handle = emq::Worker::builder(self.inner.clone())
             .options(opts)
-            .handler(ForeignHandler(handler))
+            .handler(ForeignHandler(handler, runs.clone()))
             .run()?;
         let aborter = handle.aborter();
         Ok(Arc::new(WorkerHandle {
             inner: Mutex::new(Some(handle)),
             aborter,
+            queue: self.inner.clone(),
+            runs,
         }))
     }
 }

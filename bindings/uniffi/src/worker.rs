@@ -2,7 +2,8 @@
 
 use crate::error::EmqException;
 use crate::runtime::{on_runtime, runtime};
-use std::sync::Mutex;
+use crate::worker_events::{RunLog, WorkerEvents};
+use std::sync::{Arc, Mutex};
 
 /// Counters of one worker.
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
@@ -70,6 +71,10 @@ impl From<emq::worker_registry::WorkerInfo> for WorkerInfo {
 pub struct WorkerHandle {
     pub(crate) inner: Mutex<Option<emq::WorkerHandle>>,
     pub(crate) aborter: emq::WorkerAborter,
+    /// The queue, for [`WorkerHandle::events`].
+    pub(crate) queue: emq::Queue,
+    /// The runs its handler started, for its events.
+    pub(crate) runs: Arc<RunLog>,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -93,6 +98,15 @@ impl WorkerHandle {
     pub fn abort(&self) {
         let _guard = runtime().enter();
         self.aborter.abort();
+    }
+
+    /// Subscribes to this worker's events from now on ([`WorkerEvents`]: completed, failed and
+    /// progress of the jobs it runs, the queue's stalled jobs, and read errors). Kotlin:
+    /// `eventsFlow()` wraps it in a `Flow`.
+    pub async fn events(&self) -> Result<Arc<WorkerEvents>, EmqException> {
+        Ok(Arc::new(
+            WorkerEvents::subscribe(self.queue.clone(), self.runs.clone()).await?,
+        ))
     }
 
     /// True until the graceful close was called.

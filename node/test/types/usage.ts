@@ -3,7 +3,7 @@
 import {
   Queue, Worker, JobId, JobOptions, ActiveJob, Counts, EmqError, InvalidJobId, UnrecoverableError,
   ErrorCode, errorCodes, QueueEvent, SchedulerInfo, FlowIds, Job,
-  CancelOutcome, WorkerInfo, JobInterrupted, HandlerFailed, Timeout,
+  CancelOutcome, WorkerInfo, JobInterrupted, HandlerFailed, Timeout, ConnectOptions,
 } from '../../index';
 
 interface Email { to: string; n: number }
@@ -11,6 +11,10 @@ interface Email { to: string; n: number }
 export async function usage(): Promise<void> {
   const q: Queue = await Queue.connect('redis://127.0.0.1:6379', 'orders');
   const qc: Queue = await Queue.connect(['redis://127.0.0.1:7000', 'redis://127.0.0.1:7001'], '{orders}');
+  const tls: ConnectOptions = { caCert: '/etc/emq/ca.pem', clientCert: new Uint8Array(0), clientKey: '-----BEGIN PRIVATE KEY-----' };
+  const qt: Queue = await Queue.connect('rediss://emq:secret@127.0.0.1:6380', 'orders', tls);
+  // @ts-expect-error a TLS file is a string or bytes
+  await Queue.connect('rediss://127.0.0.1:6380', 'orders', { caCert: 42 });
   const opts: JobOptions = {
     delay: 100, priority: 1, lifo: false, attempts: 3, backoff: { type: 'exponential', delay: 50, max: 1000 },
     jitter: 0.2, lease: 30_000, timeout: 5_000, removeOnComplete: true, dedup: 'k', dedupTtl: 60_000,
@@ -137,6 +141,6 @@ export async function usage(): Promise<void> {
   // @ts-expect-error the handler receives an ActiveJob of the worker's data type
   new Worker<Email>(q, (j) => j.data.missing.length);
 
-  void [qc, fixed, waiting, paused, page, removed, created, schedulers, flow, given, done, codes, forged, reranked];
+  void [qc, qt, fixed, waiting, paused, page, removed, created, schedulers, flow, given, done, codes, forged, reranked];
   await q.close();
 }

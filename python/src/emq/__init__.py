@@ -111,6 +111,25 @@ Seconds = Union[float, int, timedelta]
 Retention = Union[bool, int, Dict[str, Any]]
 
 
+Pem = Union[str, "os.PathLike[str]", bytes]
+"""A PEM input: a path, or the PEM text as bytes."""
+
+
+def _tls(*values: Optional[Pem]) -> List[Union[str, bytes, None]]:
+    """``ca_cert``, ``client_cert``, ``client_key``: paths made ``str`` (the core reads them)."""
+    out: List[Union[str, bytes, None]] = []
+    for v in values:
+        if v is None or isinstance(v, (str, bytes)):
+            out.append(v)
+        elif isinstance(v, (bytearray, memoryview)):
+            out.append(bytes(v))
+        elif isinstance(v, os.PathLike):
+            out.append(os.fspath(v))
+        else:
+            raise InvalidOption(f"a TLS file must be a path or PEM bytes, not {type(v).__name__}")
+    return out
+
+
 def _urls(url: Url) -> List[str]:
     """One URL, or a list of cluster seed URLs; None reads ``EMQ_URL``."""
     if url is None:
@@ -176,12 +195,29 @@ class Queue:
         self._native = native
 
     @classmethod
-    async def connect(cls, url: Url, name: str, *, durable: "tuple[int, int] | None" = None) -> "Queue":
+    async def connect(
+        cls,
+        url: Url,
+        name: str,
+        *,
+        durable: "tuple[int, int] | None" = None,
+        ca_cert: Optional[Pem] = None,
+        client_cert: Optional[Pem] = None,
+        client_key: Optional[Pem] = None,
+    ) -> "Queue":
         """Connects to ``url`` (a ``redis://``/``rediss://`` URL, or a list of cluster seed URLs;
         None: ``EMQ_URL``) and opens the queue ``name``. ``EMQ_GUARD=1`` runs every script under
         the core's undeclared-key guard. ``durable=(replicas, timeout_ms)``: every add waits for
-        that many replicas (``WAIT``) and raises ``Timeout`` when they did not acknowledge in time."""
-        return cls(await _emq.Queue.connect(_urls(url), name, durable))
+        that many replicas (``WAIT``) and raises ``Timeout`` when they did not acknowledge in time.
+
+        For ``rediss://``: ``ca_cert`` is a private CA to trust (else the system's roots);
+        ``client_cert`` and ``client_key`` (both or neither) a client certificate for mutual TLS.
+        Each is a path (``str`` or ``os.PathLike``) or the PEM itself as ``bytes``. A missing
+        file, text that is not PEM, a certificate without its key or TLS material with a
+        ``redis://`` URL raise :class:`InvalidOption`; an untrusted server certificate or a
+        refused client one :class:`ServerUnavailable`."""
+        tls = _tls(ca_cert, client_cert, client_key)
+        return cls(await _emq.Queue.connect(_urls(url), name, durable, *tls))
 
     @property
     def name(self) -> str:

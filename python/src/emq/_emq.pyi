@@ -13,7 +13,15 @@ __version__: str
 
 class Queue:
     @staticmethod
-    def connect(urls: Sequence[str], name: str, durable: tuple[int, int] | None = None, blocking: bool = False) -> Any: ...
+    def connect(
+        urls: Sequence[str],
+        name: str,
+        durable: tuple[int, int] | None = None,
+        ca_cert: Union[str, bytes, None] = None,
+        client_cert: Union[str, bytes, None] = None,
+        client_key: Union[str, bytes, None] = None,
+        blocking: bool = False,
+    ) -> Any: ...
     @property
     def name(self) -> str: ...
     def mint_id(self) -> str: ...

@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, Job, JobSpec, Retention, Seconds, Url, _WorkerEvents, _bulk, _options, _outcome, _urls
+from . import Backoff, Job, JobSpec, Pem, Retention, Seconds, Url, _WorkerEvents, _bulk, _options, _outcome, _tls, _urls
 from .errors import InvalidOption
 
 __all__ = ["Queue", "Worker", "EventStream"]
@@ -40,9 +40,19 @@ class Queue:
         self._native = native
 
     @classmethod
-    def connect(cls, url: Url, name: str, *, durable: "tuple[int, int] | None" = None) -> "Queue":
-        """Connects (see :meth:`emq.Queue.connect`)."""
-        return cls(_blocking(_emq.Queue.connect, _urls(url), name, durable))
+    def connect(
+        cls,
+        url: Url,
+        name: str,
+        *,
+        durable: "tuple[int, int] | None" = None,
+        ca_cert: Optional[Pem] = None,
+        client_cert: Optional[Pem] = None,
+        client_key: Optional[Pem] = None,
+    ) -> "Queue":
+        """Connects (see :meth:`emq.Queue.connect`, also for the TLS files)."""
+        tls = _tls(ca_cert, client_cert, client_key)
+        return cls(_blocking(_emq.Queue.connect, _urls(url), name, durable, *tls))
 
     @property
     def name(self) -> str:

@@ -1,12 +1,17 @@
 //! The `emq-harness` binary, for test suites in other languages.
 //!
-//! `emq-harness up [--standalone] [--cluster] [--tls]` starts the servers
+//! `emq-harness up [--standalone] [--cluster] [--tls] [--mtls]` starts the servers
 //! (no flags means standalone and cluster), prints ONE JSON line on stdout:
 //!
 //! ```text
 //! {"standalone":"redis://127.0.0.1:P","cluster":["redis://127.0.0.1:P1",...],
-//!  "tls":{"url":"rediss://emq:emq-secret@127.0.0.1:P","ca":"/tmp/.../ca.crt"},"pids":[...]}
+//!  "tls":{"url":"rediss://emq:emq-secret@127.0.0.1:P","ca":"/tmp/.../ca.crt",
+//!         "cert":"/tmp/.../client.crt","key":"/tmp/.../client.key"},
+//!  "mtls":{ the same fields },"pids":[...]}
 //! ```
+//!
+//! `tls` does not ask for a client certificate; `mtls` requires one (`cert` / `key`, signed by
+//! its `ca`).
 //!
 //! (on one line; keys not requested are omitted), then blocks until stdin
 //! reaches EOF or SIGTERM/SIGINT/SIGHUP arrives, stops every server by pid
@@ -22,7 +27,7 @@ use std::time::Duration;
 
 use emq_harness::{RedisCluster, RedisServer, TlsServer};
 
-const USAGE: &str = "usage: emq-harness up [--standalone] [--cluster] [--tls]\n\
+const USAGE: &str = "usage: emq-harness up [--standalone] [--cluster] [--tls] [--mtls]\n\
   Starts real redis servers on 127.0.0.1, prints one JSON line with their urls,\n\
   and stops them when stdin reaches EOF or on SIGTERM/SIGINT.\n\
   No flags = --standalone --cluster.";
@@ -50,6 +55,7 @@ struct Wanted {
     standalone: bool,
     cluster: bool,
     tls: bool,
+    mtls: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Wanted, String> {
@@ -65,11 +71,12 @@ fn parse_args(args: &[String]) -> Result<Wanted, String> {
             "--standalone" => w.standalone = true,
             "--cluster" => w.cluster = true,
             "--tls" => w.tls = true,
+            "--mtls" => w.mtls = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown flag {other:?}")),
         }
     }
-    if !(w.standalone || w.cluster || w.tls) {
+    if !(w.standalone || w.cluster || w.tls || w.mtls) {
         w.standalone = true;
         w.cluster = true;
     }
@@ -98,6 +105,7 @@ struct Servers {
     standalone: Option<RedisServer>,
     cluster: Option<RedisCluster>,
     tls: Option<TlsServer>,
+    mtls: Option<TlsServer>,
 }
 
 impl Servers {
@@ -106,10 +114,12 @@ impl Servers {
         let standalone = w.standalone.then(RedisServer::start).transpose()?;
         let cluster = w.cluster.then(|| RedisCluster::start(3)).transpose()?;
         let tls = w.tls.then(TlsServer::start).transpose()?;
+        let mtls = w.mtls.then(TlsServer::start_mutual).transpose()?;
         Ok(Servers {
             standalone,
             cluster,
             tls,
+            mtls,
         })
     }
 
@@ -120,6 +130,7 @@ impl Servers {
             pids.extend(c.nodes().iter().map(RedisServer::pid));
         }
         pids.extend(self.tls.iter().map(|t| t.server().pid()));
+        pids.extend(self.mtls.iter().map(|t| t.server().pid()));
         pids
     }
 
@@ -132,12 +143,16 @@ impl Servers {
             let urls: Vec<String> = c.urls().iter().map(|u| json_str(u)).collect();
             fields.push(format!("\"cluster\":[{}]", urls.join(",")));
         }
-        if let Some(t) = &self.tls {
-            fields.push(format!(
-                "\"tls\":{{\"url\":{},\"ca\":{}}}",
-                json_str(&t.url()),
-                json_str(&t.ca_cert_path().to_string_lossy())
-            ));
+        for (name, server) in [("tls", &self.tls), ("mtls", &self.mtls)] {
+            if let Some(t) = server {
+                fields.push(format!(
+                    "\"{name}\":{{\"url\":{},\"ca\":{},\"cert\":{},\"key\":{}}}",
+                    json_str(&t.url()),
+                    json_str(&t.ca_cert_path().to_string_lossy()),
+                    json_str(&t.client_cert_path().to_string_lossy()),
+                    json_str(&t.client_key_path().to_string_lossy())
+                ));
+            }
         }
         let pids: Vec<String> = self.pids().iter().map(u32::to_string).collect();
         fields.push(format!("\"pids\":[{}]", pids.join(",")));
@@ -145,6 +160,9 @@ impl Servers {
     }
 
     fn stop(&mut self) {
+        if let Some(t) = &mut self.mtls {
+            t.stop();
+        }
         if let Some(t) = &mut self.tls {
             t.stop();
         }

@@ -214,6 +214,9 @@ pub(crate) fn cli_command(port: u16, opts: &ServerOptions) -> Command {
     c.arg("-h").arg("127.0.0.1").arg("-p").arg(port.to_string());
     if let Some(tls) = &opts.tls {
         c.arg("--tls").arg("--cacert").arg(&tls.ca_cert_file);
+        if let Some((cert, key)) = &tls.client_cert {
+            c.arg("--cert").arg(cert).arg("--key").arg(key);
+        }
         if let Some(u) = &tls.user {
             c.args([
                 "--user",

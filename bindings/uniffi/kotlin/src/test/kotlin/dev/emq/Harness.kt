@@ -61,6 +61,58 @@ object Harness {
     }
 
     fun uniqueQueue(prefix: String) = "$prefix-${UUID.randomUUID().toString().take(8)}"
+
+    /** A TLS server of the harness: its URL, its CA, and a client certificate + key signed by it. */
+    data class Tls(val url: String, val ca: String, val cert: String, val key: String)
+
+    private var tlsProcess: Process? = null
+    private var tlsServers: Pair<Tls, Tls>? = null
+
+    /**
+     * `emq-harness up --tls --mtls` (a second harness, started on first use): the server that
+     * asks for no client certificate, and the one that requires it (mutual TLS).
+     */
+    @Synchronized
+    fun tls(): Pair<Tls, Tls> {
+        tlsServers?.let { return it }
+        val p = ProcessBuilder(harnessPath(), "up", "--tls", "--mtls")
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start()
+        tlsProcess = p
+        Runtime.getRuntime().addShutdownHook(Thread { stopTls() })
+        val reader = BufferedReader(InputStreamReader(p.inputStream))
+        val lineHolder = arrayOfNulls<String>(1)
+        val t = Thread { lineHolder[0] = reader.readLine() }
+        t.isDaemon = true
+        t.start()
+        t.join(60_000)
+        val line = lineHolder[0] ?: run {
+            stopTls()
+            error("emq-harness printed no line within 60 s")
+        }
+        fun server(name: String): Tls {
+            val obj = Regex("\"$name\"\\s*:\\s*\\{([^}]*)\\}").find(line)?.groupValues?.get(1)
+                ?: error("no $name server in the harness line: $line")
+            fun field(f: String) = Regex("\"$f\"\\s*:\\s*\"([^\"]+)\"").find(obj)?.groupValues?.get(1)
+                ?: error("no $name.$f in the harness line: $line")
+            return Tls(field("url"), field("ca"), field("cert"), field("key"))
+        }
+        val servers = server("tls") to server("mtls")
+        tlsServers = servers
+        return servers
+    }
+
+    @Synchronized
+    fun stopTls() {
+        val p = tlsProcess ?: return
+        tlsProcess = null
+        tlsServers = null
+        runCatching { p.outputStream.close() }
+        if (!p.waitFor(15, TimeUnit.SECONDS)) {
+            p.destroy()
+            p.waitFor(5, TimeUnit.SECONDS)
+        }
+    }
 }
 
 /** Polls [check] until it returns non-null, for at most [timeoutMs]. */
