@@ -217,7 +217,12 @@ class Queue:
         ``redis://`` URL raise :class:`InvalidOption`; an untrusted server certificate or a
         refused client one :class:`ServerUnavailable`."""
         tls = _tls(ca_cert, client_cert, client_key)
-        return cls(await _emq.Queue.connect(_urls(url), name, durable, *tls))
+        ca, cert, key = tls
+        return cls(
+            await _emq.Queue.connect(
+                _urls(url), name, durable, ca_cert=ca, client_cert=cert, client_key=key
+            )
+        )
 
     @property
     def name(self) -> str:

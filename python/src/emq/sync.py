@@ -52,7 +52,13 @@ class Queue:
     ) -> "Queue":
         """Connects (see :meth:`emq.Queue.connect`, also for the TLS files)."""
         tls = _tls(ca_cert, client_cert, client_key)
-        return cls(_blocking(_emq.Queue.connect, _urls(url), name, durable, *tls))
+        ca, cert, key = tls
+        return cls(
+            _blocking(
+                _emq.Queue.connect, _urls(url), name, durable,
+                ca_cert=ca, client_cert=cert, client_key=key,
+            )
+        )
 
     @property
     def name(self) -> str:
