@@ -372,9 +372,19 @@ def main():
 
     L.append("## Errors\n")
     L.append("\n".join(f"- {e}" for e in errors) + "\n" if errors else "None.\n")
+    # Sections measured by hand (counts, migrate) follow HAND_MARK in RESULTS.md; a run keeps them.
+    kept = ""
+    if os.path.exists(md_path):
+        with open(md_path) as f:
+            old = f.read()
+        if HAND_MARK in old:
+            kept = "\n" + old[old.index(HAND_MARK):]
     with open(md_path, "w") as f:
-        f.write("\n".join(L))
+        f.write("\n".join(L) + kept)
     return 1 if errors else 0
+
+
+HAND_MARK = "<!-- measured by hand below this line: bench/report.py keeps it -->"
 
 
 if __name__ == "__main__":

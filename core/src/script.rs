@@ -681,6 +681,44 @@ mod tests {
     }
 
     #[test]
+    fn the_arg_buffer_keeps_each_argument_whole_and_in_order() {
+        // One buffer holds every ARGV entry: empty ones, numbers, text and an id must come out of
+        // the EVALSHA command exactly as given, one argument each.
+        let k = q().keys();
+        let id = crate::JobId::parse(&crate::JobId::from_parts(1, 2, 3).to_string()).unwrap();
+        let inv = PAUSE
+            .prepare()
+            .key(&k.wait)
+            .arg("")
+            .arg(42u64)
+            .arg("a|b")
+            .arg(id)
+            .arg(&b"\x00\xff"[..]);
+        assert_eq!(inv.args.len(), 5);
+        let got: Vec<Vec<u8>> = inv.args.iter().map(<[u8]>::to_vec).collect();
+        let want: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"42".to_vec(),
+            b"a|b".to_vec(),
+            id.to_string().into_bytes(),
+            vec![0, 255],
+        ];
+        assert_eq!(got, want);
+        let cmd = inv.evalsha(false);
+        let sent: Vec<Vec<u8>> = cmd
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.to_vec(),
+                _ => panic!("only plain arguments"),
+            })
+            .collect();
+        assert_eq!(sent[0], b"EVALSHA");
+        assert_eq!(sent[2], b"1");
+        assert_eq!(sent[3], k.wait.as_str().as_bytes());
+        assert_eq!(&sent[4..], &want[..]);
+    }
+
+    #[test]
     fn key_table_names_the_fixed_keys() {
         assert_eq!(
             key_table("-- KEYS[1] wait\n-- KEYS[2] meta\n-- KEYS[3..] record\n"),
