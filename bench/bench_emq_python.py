@@ -11,10 +11,9 @@ SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (1: CONFIG RESETSTAT before and INF
 after each timed section, like emq-bench; 0 to skip).
 
 Measurement differences from BullMQ Python, which has an in-process `completed` event that emq's
-Python API does not offer: processing ends when the worker's own `stats()["completed"]` counter
-reaches N (polled every ~1 ms); in latency, add -> completed is when a poll of that counter
-(every ~1 ms after the handler started) first sees it move: an upper bound, up to ~1 ms late.
-Polling on every loop turn would keep a core busy and slow the core's own threads down.
+Python worker does not offer: processing ends when the worker's own `stats()["completed"]` counter
+reaches N (polled every ~1 ms); in latency, add -> completed is stamped by a `queue.events()`
+subscriber seeing the job's `completed` event (as emq-bench does in Rust).
 """
 import asyncio
 import json
@@ -240,24 +239,41 @@ async def latency(name, n):
         return None
 
     worker = emq.Worker(q, handler, concurrency=1)
+    # Completion as an event, like emq Rust: a Queue.events() subscriber (XREAD BLOCK on its own
+    # connection) stamps each `completed` event. (Queue.wait reads the record first, and a job
+    # removed on completion may be gone by then.)
+    events = await q.events()
+    completed = {}
+    seen = asyncio.Event()
+
+    async def follow():
+        while True:
+            batch = await events.next_batch(0.2, 100)
+            t = now()
+            for e in batch:
+                if e["kind"] == "completed" and e["job_id"]:
+                    completed[e["job_id"]] = t
+                    seen.set()
+
+    async def done_at(job_id):
+        while job_id not in completed:
+            seen.clear()
+            await seen.wait()
+        return completed.pop(job_id)
+
+    follower = asyncio.create_task(follow())
     try:
         await asyncio.sleep(0.3)  # let the worker connect and reach its blocking wait
         dl = Deadline(CFG["scenarioTimeoutS"], "latency")
         add_rtt, to_start, to_done = [], [], []
         for i in range(n):
-            done0 = worker.stats()["completed"]
             cur["i"] = i
             cur["event"] = asyncio.Event()
             t0 = now()
-            await q.add("j", {"i": i}, remove_on_complete=True)
+            job_id = await q.add("j", {"i": i}, remove_on_complete=True)
             t_added = now()
             await asyncio.wait_for(cur["event"].wait(), 10)
-            t_spin = now() + 10
-            while worker.stats()["completed"] <= done0:
-                if now() > t_spin:
-                    raise TimeoutError(f"latency job {i}: not completed within 10 s")
-                await asyncio.sleep(0.0005)  # the loop's timers round this up to ~1 ms
-            t_done = now()
+            t_done = await asyncio.wait_for(done_at(job_id), 10)
             add_rtt.append(t_added - t0)
             to_start.append(starts[i] - t0)
             to_done.append(t_done - t0)
@@ -274,8 +290,9 @@ async def latency(name, n):
         return {"add_rtt_p50_ms": a50, "add_rtt_p99_ms": a99,
                 "start_p50_ms": s50, "start_p99_ms": s99,
                 "done_p50_ms": d50, "done_p99_ms": d99,
-                "done_observed_by": "worker.stats() polled every ~1 ms"}
+                "done_observed_by": "queue.events() subscriber"}
     finally:
+        follower.cancel()
         await worker.close()
         await q.close()
 

@@ -169,8 +169,9 @@ def main():
     L.append(f"Machine: nproc = {os.cpu_count()} ({cpu or '?'}); {redis_v or 'redis-server ?'}. "
              "Redis, the clients and the OS share these cores, so jobs/s is noisy; the µs/job "
              "columns are steadier.\n")
-    L.append(f"Settings: REPS={reps} (round-robin: BullMQ Node, BullMQ Python, emq Rust (`emq-bench`), emq Python "
-             "(`bench/bench_emq_python.py`), emq Node (`bench/bench_emq_node.js`), BullMQ memory probe, "
+    L.append(f"Settings: REPS={reps} (each repetition runs both sides, BullMQ first in odd repetitions "
+             "and emq first in even ones: BullMQ Node, BullMQ Python, BullMQ memory probe; emq Rust "
+             "(`emq-bench`), emq Python (`bench/bench_emq_python.py`), emq Node (`bench/bench_emq_node.js`); "
              f"each with REPS=1 per repetition), N_JOBS={n_jobs}, N_LATENCY={n_lat}. "
              "One private redis-server on 127.0.0.1:6390, started like `shared/bench/anchors/run.sh` "
              "starts it; FLUSHALL before every scenario run. Cells are **median** [min–max] over the "
@@ -313,8 +314,8 @@ def main():
     L.append("Closed loop: t0, add, wait for the handler's first line and for completion, pause 2 ms, "
              "repeat. add → handler start is stamped on the handler's first line everywhere. add → "
              "completed: emq Rust, a `queue.events(None)` subscriber (XREAD BLOCK on its own connection) "
-             "seeing the job's `completed` event; emq Python and Node (whose APIs have no completed "
-             "event), the first poll of `worker.stats()` (every ~1 ms after the handler started) that sees the completed counter move, so up to ~1 ms late; "
+             "seeing the job's `completed` event; emq Python, a `queue.events()` subscriber the same way; "
+             "emq Node, the worker's in-process `completed` event; "
              "BullMQ, the worker's in-process `completed` event.\n")
     L.append("| interval | " + " | ".join(f"{n} p50" for n, _ in IMPLS) + " | "
              + " | ".join(f"{n} p99" for n, _ in IMPLS) + " |")
@@ -371,9 +372,19 @@ def main():
 
     L.append("## Errors\n")
     L.append("\n".join(f"- {e}" for e in errors) + "\n" if errors else "None.\n")
+    # Sections measured by hand (counts, migrate) follow HAND_MARK in RESULTS.md; a run keeps them.
+    kept = ""
+    if os.path.exists(md_path):
+        with open(md_path) as f:
+            old = f.read()
+        if HAND_MARK in old:
+            kept = "\n" + old[old.index(HAND_MARK):]
     with open(md_path, "w") as f:
-        f.write("\n".join(L))
+        f.write("\n".join(L) + kept)
     return 1 if errors else 0
+
+
+HAND_MARK = "<!-- measured by hand below this line: bench/report.py keeps it -->"
 
 
 if __name__ == "__main__":

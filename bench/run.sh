@@ -3,7 +3,7 @@
 # (shared/bench/anchors: BullMQ Node and BullMQ Python) on one private Redis, in one run.
 # Run by hand, never in CI. Writes bench/RESULTS.md; raw samples go to bench/out/ (git-ignored).
 #
-# Knobs (like the anchors'): REPS (default 3), N_JOBS (20000), N_LATENCY (1000),
+# Knobs (like the anchors'): REPS (default 5; the targets want at least 5), N_JOBS (20000), N_LATENCY (1000),
 # SCENARIO_TIMEOUT_S (120). Also: ANCHORS_SRC (where the read-only anchors live),
 # EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo),
 # EMQ_PY_VENV (venv for emq's Python package; default /tmp/emq-bench-venv),
@@ -12,9 +12,10 @@
 # Builds: emq-bench (cargo, release), emq's Python package (`pip install ./python`, maturin's
 # default release profile) into EMQ_PY_VENV, and the Node addon (`bash node/build.sh`, release).
 #
-# Each repetition runs, round-robin: the anchors' bench_node.js, the anchors' bench_python.py,
-# emq-bench (Rust), bench/bench_emq_python.py, bench/bench_emq_node.js, bench/bullmq_mem.js
-# (BullMQ memory per waiting job) and, with BENCH_KOTLIN=1, the Kotlin BenchTest (which runs on
+# Each repetition runs both sides, BullMQ first in odd repetitions and emq first in even ones:
+# the anchors' bench_node.js, the anchors' bench_python.py, bench/bullmq_mem.js (BullMQ memory per
+# waiting job); emq-bench (Rust), bench/bench_emq_python.py, bench/bench_emq_node.js
+# and, with BENCH_KOTLIN=1, the Kotlin BenchTest (which runs on
 # its own emq-harness Redis, not this one), each with REPS=1, all against 127.0.0.1:6390. The Redis is started like the anchors' run.sh starts it and stopped by
 # the pid this script started, never by name.
 set -uo pipefail
@@ -26,7 +27,7 @@ PORT=6390
 PIDFILE=/tmp/bench-redis.pid
 OUT="$HERE/out"
 export REDIS_PORT=$PORT
-REPS="${REPS:-3}"
+REPS="${REPS:-5}"
 export N_JOBS="${N_JOBS:-20000}"
 export N_LATENCY="${N_LATENCY:-1000}"
 export SCENARIO_TIMEOUT_S="${SCENARIO_TIMEOUT_S:-120}"
@@ -132,16 +133,29 @@ step() {
 
 cat /proc/loadavg >"$OUT/loadavg_start.txt" 2>/dev/null || true
 uptime >"$OUT/uptime_start.txt" 2>/dev/null || true
-for rep in $(seq 1 "$REPS"); do
+run_bullmq() {
   step "node_rep$rep" 300 env REPS=1 node "$ANCHORS/bench_node.js" "$OUT/node_rep$rep.json"
   step "python_rep$rep" 400 env REPS=1 "$ANCHORS/.venv/bin/python" "$ANCHORS/bench_python.py" "$OUT/python_rep$rep.json"
+  step "bullmq_mem_rep$rep" 120 env REPS=1 ANCHORS_DIR="$ANCHORS" node "$HERE/bullmq_mem.js" "$OUT/bullmq_mem_rep$rep.json"
+}
+run_emq() {
   step "emq_rep$rep" 400 sh -c 'REPS=1 "$0" "$1" > "$2"' "$BIN" "redis://127.0.0.1:$PORT" "$OUT/emq_rep$rep.jsonl"
   step "emqpy_rep$rep" 400 env REPS=1 "$EMQ_PY_VENV/bin/python" "$HERE/bench_emq_python.py" "$OUT/emqpy_rep$rep.jsonl"
   step "emqnode_rep$rep" 400 env REPS=1 node "$HERE/bench_emq_node.js" "$OUT/emqnode_rep$rep.jsonl"
-  step "bullmq_mem_rep$rep" 120 env REPS=1 ANCHORS_DIR="$ANCHORS" node "$HERE/bullmq_mem.js" "$OUT/bullmq_mem_rep$rep.json"
   if [ "$BENCH_KOTLIN" = 1 ]; then
     # Its own harness Redis and the debug library (target/debug), as bindings/uniffi/ci.sh builds it.
     step "kotlin_rep$rep" 300 sh -c 'cd "$0/bindings/uniffi/kotlin" && mvn -q -B test -Dtest=BenchTest -Demq.repo="$0" > "$1" 2>&1; rc=$?; grep "emq-uniffi bench:" "$1" >&2; exit $rc' "$ROOT" "$OUT/kotlin_rep$rep.txt"
+  fi
+}
+for rep in $(seq 1 "$REPS"); do
+  # The sides alternate which goes first (odd repetitions BullMQ, even ones emq), so a slow or
+  # fast phase of the shared machine does not always fall on the same side.
+  if [ $((rep % 2)) -eq 1 ]; then
+    run_bullmq
+    run_emq
+  else
+    run_emq
+    run_bullmq
   fi
   echo "bench/run.sh: rep $rep/$REPS done ($(( $(date +%s) - T0 ))s)" >&2
 done

@@ -19,19 +19,30 @@
 -- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
 -- KEYS[16..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        groups of 10: id, name, data (JSON), opts (JSON, non-default options only),
---                      attempts, delay_ms, priority (0 none, lower first), flags ("l" lifo), dedup TTL
---                      (ms, 0: held while the job lives) and dedup ("" none) joined as
---                      "<flags>|<ttl>|<dedup>", parent ("" or "<queue>:<id>" in a
---                      flow), group ("" none)
+-- ARGV[2..] job        groups of 7: id, name, data (JSON), opts (JSON, non-default options only),
+--                      spec "<attempts>|<delay_ms>|<priority>|<flags>|<dedup TTL ms>|<dedup>"
+--                      (priority 0 none, lower first; flags "l" lifo; TTL 0: the dedup key is
+--                      held while the job lives; dedup "" none; a plain job's spec is "1|0|0||0|"),
+--                      parent ("" or "<queue>:<id>" in a flow), group ("" none)
 -- Hand-off: a plain job (no delay, priority or group) added while the queue is empty, unpaused and
 -- unlimited, with a worker registered in waiters, is leased here (lease from the server's clock, as
 -- the registration asked) and its entry pushed on `handoff`, which that worker's BRPOP pops: the job
 -- starts with no claim round trip (the entry: lib/handoff.lua). One registration is consumed per job handed over.
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
-local now_us_ = now_us()
-local now = math.floor(now_us_ / 1000)
+-- Costs counted per call (bench/RESULTS.md, "where the time goes"): every KEYS/ARGV entry and every
+-- number <-> text conversion costs the server more than most of the commands below, so a plain job
+-- (spec "1|0|0||0|") is read with string compares only, the created stamp is the server's TIME as
+-- text, and the numeric clock is computed only when a delay, dedup TTL or hand-off needs it.
+local now_text, time_ = now_ms_text()
+local now_us_, now = nil, nil
+local function clock()
+  if not now then
+    now_us_ = tonumber(time_[1]) * 1000000 + tonumber(time_[2])
+    now = math.floor(now_us_ / 1000)
+  end
+  return now
+end
 local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max')
 local paused = m[1] == '1'
 local grouped = m[2] ~= false
@@ -41,11 +52,18 @@ local prio_seq = nil
 local woke = false
 -- nil: not looked yet; false: no hand-off in this call.
 local can_hand = nil
-for j = 0, (#ARGV - 1) / 10 - 1 do
-  local a = 2 + j * 10
+for j = 0, (#ARGV - 1) / 7 - 1 do
+  local a = 2 + j * 7
   local record = KEYS[16 + j]
   local id = ARGV[a]
-  local flags, ttl, dedup = string.match(ARGV[a + 7], '^([^|]*)|(%d+)|(.*)$')
+  local spec = ARGV[a + 4]
+  local attempts, delay, priority, flags, ttl, dedup = '1', 0, 0, '', 0, ''
+  if spec ~= '1|0|0||0|' then
+    attempts, delay, priority, flags, ttl, dedup =
+      string.match(spec, '^(%d+)|(%d+)|(%d+)|([^|]*)|(%d+)|(.*)$')
+    delay, priority, ttl = tonumber(delay), tonumber(priority), tonumber(ttl)
+  end
+  local group = ARGV[a + 6]
   local holder = nil
   if call('EXISTS', record) == 1 then
     holder = id
@@ -54,13 +72,12 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     holder = call('HGET', K.dedup, dedup)
     if holder then
       local held, ends = string.match(holder, '^([^|]+)|(%d+)$')
-      if held then holder = tonumber(ends) > now and held or nil end
+      if held then holder = tonumber(ends) > clock() and held or nil end
     end
     if not holder then
-      ttl = tonumber(ttl)
       if ttl > 0 then
-        call('HSET', K.dedup, dedup, id .. '|' .. (now + ttl))
-        call('ZADD', K.dedup_expiry, now + ttl, dedup)
+        call('HSET', K.dedup, dedup, id .. '|' .. (clock() + ttl))
+        call('ZADD', K.dedup_expiry, clock() + ttl, dedup)
       else
         call('HSET', K.dedup, dedup, id)
       end
@@ -70,25 +87,25 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     out[#out + 1] = tostring(j)
     out[#out + 1] = holder
   else
-    local attempts, delay, priority = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-    local fields = {'name', ARGV[a + 1], 'data', ARGV[a + 2], 'created_ms', now}
-    if ARGV[a + 3] ~= '{}' then fields[#fields + 1] = 'opts'; fields[#fields + 1] = ARGV[a + 3] end
-    if attempts ~= 1 then fields[#fields + 1] = 'attempts'; fields[#fields + 1] = attempts end
-    if priority > 0 then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
-    if dedup ~= '' then fields[#fields + 1] = 'dedup'; fields[#fields + 1] = dedup end
-    if ARGV[a + 8] ~= '' then fields[#fields + 1] = 'parent'; fields[#fields + 1] = ARGV[a + 8] end
-    if ARGV[a + 9] ~= '' then
-      fields[#fields + 1] = 'group'; fields[#fields + 1] = ARGV[a + 9]
-      if grouped then call('HSET', K.groups, id, ARGV[a + 9]) end
+    local fields = {'name', ARGV[a + 1], 'data', ARGV[a + 2], 'created_ms', now_text}
+    local n = 6
+    if ARGV[a + 3] ~= '{}' then fields[n + 1] = 'opts'; fields[n + 2] = ARGV[a + 3]; n = n + 2 end
+    if attempts ~= '1' then fields[n + 1] = 'attempts'; fields[n + 2] = attempts; n = n + 2 end
+    if priority > 0 then fields[n + 1] = 'priority'; fields[n + 2] = priority; n = n + 2 end
+    if dedup ~= '' then fields[n + 1] = 'dedup'; fields[n + 2] = dedup; n = n + 2 end
+    if ARGV[a + 5] ~= '' then fields[n + 1] = 'parent'; fields[n + 2] = ARGV[a + 5]; n = n + 2 end
+    if group ~= '' then
+      fields[n + 1] = 'group'; fields[n + 2] = group; n = n + 2
+      if grouped then call('HSET', K.groups, id, group) end
     end
     call('HSET', record, unpack(fields))
-    if can_hand ~= false and delay <= 0 and priority <= 0 and ARGV[a + 9] == '' and #fifo == 0
+    if can_hand ~= false and delay <= 0 and priority <= 0 and group == '' and #fifo == 0
       and #lifo == 0 then
       if can_hand == nil then
         can_hand = not (paused or m[2] or m[3] or m[4]) and call('LLEN', K.wait) == 0
           and call('ZCARD', K.prioritized) == 0
         if can_hand then
-          call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
+          call('ZREMRANGEBYSCORE', K.waiters, '-inf', clock())
           local due = call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
           -- A delayed job already due goes first: the worker's claim promotes it.
           if due[2] and tonumber(due[2]) <= now then can_hand = false end
@@ -108,7 +125,7 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
     if handed[#handed] == id then
       -- handed over above
     elseif delay > 0 then
-      call('ZADD', K.delayed, now + delay, id)
+      call('ZADD', K.delayed, clock() + delay, id)
       -- Its priority counts from when it is due (lib/claim.lua promotes it into prioritized).
       if priority > 0 then call('HSET', K.delayed_priority, id, priority) end
       -- A new earliest due time: wake a blocked worker so its next wait ends when this job is due.
@@ -127,8 +144,9 @@ for j = 0, (#ARGV - 1) / 10 - 1 do
   end
 end
 if prio_seq then call('HSET', K.meta, 'prio_seq', prio_seq) end
-if #added > 0 then
-  call('HINCRBY', K.meta, 'added', #added)
+local n_added = #added
+if n_added > 0 then
+  call('HINCRBY', K.meta, 'added', n_added == 1 and '1' or n_added)
   local list = paused and K.paused or K.wait
   local before = nil
   if #fifo > 0 then before = call('LPUSH', list, unpack(fifo)) - #fifo end
@@ -143,7 +161,8 @@ if #added > 0 then
   elseif woke and not paused then
     call('LPUSH', K.marker, '1')
   end
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', table.concat(added, ' '))
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids',
+    n_added == 1 and added[1] or table.concat(added, ' '))
   if #handed > 0 then
     call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'active', 'ids', table.concat(handed, ' '))
   end

@@ -516,6 +516,14 @@ const OPT_IN: [&str; 2] = ["cancel_latency", "wait_latency"];
 
 #[tokio::main]
 async fn main() {
+    // The scenarios run in a spawned task, as an application's request handlers do on tokio's
+    // multi-threaded runtime; a future driven by `block_on` on the main thread would hand every
+    // reply across threads (a futex wake each way per call).
+    let code = tokio::spawn(bench_main()).await.unwrap_or(2);
+    std::process::exit(code);
+}
+
+async fn bench_main() -> i32 {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "redis://127.0.0.1:6390".to_string());
@@ -540,7 +548,7 @@ async fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("emq-bench: {e}");
-            std::process::exit(2);
+            return 2;
         }
     };
     let t_start = Instant::now();
@@ -557,7 +565,7 @@ async fn main() {
     .await;
     if let Err(e) = warm {
         eprintln!("emq-bench: warm-up failed: {e}");
-        std::process::exit(2);
+        return 2;
     }
 
     for rep in 0..cfg.reps {
@@ -568,7 +576,7 @@ async fn main() {
             }
             if let Err(e) = admin.flushall().await {
                 eprintln!("emq-bench: flushall: {e}");
-                std::process::exit(2);
+                return 2;
             }
             let r = tokio::time::timeout(
                 cfg.timeout + Duration::from_secs(5),
@@ -598,5 +606,5 @@ async fn main() {
         );
     }
     let _ = admin.flushall().await;
-    std::process::exit(if errors > 0 { 1 } else { 0 });
+    i32::from(errors > 0)
 }

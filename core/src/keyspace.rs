@@ -238,13 +238,21 @@ impl QueueName {
 /// A datastore key built by this module. There is no way to make one from a `&str` outside it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
-    text: String,
+    // Shared text: an invocation clones the queue's fixed keys on every call (a count, not a copy).
+    text: std::sync::Arc<str>,
     role: &'static str,
+    // Its cluster slot, computed once (every invocation checks the one-slot rule on every key).
+    slot: u16,
 }
 
 impl Key {
     fn new(text: String, role: &'static str) -> Key {
-        Key { text, role }
+        let slot = key_slot(&text);
+        Key {
+            text: text.into(),
+            role,
+            slot,
+        }
     }
 
     /// The key's text.
@@ -254,7 +262,7 @@ impl Key {
 
     /// Its cluster slot.
     pub fn slot(&self) -> u16 {
-        key_slot(&self.text)
+        self.slot
     }
 
     /// What the key is, in the words of a script header's `KEYS` names: a family's suffix with `_`

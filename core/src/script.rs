@@ -113,7 +113,7 @@ impl Script {
         Invocation {
             script: self,
             keys: Vec::new(),
-            args: Vec::new(),
+            args: ArgBuf::default(),
         }
     }
 
@@ -259,11 +259,63 @@ fn count_ok(declared: usize, repeat: bool, given: usize) -> bool {
     given >= fixed
 }
 
+/// The `ARGV` of a call in one buffer: every argument's bytes back to back and where each ends
+/// (one allocation for all of them, where a `Vec<u8>` each cost two per argument).
+#[derive(Default)]
+struct ArgBuf {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl ArgBuf {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter())
+            .map(|(a, &b)| &self.bytes[a..b])
+    }
+}
+
+/// Writes one argument into an [`ArgBuf`]; the argument ends when the writer is dropped.
+struct ArgWriter<'a>(&'a mut ArgBuf);
+
+impl std::io::Write for ArgWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.bytes.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ArgWriter<'_> {
+    fn drop(&mut self) {
+        self.0.ends.push(self.0.bytes.len());
+    }
+}
+
+impl redis::RedisWrite for ArgBuf {
+    fn write_arg(&mut self, arg: &[u8]) {
+        self.bytes.extend_from_slice(arg);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn writer_for_next_arg(&mut self) -> impl std::io::Write + '_ {
+        ArgWriter(self)
+    }
+}
+
 /// One call of a script, being built.
 pub struct Invocation {
     script: &'static Script,
     keys: Vec<Key>,
-    args: Vec<Vec<u8>>,
+    args: ArgBuf,
 }
 
 impl Invocation {
@@ -275,7 +327,7 @@ impl Invocation {
 
     /// Adds the next `ARGV` entry.
     pub fn arg<T: ToRedisArgs>(mut self, arg: T) -> Self {
-        self.args.extend(arg.to_redis_args());
+        arg.write_redis_args(&mut self.args);
         self
     }
 
@@ -371,13 +423,18 @@ impl Invocation {
     }
 
     fn evalsha(&self, guarded: bool) -> redis::Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.sha(guarded)).arg(self.keys.len());
+        let sha = self.script.sha(guarded);
+        let key_bytes: usize = self.keys.iter().map(|k| k.as_str().len()).sum();
+        let mut cmd = redis::Cmd::with_capacity(
+            3 + self.keys.len() + self.args.len(),
+            7 + sha.len() + 4 + key_bytes + self.args.bytes.len(),
+        );
+        cmd.arg("EVALSHA").arg(sha).arg(self.keys.len());
         for k in &self.keys {
             cmd.arg(k);
         }
-        for a in &self.args {
-            cmd.arg(a.as_slice());
+        for a in self.args.iter() {
+            cmd.arg(a);
         }
         cmd
     }
@@ -623,6 +680,44 @@ mod tests {
             vec![vec!["completed", "failed"], vec!["record", "logs"]]
         );
         assert!(parse_header("-- KEYS[1] x=a||b\n").is_err());
+    }
+
+    #[test]
+    fn the_arg_buffer_keeps_each_argument_whole_and_in_order() {
+        // One buffer holds every ARGV entry: empty ones, numbers, text and an id must come out of
+        // the EVALSHA command exactly as given, one argument each.
+        let k = q().keys();
+        let id = crate::JobId::parse(&crate::JobId::from_parts(1, 2, 3).to_string()).unwrap();
+        let inv = PAUSE
+            .prepare()
+            .key(&k.wait)
+            .arg("")
+            .arg(42u64)
+            .arg("a|b")
+            .arg(id)
+            .arg(&b"\x00\xff"[..]);
+        assert_eq!(inv.args.len(), 5);
+        let got: Vec<Vec<u8>> = inv.args.iter().map(<[u8]>::to_vec).collect();
+        let want: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"42".to_vec(),
+            b"a|b".to_vec(),
+            id.to_string().into_bytes(),
+            vec![0, 255],
+        ];
+        assert_eq!(got, want);
+        let cmd = inv.evalsha(false);
+        let sent: Vec<Vec<u8>> = cmd
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.to_vec(),
+                _ => panic!("only plain arguments"),
+            })
+            .collect();
+        assert_eq!(sent[0], b"EVALSHA");
+        assert_eq!(sent[2], b"1");
+        assert_eq!(sent[3], k.wait.as_str().as_bytes());
+        assert_eq!(&sent[4..], &want[..]);
     }
 
     #[test]
