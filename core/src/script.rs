@@ -540,6 +540,8 @@ scripts! {
     FAIL => "fail",
     /// Renews leases of in-flight jobs.
     RENEW => "renew",
+    /// Marks leased-ahead jobs as started (their stalls are charged from then on).
+    STARTED => "started",
     /// Gives unfinished jobs back on shutdown.
     RELEASE => "release",
     /// Selects stalled jobs (one sweeper at a time).
