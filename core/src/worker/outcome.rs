@@ -100,6 +100,27 @@ pub(super) async fn finish_reporting(
     }
 }
 
+/// Puts a running job back to delayed for the handler's [`HandlerError::delay`] (`delay_job.lua`),
+/// its attempt counted only when asked.
+pub(super) async fn delay_job(s: &Shared, job: &Job, token: &str, e: &HandlerError) {
+    let delay = e.delay.unwrap_or_default();
+    let r = match script::DELAY_JOB.on(s.queue.name(), Some(job.id)) {
+        Ok(inv) => {
+            inv.arg(job.id)
+                .arg(token)
+                .arg(delay.as_millis() as u64)
+                .arg(if e.count_attempt { "1" } else { "0" })
+                .arg(s.queue.max_events)
+                .invoke::<u64>(s.queue.store())
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = r {
+        note_finish_error(s, job.id, e);
+    }
+}
+
 /// Records successful runs in batches: one call of `complete.lua` completes every run that finished
 /// since the last call and leases as many next jobs as the worker has room for.
 pub(super) async fn complete_loop(

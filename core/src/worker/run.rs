@@ -151,6 +151,9 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                         .map(|(next, token)| (next.id, token.clone()));
                     finish_reporting(&s, &job, &token, Ok(result), report).await
                 }
+                (None, Err(e)) if e.delay.is_some() => {
+                    delay_job(&s, &job, &token, &e).await;
+                }
                 (None, outcome) => finish(&s, &job, &token, outcome).await,
             }
         }
