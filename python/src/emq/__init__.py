@@ -53,6 +53,7 @@ from .errors import (
     Timeout,
     UndeclaredKey,
     Unrecoverable,
+    Delay,
 )
 
 __version__: str = _emq.__version__
@@ -63,6 +64,7 @@ __all__ = [
     "Job",
     "EventStream",
     "Unrecoverable",
+    "Delay",
     "EmqError",
     "Closed",
     "CrossSlot",
