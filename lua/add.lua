@@ -115,7 +115,8 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
       if waiter[1] then
         local token = now_us_ .. '.h' .. j
         call('ZADD', K.active, now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
-        call('HSET', K.leases, id, token .. '|' .. now)
+        -- Leased ahead: the worker reports the start when a slot takes it (lib/claim.lua).
+        call('HSET', K.leases, id, token .. '|' .. now .. '|a')
         call('LPUSH', K.handoff, emq_handoff_entry(id, token, fields))
         handed[#handed + 1] = id
       else

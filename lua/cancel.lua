@@ -17,6 +17,7 @@
 -- KEYS[14] groups      HASH job id -> group key, while the queue has a per-group rate limit
 -- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
 -- KEYS[16] cancels     STREAM cancel requests for running jobs (id, reason)
+-- KEYS[17] leases      HASH (a stalled job whose run never started holds a mark there)
 -- ARGV[1] id
 -- ARGV[2] reason       free text, kept in the failure
 -- ARGV[3] max_events   stream cap (the cancels stream keeps about a tenth of it, at least 100)
@@ -42,6 +43,7 @@ if found == 0 then found = call('LREM', K.paused, -1, id) end
 if found == 0 then return 'finished' end
 call('HDEL', K.delayed_priority, id)
 call('HDEL', K.groups, id)
+if call('HGET', K.leases, id) == '-|a' then call('HDEL', K.leases, id) end
 local now = now_ms()
 call('HSET', K.record, 'cancel', reason, 'finished_ms', now,
   'failure', cjson.encode({code = 'cancelled', message = message}))

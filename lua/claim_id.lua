@@ -13,7 +13,9 @@
 -- ARGV[1] id           the job the marker named
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap
--- ARGV[4..] field      record fields to return, in order
+-- ARGV[4] start        "1": its run starts at once; "0": it waits in the worker's buffer (leased
+--                      ahead, lib/claim.lua)
+-- ARGV[5..] field      record fields to return, in order
 -- Returns {1, token, value of each field…}, or {0}.
 local id = ARGV[1]
 local m = call('HMGET', K.meta, 'paused', 'concurrency', 'rl_max', 'grl_max')
@@ -23,11 +25,11 @@ local now_us_ = now_us()
 local now = math.floor(now_us_ / 1000)
 local token = now_us_ .. '.1'
 call('ZADD', K.active, now + tonumber(ARGV[2]), id)
-call('HSET', K.leases, id, token .. '|' .. now)
+call('HSET', K.leases, id, token .. '|' .. now .. (ARGV[4] == '1' and '' or '|a'))
 call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'active', 'ids', id)
 if call('LLEN', K.wait) > 0 then call('LPUSH', K.marker, '1') end
 local fields = {}
-for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local out = {1, token}
 local values = call('HMGET', K.record, unpack(fields))
 for i = 1, #fields do out[#out + 1] = values[i] or false end

@@ -25,7 +25,10 @@
 -- ARGV[1] count        next jobs wanted
 -- ARGV[2] lease_ms     lease length of the next jobs
 -- ARGV[3] max_events   stream cap
--- ARGV[4..] job        groups of 5: id, token, result (JSON), keep ("1" keep the record in
+-- ARGV[4] start        how many of the next jobs start at once (the rest are leased ahead)
+-- ARGV[5] started      "<id> <token> <id> <token> …" (space-separated, may be empty): leased-ahead
+--                      jobs whose runs have started (each lease is marked started, stamped now)
+-- ARGV[6..] job        groups of 5: id, token, result (JSON), keep ("1" keep the record in
 --                      completed, "0" delete it now), dedup ("" none)
 -- Returns {{1 or 0 per job: completed, or its lease was lost}, {next due in ms or -1, id, token, …}}.
 -- The 'completed' event (one entry per call, `ids`) carries each job's result as a field
@@ -34,14 +37,21 @@
 local EVENT_VALUE_CAP, EVENT_ENTRY_CAP = 512, 4096
 local now_us_ = now_us()
 local now = math.floor(now_us_ / 1000)
-local n = (#ARGV - 3) / 5
+for sid, stoken in string.gmatch(ARGV[5], '(%S+) (%S+)') do
+  local lease = call('HGET', K.leases, sid)
+  if lease and string.sub(lease, -2) == '|a' and string.match(lease, '^([^|]*)|') == stoken then
+    call('HSET', K.leases, sid, stoken .. '|' .. now)
+  end
+end
+local base = 6
+local n = (#ARGV - base + 1) / 5
 local ids = {}
-for j = 0, n - 1 do ids[#ids + 1] = ARGV[4 + j * 5] end
+for j = 0, n - 1 do ids[#ids + 1] = ARGV[base + j * 5] end
 local leases = call('HMGET', K.leases, unpack(ids))
 local status, done, kept, dropped, dropped_keys = {}, {}, {}, 0, {}
 local results, budget = {}, EVENT_ENTRY_CAP
 for j = 0, n - 1 do
-  local a = 4 + j * 5
+  local a = base + j * 5
   local id = ARGV[a]
   local lease = leases[j + 1]
   if lease and string.match(lease, '^([^|]*)|') == ARGV[a + 1] then
@@ -58,7 +68,7 @@ for j = 0, n - 1 do
     if dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
     if ARGV[a + 3] == '1' then
       call('HINCRBY', record, 'atts', 1)
-      call('HSET', record, 'result', ARGV[a + 2], 'processed_ms', string.match(lease, '|(%d+)$'), 'finished_ms', now)
+      call('HSET', record, 'result', ARGV[a + 2], 'processed_ms', string.match(lease, '|(%d+)'), 'finished_ms', now)
       kept[#kept + 1] = now
       kept[#kept + 1] = id
     else
@@ -83,4 +93,4 @@ if #done > 0 then
   call('HINCRBY', K.metrics, 'c:' .. math.floor(now / 60000), #done)
 end
 if #done < n then call('HINCRBY', K.meta, 'lease_lost', n - #done) end
-return {status, emq_claim(K, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done)}
+return {status, emq_claim(K, now_us_, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done, tonumber(ARGV[4]))}

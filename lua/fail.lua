@@ -43,7 +43,7 @@ if ok and type(decoded) == 'table' then
   if type(decoded.message) == 'string' then fmessage = string.sub(decoded.message, 1, EVENT_VALUE_CAP) end
 end
 local most = tonumber(call('HGET', K.record, 'attempts') or '1')
-call('HSET', K.record, 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)$'))
+call('HSET', K.record, 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)'))
 if ARGV[5] == '1' and atts < most then
   -- A retry starts again under its group's limit.
   local group = call('HGET', K.record, 'group')

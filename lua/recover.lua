@@ -1,5 +1,6 @@
 -- recover: put one stalled job back in wait (prioritized, if it has a priority), or in failed after
--- too many stalls.
+-- too many stalls. A job whose run never started (leased ahead by a worker that died before it
+-- reported the start: sweep.lua left the mark STRANDED in leases) goes back uncounted instead.
 -- uses lib/ready.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
@@ -13,28 +14,48 @@
 -- KEYS[10] marker      LIST
 -- KEYS[11] groups      HASH job id -> group key, while the queue has a per-group rate limit
 -- KEYS[12] prioritized ZSET
+-- KEYS[13] leases      HASH (holds STRANDED for a stalled job whose run never started)
+-- KEYS[14] metrics     HASH finished counts per minute
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it
 -- ARGV[4] max_events   stream cap
--- Returns 'wait', 'failed', or '' when the job was not stalled any more.
+-- Returns 'wait', 'unstarted' (back to wait, uncounted), 'failed', or '' when the job was not
+-- stalled any more.
+local STRANDED = '-|a'
 local id = ARGV[1]
 if call('SREM', K.stalled, id) == 0 then return '' end
+local stranded = call('HGET', K.leases, id) == STRANDED
+if stranded then call('HDEL', K.leases, id) end
 if call('EXISTS', K.record) == 0 then return '' end
-local stalls = call('HINCRBY', K.record, 'stalls', 1)
-call('HINCRBY', K.meta, 'stalled_total', 1)
--- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a
--- crash never fails a job that had one attempt.
-local atts = call('HINCRBY', K.record, 'atts', 1)
+local stalls, atts
+if stranded then
+  -- Never reached a handler: no stall, no attempt. The record counts these returns (`strands`):
+  -- a worker reports the start of such a job before running it, so a job that kills its worker is
+  -- returned uncounted at most once and charged from then on.
+  call('HINCRBY', K.record, 'strands', 1)
+  local r = call('HMGET', K.record, 'stalls', 'atts')
+  stalls, atts = tonumber(r[1] or '0'), tonumber(r[2] or '0')
+else
+  stalls = call('HINCRBY', K.record, 'stalls', 1)
+  call('HINCRBY', K.meta, 'stalled_total', 1)
+  -- The stalled run counts as an attempt; whether the job runs again is up to max_stalls alone, so a
+  -- crash never fails a job that had one attempt.
+  atts = call('HINCRBY', K.record, 'atts', 1)
+end
 -- A job cancelled while it ran (its worker died before it could stop it) does not run again.
 local cancel = call('HGET', K.record, 'cancel')
-if stalls <= tonumber(ARGV[2]) and not cancel then
+if (stranded or stalls <= tonumber(ARGV[2])) and not cancel then
   -- The re-run starts again under its group's limit.
   local group = call('HGET', K.record, 'group')
   if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
   local paused = call('HGET', K.meta, 'paused') == '1'
   emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, true, paused)
   if not paused then call('LPUSH', K.marker, '1') end
+  if stranded then
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'released', 'id', id)
+    return 'unstarted'
+  end
   call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'stalled', 'id', id, 'atts', atts)
   return 'wait'
 end
@@ -54,6 +75,7 @@ else
   call('DEL', K.record, K.logs)
   call('HINCRBY', K.meta, 'gone', 1)
 end
+call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)
 call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts,
   'code', failure.code, 'message', failure.message)
 return 'failed'

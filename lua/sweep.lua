@@ -3,6 +3,9 @@
 -- Moves expired ids from active to stalled (containers only); recover.lua then acts on each id.
 -- A job an add handed over whose entry is still on `handoff` never reached a worker: in the same
 -- call its entry is dropped and it goes back to wait (or paused) without counting a stall.
+-- A job leased ahead whose run was never reported started (lease "<token>|<ms>|a", lib/claim.lua)
+-- goes to stalled with the mark STRANDED left in leases in place of its lease (no token matches
+-- it), so that recover.lua gives it back without charging a stall or an attempt.
 -- KEYS[1] active       ZSET id -> lease expiry
 -- KEYS[2] leases       HASH
 -- KEYS[3] stalled      SET
@@ -31,7 +34,12 @@ local paused = nil
 local back = 0
 for _, id in ipairs(expired) do
   call('ZREM', K.active, id)
-  call('HDEL', K.leases, id)
+  local lease = call('HGET', K.leases, id)
+  if lease and string.sub(lease, -2) == '|a' and not untaken[id] then
+    call('HSET', K.leases, id, '-|a')
+  else
+    call('HDEL', K.leases, id)
+  end
   if untaken[id] then
     call('LREM', K.handoff, 1, untaken[id])
     if paused == nil then paused = call('HGET', K.meta, 'paused') == '1' end

@@ -529,5 +529,15 @@ export declare class Internal extends EmqError { readonly code: 'internal'; cons
 /** Throw it from a handler to fail the job without its remaining attempts. */
 export declare class UnrecoverableError extends Error {}
 
+/**
+ * Throw it from a handler to put the job back to delayed for `delay` ms (server clock) instead of
+ * failing it; the run is not an attempt unless `countAttempt`.
+ */
+export declare class DelayedError extends Error {
+  constructor(delay: number, options?: { countAttempt?: boolean });
+  readonly delay: number;
+  readonly countAttempt: boolean;
+}
+
 /** Every error code this version knows. */
 export declare const errorCodes: ErrorCode[];

@@ -719,6 +719,23 @@ class UnrecoverableError extends Error {
   }
 }
 
+/**
+ * Throw it from a handler to put the job back to delayed for `delay` ms instead of failing it
+ * (BullMQ's DelayedError): it runs again once that long has passed on the server's clock. The run
+ * does not count as an attempt unless `{ countAttempt: true }`. A worker whose lease was lost cannot
+ * delay the job; a negative or non-finite delay, or one over 365 days, fails it with `invalid_option`.
+ */
+class DelayedError extends Error {
+  constructor(delay, options) {
+    super(`delayed for ${delay} ms`);
+    this.delay = delay;
+    this.countAttempt = !!(options && options.countAttempt);
+  }
+  get name() {
+    return 'DelayedError';
+  }
+}
+
 function failure(e) {
   const isObj = e !== null && (typeof e === 'object' || typeof e === 'function');
   let message;
@@ -787,6 +804,15 @@ function dispatcher(handler, queue, slot) {
   };
   const fail = (seq, e) => {
     const st = settled(seq);
+    if (e instanceof DelayedError) {
+      try {
+        // Validated by the core (a non-number is NaN there: invalid_option).
+        slot.native.delay(seq, typeof e.delay === 'number' ? e.delay : NaN, e.countAttempt === true);
+      } catch (err) {
+        slot.error(err); // the worker is gone
+      }
+      return;
+    }
     try {
       const f = failure(e).error;
       slot.native.fail(seq, f.message, f.code ?? null, f.stack ?? null, f.unrecoverable === true);
@@ -1051,6 +1077,7 @@ module.exports = {
   EventStream,
   EmqError,
   UnrecoverableError,
+  DelayedError,
   JobInterrupted,
   errorCodes: Object.keys(CLASS_NAMES),
   ...errors,

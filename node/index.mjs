@@ -11,6 +11,7 @@ export const {
   EventStream,
   EmqError,
   UnrecoverableError,
+  DelayedError,
   JobInterrupted,
   errorCodes,
   InvalidQueueName,

@@ -3,7 +3,8 @@
 //!
 //! Invariants: every job id is in exactly one state container; every id in a container has a
 //! record; every active job has a lease token and every token belongs to an active job (an active job
-//! whose lease expired is "stalled-pending", which is allowed); jobs added minus jobs deleted equals
+//! whose lease expired is "stalled-pending", which is allowed; a stalled job whose run never
+//! started holds the mark `-|a` in leases until it is recovered); jobs added minus jobs deleted equals
 //! jobs held; every dedup entry points at a job that is waiting or active; every hand-off entry names
 //! an active job under the lease it carries; the groups hash names only waiting jobs and, while the
 //! queue has a per-group rate limit, every waiting job of a group; a job with a priority never
@@ -124,7 +125,11 @@ impl Queue {
                 report.stalled_pending += 1;
             }
         }
-        for id in leases.keys() {
+        for (id, lease) in &leases {
+            // A stalled job whose run never started keeps a mark here until recover.lua.
+            if lease == "-|a" && lists[8].contains(id) {
+                continue;
+            }
             if !active_set.contains(id) {
                 report
                     .problems

@@ -1,8 +1,8 @@
 //! [`EventStream`]: a subscriber on a queue's events stream (`emq:{q}:events`).
 //!
 //! Every transition appends an entry (`ev` = added, active, completed, retrying, failed, stalled,
-//! released, removed, progress, paused, resumed, cancelling (a running job's cancel was asked,
-//! with its `reason`); `id` = the job, or `ids` = the jobs of a batch transition, read back as one
+//! delayed (a handler put its job back to delayed: `due` = server ms, `atts`), released, removed,
+//! progress, paused, resumed, cancelling (a running job's cancel was asked, with its `reason`); `id` = the job, or `ids` = the jobs of a batch transition, read back as one
 //! [`Event`] per job). A job cancelled before it ran is `failed` with `code` = `cancelled` and
 //! its `reason`.
 //!

@@ -22,6 +22,11 @@ pub struct HandlerError {
     pub stack: Option<String>,
     /// Skip the remaining attempts.
     pub unrecoverable: bool,
+    /// Set by [`HandlerError::delay`]: not a failure; the job goes back to delayed for this long
+    /// (due on the server's clock), its lease checked.
+    pub delay: Option<std::time::Duration>,
+    /// With `delay`: the run counts as an attempt (by default it does not).
+    pub count_attempt: bool,
 }
 
 impl HandlerError {
@@ -32,7 +37,57 @@ impl HandlerError {
             message: message.into(),
             stack: None,
             unrecoverable: false,
+            delay: None,
+            count_attempt: false,
         }
+    }
+
+    /// Not a failure: put the job back to delayed for `delay` (BullMQ's `DelayedError` /
+    /// `moveToDelayed`, River's snooze). It becomes due `delay` after the server receives the
+    /// request (server clock); the attempt is not counted unless [`HandlerError::counting_attempt`]
+    /// is set; a worker whose lease was lost cannot delay the job (`lease_lost`, as a completion).
+    /// The job keeps its priority and group. The `delayed` event says when it is due. At most
+    /// [`HandlerError::MAX_DELAY`]; a longer delay fails the job with `invalid_option`.
+    pub fn delay(delay: std::time::Duration) -> HandlerError {
+        if delay > HandlerError::MAX_DELAY {
+            return HandlerError::new(format!(
+                "a handler's delay must be at most {} s, got {:.3} s",
+                HandlerError::MAX_DELAY.as_secs(),
+                delay.as_secs_f64()
+            ))
+            .with_code(crate::error::ErrorCode::InvalidOption.as_str());
+        }
+        HandlerError {
+            delay: Some(delay),
+            ..HandlerError::new(format!("delayed for {} ms", delay.as_millis()))
+                .with_code("delayed")
+        }
+    }
+
+    /// [`HandlerError::delay`] from milliseconds as a binding receives them (a float): NaN, a
+    /// negative or an infinite value fails the job with `invalid_option`, naming the bound.
+    pub fn delay_millis(ms: f64) -> HandlerError {
+        if !ms.is_finite() || ms < 0.0 {
+            return HandlerError::new(format!(
+                "a handler's delay must be between 0 and {} ms, got {ms}",
+                HandlerError::MAX_DELAY.as_millis()
+            ))
+            .with_code(crate::error::ErrorCode::InvalidOption.as_str());
+        }
+        let max = HandlerError::MAX_DELAY.as_millis() as f64;
+        HandlerError::delay(std::time::Duration::from_secs_f64(
+            ms.min(max + 1.0) / 1000.0,
+        ))
+    }
+
+    /// The longest [`HandlerError::delay`]: 365 days.
+    pub const MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
+    /// With [`HandlerError::delay`]: count the run as an attempt (the job's `attempts_made` grows,
+    /// as after a failure; the attempts limit still applies only when a run fails).
+    pub fn counting_attempt(mut self, count: bool) -> HandlerError {
+        self.count_attempt = count;
+        self
     }
 
     /// A failure that skips the remaining attempts.

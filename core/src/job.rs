@@ -146,6 +146,10 @@ pub struct Job {
     /// Set once [`Queue::cancel`](crate::Queue::cancel) was called for it: the reason given
     /// (possibly empty). A cancelled job ends failed, its failure code `cancelled`.
     pub cancelled: Option<String>,
+    /// Times it came back uncounted because its worker died before its run started (it had been
+    /// leased ahead). A worker reports the start of such a job before running it.
+    #[serde(skip)]
+    pub(crate) strands: u32,
 }
 
 /// Deepest nesting of arrays and objects a payload may have. The core reads every stored payload
@@ -332,6 +336,7 @@ impl Job {
             parent: map.get("parent").filter(|d| !d.is_empty()).cloned(),
             unreadable: bad,
             cancelled: map.get("cancel").cloned(),
+            strands: num(&map, "strands").unwrap_or(0),
         }
     }
 

@@ -597,6 +597,10 @@ scripts! {
     FAIL => "fail",
     /// Renews leases of in-flight jobs.
     RENEW => "renew",
+    /// Marks leased-ahead jobs as started (their stalls are charged from then on).
+    STARTED => "started",
+    /// Puts a running job back to delayed at its handler's request.
+    DELAY_JOB => "delay_job",
     /// Gives unfinished jobs back on shutdown.
     RELEASE => "release",
     /// Selects stalled jobs (one sweeper at a time).

@@ -574,3 +574,128 @@ async fn events_carry_results_and_failure_reasons() {
     assert_eq!(failed.fields["message"], "no luck");
     audit_ok(&q).await;
 }
+
+/// Issue 14, item 6: a handler puts its job back to delayed for a duration, on the server's clock;
+/// the attempt is not counted unless asked; a stale lease cannot delay the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_delays_its_job() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "snooze").await;
+        // (id, name, attempts_made at the run, when the run began)
+        let runs = Arc::new(Mutex::new(Vec::<(emq::JobId, String, u32, Instant)>::new()));
+        let r2 = runs.clone();
+        let w = Worker::builder(q.clone())
+            .options(WorkerOptions {
+                concurrency: 2,
+                ..fast()
+            })
+            .handler(move |job: JobContext| {
+                let runs = r2.clone();
+                async move {
+                    let j = job.job();
+                    let first = {
+                        let mut runs = runs.lock().unwrap();
+                        let first = !runs.iter().any(|r| r.0 == j.id);
+                        runs.push((j.id, j.name.clone(), j.attempts_made, Instant::now()));
+                        first
+                    };
+                    match (j.name.as_str(), first) {
+                        ("snooze", true) => {
+                            Err(emq::HandlerError::delay(Duration::from_millis(400)))
+                        }
+                        ("counted", true) => {
+                            Err(emq::HandlerError::delay(Duration::from_millis(100))
+                                .counting_attempt(true))
+                        }
+                        ("stale", true) => {
+                            // Another worker holds the lease now: the delay must be refused.
+                            let _: () = redis::cmd("HSET")
+                                .arg(&job.queue().keys().leases)
+                                .arg(j.id.to_string())
+                                .arg("someone-else|1")
+                                .query_async(&mut job.queue().store().conn())
+                                .await
+                                .unwrap();
+                            Err(emq::HandlerError::delay(Duration::from_millis(100)))
+                        }
+                        ("bad", _) => Err(emq::HandlerError::delay_millis(-1.0)),
+                        _ => Ok(json!("done")),
+                    }
+                }
+            })
+            .run()
+            .unwrap();
+        let snooze = q
+            .add("snooze", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        let counted = q
+            .add("counted", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        wait_until("both completed", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 2
+        })
+        .await;
+        let runs_of = |id| -> Vec<(u32, Instant)> {
+            runs.lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.0 == id)
+                .map(|r| (r.2, r.3))
+                .collect()
+        };
+        let s = runs_of(snooze);
+        assert_eq!(s.len(), 2, "{topology}");
+        assert_eq!(
+            (s[0].0, s[1].0),
+            (0, 0),
+            "{topology}: the delay is not an attempt"
+        );
+        let gap = s[1].1 - s[0].1;
+        assert!(
+            gap >= Duration::from_millis(350),
+            "{topology}: ran again after {gap:?}"
+        );
+        let c = runs_of(counted);
+        assert_eq!((c[0].0, c[1].0), (0, 1), "{topology}: counted when asked");
+        assert_eq!(q.get(snooze).await.unwrap().unwrap().attempts_made, 1);
+        assert_eq!(q.get(counted).await.unwrap().unwrap().attempts_made, 2);
+        let events = q.recent_events(200).await.unwrap();
+        let delayed: Vec<_> = events.iter().filter(|e| e.kind == "delayed").collect();
+        assert_eq!(delayed.len(), 2, "{topology}: {events:?}");
+        assert!(delayed.iter().all(|e| e.fields.contains_key("due")));
+        // A bad duration fails the job with invalid_option.
+        let bad = q
+            .add(
+                "bad",
+                json!({}),
+                JobOptions {
+                    attempts: 1,
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        wait_until("the bad delay failed", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().failed == 1
+        })
+        .await;
+        let failure = q.get(bad).await.unwrap().unwrap().failure.unwrap();
+        assert_eq!(failure.code, "invalid_option", "{topology}");
+        audit_ok(&q).await;
+        // A stale lease cannot delay the job: refused as a lost lease, the job is not delayed.
+        // (The test forges the lease, so the queue is not audited after this.)
+        let stale = q
+            .add("stale", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        wait_until("the refusal counted", Duration::from_secs(10), || async {
+            w.stats().lease_lost == 1
+        })
+        .await;
+        assert_eq!(q.counts().await.unwrap().delayed, 0, "{topology}");
+        assert_eq!(runs_of(stale).len(), 1);
+        w.close().await.unwrap();
+    }
+}

@@ -494,6 +494,61 @@ async fn stale_lease_is_refused_and_stalled_jobs_are_recovered() {
     }
 }
 
+/// Issue 16, defect 2: a job the stall sweep fails (too many stalls) counts in the failed-per-minute
+/// metric like any other failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_failed_by_the_sweep_counts_as_failed_in_the_metrics() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "stallmetric").await;
+    let id = q
+        .add("hang", json!({}), JobOptions::default())
+        .await
+        .unwrap();
+    let short = WorkerOptions {
+        concurrency: 1,
+        lease: Duration::from_millis(500),
+        stalled_interval: Duration::from_millis(200),
+        max_stalls: 0,
+        ..fast()
+    };
+    let started = Arc::new(AtomicUsize::new(0));
+    let s2 = started.clone();
+    let w1 = Worker::builder(q.clone())
+        .options(short.clone())
+        .handler(move |_job: JobContext| {
+            let s = s2.clone();
+            async move {
+                s.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(Value::Null)
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until("the job started", Duration::from_secs(10), || async {
+        started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // Killed: its lease stops being renewed.
+    drop(w1);
+    let w2 = Worker::builder(q.clone())
+        .options(short)
+        .handler(|_job: JobContext| async { Ok(Value::Null) })
+        .run()
+        .unwrap();
+    wait_until("failed by the sweep", Duration::from_secs(10), || async {
+        q.counts().await.unwrap().failed == 1
+    })
+    .await;
+    w2.close().await.unwrap();
+    let job = q.get(id).await.unwrap().unwrap();
+    assert_eq!(job.failure.map(|f| f.code), Some("stalled".to_string()));
+    let m = q.metrics().await.unwrap();
+    let failed: u64 = m.failed_per_minute.iter().map(|(_, n)| n).sum();
+    assert_eq!(failed, 1, "{:?}", m.failed_per_minute);
+    audit_ok(&q).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_close_releases_unfinished_jobs() {
     let store = common::standalone().await;

@@ -17,11 +17,14 @@
 -- handed over but not taken (k.handoff, when given), pops from prioritized (lowest score first)
 -- and from the right of wait, scores each id in active with its
 -- lease expiry, and stores "<token>|<start ms>" in leases (the token is the server's microsecond
--- clock and the job's place in the batch, so no two leases of a job share one). With `wake`, pushes
+-- clock and the job's place in the batch, so no two leases of a job share one) for the first `start`
+-- jobs, whose runs start at once (the worker has that many free slots), and "<token>|<start ms>|a"
+-- for the others, leased ahead: their runs have not started, so if the worker dies before it reports
+-- a start (started.lua, or complete.lua's reports) the sweep gives them back uncounted. With `wake`, pushes
 -- a marker to wake another worker when the batch came back full, and clears the markers when it did
 -- not. `freed` jobs just left active: with a concurrency limit, another worker is woken for them.
 -- Returns {next due in ms or -1, id, token, …}.
-local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
+local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed, start)
   local now = math.floor(now_us / 1000)
   local m = call('HMGET', k.meta, 'paused', 'concurrency', 'rl_max', 'rl_window_ms', 'grl_max', 'grl_window_ms')
   local paused = m[1] == '1'
@@ -165,7 +168,7 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed)
     scored[#scored + 1] = expiry
     scored[#scored + 1] = ids[i]
     leased[#leased + 1] = ids[i]
-    leased[#leased + 1] = token .. '|' .. now
+    leased[#leased + 1] = i <= start and (token .. '|' .. now) or (token .. '|' .. now .. '|a')
     out[#out + 1] = ids[i]
     out[#out + 1] = token
   end

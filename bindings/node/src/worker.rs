@@ -373,6 +373,14 @@ impl NativeWorker {
         self.dispatch.settle(seq, Err(he));
     }
 
+    /// Settles a job whose handler put it back to delayed for `ms` (a `DelayedError`); the core
+    /// validates the duration.
+    #[napi]
+    pub fn delay(&self, seq: u32, ms: f64, count_attempt: Option<bool>) {
+        let he = HandlerError::delay_millis(ms).counting_attempt(count_attempt == Some(true));
+        self.dispatch.settle(seq, Err(he));
+    }
+
     /// Its counters (once closed: as they were when the close began, running 0).
     #[napi]
     pub fn stats(&self) -> WorkerStats {

@@ -44,6 +44,23 @@ pub fn handler_error(py: Python<'_>, value: &Bound<'_, PyAny>) -> HandlerError {
         // that), or by asyncio itself (the loop is shutting down): never the job's failure.
         return HandlerError::interrupted("the handler's task was cancelled");
     }
+    let delay = py
+        .import("emq.errors")
+        .and_then(|m| m.getattr("Delay"))
+        .and_then(|cls| value.is_instance(&cls))
+        .unwrap_or(false);
+    if delay {
+        // `raise emq.Delay(seconds)`: back to delayed, validated by the core.
+        let count = value
+            .getattr("count_attempt")
+            .and_then(|c| c.extract::<bool>())
+            .unwrap_or(false);
+        return match value.getattr("seconds").and_then(|s| s.extract::<f64>()) {
+            Ok(secs) => HandlerError::delay_millis(secs * 1000.0).counting_attempt(count),
+            Err(_) => HandlerError::new("emq.Delay takes a number of seconds or a timedelta")
+                .with_code(ErrorCode::InvalidOption.as_str()),
+        };
+    }
     let message = value.str().map(|s| s.to_string()).unwrap_or_default();
     let type_name = value
         .get_type()

@@ -9,15 +9,21 @@ use std::sync::Arc;
 /// `reason` as its failure message (code `handler_failed`), and is retried while attempts remain
 /// unless `unrecoverable`. Any other exception a handler throws also fails the job (retryably),
 /// with the exception's text as the message; it never stops the worker.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Error)]
+///
+/// `Delayed(delayMs, countAttempt)` is not a failure: the job goes back to delayed for `delayMs`
+/// milliseconds (server clock; BullMQ's `DelayedError`), its run counted as an attempt only with
+/// `countAttempt`; a negative, non-finite or over-365-days delay fails it with `invalid_option`.
+#[derive(Debug, Clone, PartialEq, uniffi::Error)]
 pub enum HandlerFailure {
     Failed { reason: String, unrecoverable: bool },
+    Delayed { delay_ms: f64, count_attempt: bool },
 }
 
 impl std::fmt::Display for HandlerFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HandlerFailure::Failed { reason, .. } => f.write_str(reason),
+            HandlerFailure::Delayed { delay_ms, .. } => write!(f, "delayed for {delay_ms} ms"),
         }
     }
 }
@@ -87,6 +93,10 @@ impl emq::Handler for ForeignHandler {
                 } else {
                     HandlerError::new(reason)
                 }),
+                Err(HandlerFailure::Delayed {
+                    delay_ms,
+                    count_attempt,
+                }) => Err(HandlerError::delay_millis(delay_ms).counting_attempt(count_attempt)),
             }
         })
     }

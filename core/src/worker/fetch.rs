@@ -41,7 +41,7 @@ pub(super) fn parse_claim(reply: Vec<redis::Value>) -> Result<(Option<u64>, Vec<
     Ok(((due >= 0).then_some(due as u64), jobs))
 }
 
-pub(super) const RECORD_FIELDS: [&str; 11] = [
+pub(super) const RECORD_FIELDS: [&str; 12] = [
     "name",
     "data",
     "opts",
@@ -53,6 +53,7 @@ pub(super) const RECORD_FIELDS: [&str; 11] = [
     "progress",
     "dedup",
     "parent",
+    "strands",
 ];
 
 /// Reads the records of leased jobs in one pipelined round trip (HGETALL: a leased job's record holds
@@ -104,10 +105,12 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             s.wake.notified().await;
             continue;
         }
+        let starting = free_slots(&s);
         let claimed = claim_keys(script::CLAIM.prepare(), &s.queue)
             .arg(free)
             .arg(s.opts.lease.as_millis() as u64)
             .arg(s.queue.max_events)
+            .arg(starting)
             .invoke::<Vec<redis::Value>>(s.queue.store())
             .await
             .and_then(parse_claim);
@@ -130,7 +133,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
         };
         next_due = due.map(|d| Instant::now() + Duration::from_millis(d.max(1)));
         if !jobs.is_empty() {
-            start(&s, jobs).await;
+            start(&s, jobs, starting).await;
             continue;
         }
         let wait = due
@@ -242,7 +245,8 @@ pub(super) async fn block_for_marker(
                 if reserve(s, 1) == 0 {
                     s.held.fetch_add(1, Ordering::SeqCst);
                 }
-                dispatch(s, vec![(h.job, h.token)]);
+                // Leased ahead by the add: the slot that takes it reports its start.
+                dispatch(s, vec![(h.job, h.token)], 0);
                 tokio::task::yield_now().await;
                 return true;
             }
@@ -262,9 +266,10 @@ pub(super) async fn block_for_marker(
         return false;
     };
     if reserve(s, 1) == 1 {
-        match claim_named(s, id).await {
+        let starts = free_slots(s) > 0;
+        match claim_named(s, id, starts).await {
             Ok(Some(job)) => {
-                dispatch(s, vec![job]);
+                dispatch(s, vec![job], usize::from(starts));
                 // Let the new slot start its handler before this loop sends anything more (its
                 // next wait would otherwise go first).
                 tokio::task::yield_now().await;
@@ -322,13 +327,18 @@ pub(super) async fn unblock(s: &Arc<Shared>, client_id: Option<i64>) -> bool {
 
 /// Leases the job a wake-up marker named and reads its record in the same call (`claim_id.lua`);
 /// None when the general claim must decide (paused, limits, priorities, or already taken).
-pub(super) async fn claim_named(s: &Arc<Shared>, id: JobId) -> Result<Option<(Job, String)>> {
+pub(super) async fn claim_named(
+    s: &Arc<Shared>,
+    id: JobId,
+    starts: bool,
+) -> Result<Option<(Job, String)>> {
     let q = &s.queue;
     let reply: Vec<redis::Value> = script::CLAIM_ID
         .on(s.queue.name(), Some(id))?
         .arg(id)
         .arg(s.opts.lease.as_millis() as u64)
         .arg(q.max_events)
+        .arg(if starts { "1" } else { "0" })
         .arg(&RECORD_FIELDS[..])
         .invoke(q.store())
         .await?;
@@ -366,7 +376,9 @@ pub(super) async fn claim_named(s: &Arc<Shared>, id: JobId) -> Result<Option<(Jo
     )))
 }
 
-pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {
+/// Reads leased jobs' records and dispatches them; the first `starting` of `leased` were leased as
+/// starting at once (the claim's `start`), the others ahead.
+pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>, starting: usize) {
     let ids: Vec<JobId> = leased.iter().map(|(id, _)| *id).collect();
     let records = match read_records(&s.queue, &ids).await {
         Ok(r) => r,
@@ -381,11 +393,15 @@ pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>) {
         }
     };
     let mut jobs = Vec::with_capacity(leased.len());
-    for ((_, token), job) in leased.into_iter().zip(records) {
+    let mut reported = 0;
+    for (i, ((_, token), job)) in leased.into_iter().zip(records).enumerate() {
         match job {
-            Some(job) => jobs.push((job, token)),
+            Some(job) => {
+                reported += usize::from(i < starting);
+                jobs.push((job, token));
+            }
             None => unreserve(s, 1),
         }
     }
-    dispatch(s, jobs);
+    dispatch(s, jobs, reported);
 }

@@ -50,3 +50,32 @@ pub(super) async fn renew_loop(s: Arc<Shared>) {
         tokio::time::sleep(Duration::from_millis((shortest / 3).max(50))).await;
     }
 }
+
+/// Reports that the runs of leased-ahead jobs have started (`started.lua`): from now on a stall of
+/// theirs is charged. A lease found lost is flagged to its handler.
+pub(super) async fn report_started(s: &Shared, pairs: &[(JobId, String)]) {
+    let mut inv = match script::STARTED.on(s.queue.name(), None) {
+        Ok(inv) => inv,
+        Err(e) => {
+            tracing::error!(error = %e, "emq: started refused before sending");
+            return;
+        }
+    };
+    for (id, token) in pairs {
+        inv = inv.arg(*id).arg(token);
+    }
+    match inv.invoke::<Vec<String>>(s.queue.store()).await {
+        Ok(lost) => {
+            let flights = s.flights.lock().expect("flights");
+            for id in lost.iter().filter_map(|t| JobId::parse(t).ok()) {
+                if let Some(f) = flights.get(&id) {
+                    f.lost.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        // The job's lease stays marked as leased ahead: if the worker dies during this run, the
+        // job comes back uncounted once (its record then says so, and its next start is reported
+        // before its handler runs).
+        Err(e) => tracing::warn!(error = %e, "could not report a job's start"),
+    }
+}

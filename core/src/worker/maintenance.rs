@@ -35,7 +35,8 @@ pub(super) async fn sweep_once(s: &Shared) -> Result<()> {
             .arg(q.max_events)
             .invoke(q.store())
             .await?;
-        if !r.is_empty() {
+        // 'unstarted': leased ahead and never started, given back uncounted (not a stall).
+        if r == "wait" || r == "failed" {
             s.recovered.fetch_add(1, Ordering::Relaxed);
             emit(&s.events, || WorkerEvent::Stalled { job_id: id, to: r });
         }

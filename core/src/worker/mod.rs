@@ -18,7 +18,18 @@
 //! - **Failures** (an error, a panic, a timeout) fail the job, never the worker: retry with backoff
 //!   while attempts remain, unless the error is unrecoverable.
 //! - **Stalled sweep**: one worker at a time (the sweep lock) moves expired leases to stalled and
-//!   recovers each job (`sweep.lua`, then `recover.lua` per id).
+//!   recovers each job (`sweep.lua`, then `recover.lua` per id). A recovered job is charged a stall
+//!   and an attempt only if its run had started: a job leased ahead (buffered; the claim that
+//!   leased it knew it would not start at once, or an add handed it over) carries an "ahead" lease
+//!   (`<token>|<ms>|a`) until the worker reports its start, and comes back uncounted if the worker
+//!   dies first. The start is reported in the `complete.lua` call of the job the slot ran before
+//!   it (no call of its own on the hot path), else by a `started.lua` call sent beside the run.
+//!   The bound, honestly: a job whose start report had not reached the server when its worker
+//!   died (at most that one call's round trip after its handler began, longer only if the call
+//!   failed) comes back uncounted although it ran. So that a job that kills its worker cannot loop
+//!   that way, its record counts such returns (`strands`) and the worker reports the start of a
+//!   job that has one *before* running its handler: it is returned uncounted at most once, and
+//!   charged (up to `max_stalls`, then failed) from then on.
 //! - **Retention**: finished jobs are trimmed by count and age in the background, queue-wide every
 //!   `trim_interval`, and to a job's own retention (`remove_on_complete: {count, age}`) soon after
 //!   that job finishes (`maintenance.rs`).
@@ -155,6 +166,9 @@ struct Flight {
     interrupt: Option<InterruptTx>,
     /// A cancel that arrived while the job waited in the buffer (its reason).
     cancel: Option<String>,
+    /// Its lease is marked started on the server, or the report is on its way (false: leased
+    /// ahead, see `lib/claim.lua`; if the worker dies now, the sweep gives it back uncounted).
+    started: bool,
 }
 
 /// A successful run waiting for the completer to record it.
@@ -167,6 +181,9 @@ struct Completion {
     dedup: String,
     /// The job and its result for the host's `completed` event (None without a hook).
     event: Option<(Arc<Job>, serde_json::Value)>,
+    /// A leased-ahead job whose run the slot started right after this one: its start is reported
+    /// in the same call (no call of its own).
+    started: Option<(JobId, String)>,
 }
 
 /// Jobs leased and read but not started yet, and the slots running now; one lock, so a job pushed

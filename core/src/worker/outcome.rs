@@ -4,6 +4,18 @@ use super::*;
 
 /// Completes a job (handing it to the completer, which records it in a batch) or fails it.
 pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome: HandlerResult) {
+    finish_reporting(s, job, token, outcome, None).await
+}
+
+/// [`finish`], and a completion also reports the start of `started` (a leased-ahead job the slot
+/// took next) in its call.
+pub(super) async fn finish_reporting(
+    s: &Arc<Shared>,
+    job: &Arc<Job>,
+    token: &str,
+    outcome: HandlerResult,
+    started: Option<(JobId, String)>,
+) {
     let q = &s.queue;
     let k = q.keys();
     let opts = job.job_options();
@@ -16,6 +28,9 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome
                     crate::flow::notify_parent(q, parent, job.id, Ok(&result), job).await
                 {
                     tracing::warn!(job = %job.id, error = %e, "cannot reach the parent; the child will be retried when its lease expires");
+                    if let Some(pair) = started {
+                        report_started(s, &[pair]).await;
+                    }
                     return;
                 }
                 if std::env::var_os("EMQ_FAULT_AFTER_PARENT_STEP").is_some() {
@@ -31,6 +46,7 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome
                 dedup: job.dedup.clone().unwrap_or_default(),
                 // For the host's `completed` event once recorded (only when it has a hook).
                 event: s.events.as_ref().map(|_| (job.clone(), result)),
+                started,
             };
             s.unrecorded.fetch_add(1, Ordering::SeqCst);
             if s.completions.send(c).is_err() {
@@ -105,6 +121,27 @@ pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome
     }
 }
 
+/// Puts a running job back to delayed for the handler's [`HandlerError::delay`] (`delay_job.lua`),
+/// its attempt counted only when asked.
+pub(super) async fn delay_job(s: &Shared, job: &Job, token: &str, e: &HandlerError) {
+    let delay = e.delay.unwrap_or_default();
+    let r = match script::DELAY_JOB.on(s.queue.name(), Some(job.id)) {
+        Ok(inv) => {
+            inv.arg(job.id)
+                .arg(token)
+                .arg(delay.as_millis() as u64)
+                .arg(if e.count_attempt { "1" } else { "0" })
+                .arg(s.queue.max_events)
+                .invoke::<u64>(s.queue.store())
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = r {
+        note_finish_error(s, job.id, e);
+    }
+}
+
 /// Records successful runs in batches: one call of `complete.lua` completes every run that finished
 /// since the last call and leases as many next jobs as the worker has room for.
 pub(super) async fn complete_loop(
@@ -133,6 +170,9 @@ pub(super) async fn complete_loop(
             }
         }
         let want = reserve(&s, usize::MAX);
+        let starting = free_slots(&s);
+        let reports: Vec<&(JobId, String)> =
+            batch.iter().filter_map(|c| c.started.as_ref()).collect();
         let q = &s.queue;
         let k = q.keys();
         let mut inv = script::COMPLETE
@@ -163,7 +203,15 @@ pub(super) async fn complete_loop(
         inv = inv
             .arg(want)
             .arg(s.opts.lease.as_millis() as u64)
-            .arg(q.max_events);
+            .arg(q.max_events)
+            .arg(starting)
+            .arg(
+                reports
+                    .iter()
+                    .map(|(id, token)| format!("{id} {token}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
         for c in &batch {
             inv = inv
                 .arg(c.id)
@@ -179,6 +227,10 @@ pub(super) async fn complete_loop(
         match reply {
             Err(e) => {
                 unreserve(&s, want);
+                let pairs: Vec<(JobId, String)> = reports.iter().map(|p| (*p).clone()).collect();
+                if !pairs.is_empty() {
+                    report_started(&s, &pairs).await;
+                }
                 for c in &batch {
                     note_finish_error(&s, c.id, e.clone());
                 }
@@ -207,7 +259,7 @@ pub(super) async fn complete_loop(
                     let s2 = s.clone();
                     let n = batch.len();
                     tokio::spawn(async move {
-                        start(&s2, next).await;
+                        start(&s2, next, starting).await;
                         recorded(&s2, n);
                     });
                     continue;

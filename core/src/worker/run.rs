@@ -8,6 +8,19 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
         let id = job.id;
         let job = Arc::new(job);
         let began = Instant::now();
+        // A job leased ahead reports its start (so that a crash from now on is charged): in the
+        // call that records the previous job when the slot came from one (see below), else in a
+        // call of its own, sent beside the run; a job that came back uncounted before waits for
+        // that call, so a job that kills its worker is returned uncounted at most once.
+        if claim_report(&s, id) {
+            let pair = [(id, token.clone())];
+            if job.strands > 0 {
+                report_started(&s, &pair).await;
+            } else {
+                let s2 = s.clone();
+                tokio::spawn(async move { report_started(&s2, &pair).await });
+            }
+        }
         let (itx, irx) = interrupt_channel();
         let mut run = {
             let mut flights = s.flights.lock().expect("flights");
@@ -105,6 +118,9 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
             Err(_cancelled) => break,
         };
         let still_ours = s.flights.lock().expect("flights").remove(&id).is_some();
+        // After a success the slot takes its next job first, so that the call recording this one
+        // also reports that one's start.
+        let mut taken = None;
         if still_ours {
             match (why, outcome) {
                 // Once a run is told to stop, the reason decides, whatever the handler returned.
@@ -128,11 +144,22 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                         .with_code(CANCELLED);
                     finish(&s, &job, &token, Err(e)).await;
                 }
+                (None, Ok(result)) => {
+                    taken = take_next(&s);
+                    let report = taken
+                        .as_ref()
+                        .filter(|(next, _)| next.strands == 0 && claim_report(&s, next.id))
+                        .map(|(next, token)| (next.id, token.clone()));
+                    finish_reporting(&s, &job, &token, Ok(result), report).await
+                }
+                (None, Err(e)) if e.delay.is_some() => {
+                    delay_job(&s, &job, &token, &e).await;
+                }
                 (None, outcome) => finish(&s, &job, &token, outcome).await,
             }
         }
         unreserve(&s, 1);
-        next = next_or_end(&s);
+        next = taken.or_else(|| next_or_end(&s));
         if next.is_none() {
             s.idle.notify_waiters();
             return;

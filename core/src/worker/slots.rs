@@ -43,16 +43,25 @@ pub(super) fn unreserve(s: &Shared, n: usize) {
     }
 }
 
+/// Slots free now: the jobs a claim made now would start at once (the rest wait in the buffer).
+pub(super) fn free_slots(s: &Shared) -> usize {
+    s.opts
+        .concurrency
+        .saturating_sub(s.running.load(Ordering::SeqCst))
+}
+
 /// Takes leased, read jobs: registers their leases (renewed from now on, released by `close`) and
-/// starts slots for them while fewer than `concurrency` run; the rest wait in the buffer.
-pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
+/// starts slots for them while fewer than `concurrency` run; the rest wait in the buffer. The first
+/// `reported` were leased as started (their claim knew they would start at once); a slot reports
+/// the start of any other when it takes it (see `run_slot`).
+pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>, reported: usize) {
     if jobs.is_empty() {
         return;
     }
     {
         let mut flights = s.flights.lock().expect("flights");
         let mut early = s.early_cancels.lock().expect("early cancels");
-        for (job, token) in &jobs {
+        for (i, (job, token)) in jobs.iter().enumerate() {
             flights.insert(
                 job.id,
                 Flight {
@@ -62,6 +71,7 @@ pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
                     abort: None,
                     interrupt: None,
                     cancel: early.remove(&job.id).map(|(reason, _)| reason),
+                    started: i < reported,
                 },
             );
         }
@@ -76,6 +86,27 @@ pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
         ready.slots += 1;
         s.running.store(ready.slots, Ordering::SeqCst);
         tokio::spawn(run_slot(s.clone(), job, token));
+    }
+}
+
+/// The next job from the buffer if there is one (the slot count is left as it is).
+pub(super) fn take_next(s: &Shared) -> Option<(Job, String)> {
+    if s.stopping.load(Ordering::SeqCst) {
+        return None;
+    }
+    s.ready.lock().expect("ready").jobs.pop_front()
+}
+
+/// Marks a job's start as reported if it was not: true when the caller must report it now (it
+/// was leased ahead and its start is not on its way yet).
+pub(super) fn claim_report(s: &Shared, id: JobId) -> bool {
+    let mut flights = s.flights.lock().expect("flights");
+    match flights.get_mut(&id) {
+        Some(f) if !f.started && f.cancel.is_none() => {
+            f.started = true;
+            true
+        }
+        _ => false,
     }
 }
 

@@ -72,6 +72,7 @@ from .errors import (
     Timeout,
     UndeclaredKey,
     Unrecoverable,
+    Delay,
 )
 
 __version__: str = _emq.__version__
@@ -82,6 +83,7 @@ __all__ = [
     "Job",
     "EventStream",
     "Unrecoverable",
+    "Delay",
     "EmqError",
     "Closed",
     "CrossSlot",

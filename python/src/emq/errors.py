@@ -8,6 +8,7 @@ handler raises it to fail the job without using its remaining attempts.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Dict, Optional, Type
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "HandlerFailed",
     "Internal",
     "Unrecoverable",
+    "Delay",
     "error_for_code",
 ]
 
@@ -191,6 +193,20 @@ class Internal(EmqError):
 
 class Unrecoverable(Exception):
     """Raise from a job handler to fail the job at once, skipping its remaining attempts."""
+
+
+class Delay(Exception):
+    """Raise from a job handler to put the job back to delayed for ``delay`` (seconds, or a
+    ``timedelta``) instead of failing it: it runs again once that much time has passed on the
+    server's clock. The run does not count as an attempt unless ``count_attempt=True``. A worker
+    whose lease on the job was lost cannot delay it. A negative, non-finite or longer delay than
+    365 days fails the job with ``invalid_option``."""
+
+    def __init__(self, delay: "float | timedelta", count_attempt: bool = False) -> None:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        super().__init__(f"delayed for {seconds} s")
+        self.seconds = seconds
+        self.count_attempt = bool(count_attempt)
 
 
 _BY_CODE: Dict[str, Type[EmqError]] = {
