@@ -92,6 +92,7 @@ async fn claim(q: &Queue) -> Option<(JobId, String)> {
         .arg(1)
         .arg(LEASE_MS)
         .arg(MAX_EVENTS)
+        .arg(1) // starts at once: a started lease, charged if it stalls
         .invoke(q.store())
         .await
         .unwrap();
@@ -117,6 +118,8 @@ async fn complete(q: &Queue, id: JobId, token: &str) -> bool {
         .arg(0)
         .arg(LEASE_MS)
         .arg(MAX_EVENTS)
+        .arg(0) // no next job starts
+        .arg("") // no leased-ahead start to report
         .arg(id)
         .arg(token)
         .arg("\"done\"")
