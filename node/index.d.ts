@@ -274,6 +274,21 @@ export interface ConnectOptions {
   durable?: [replicas: number, timeoutMs: number];
 }
 
+/** What a migration did (the core's `MigrateReport`). */
+export interface MigrateReport {
+  source: string;
+  target: string;
+  dry_run: boolean;
+  states: { state: string; read: number; written: number; already: number; skipped: number }[];
+  reasons: Record<string, number>;
+  skipped: { state: string; source_id: string; reason: string }[];
+  not_mapped: Record<string, number>;
+  source_deleted: number;
+  log_lines: number;
+  notes: string[];
+  elapsed_ms: number;
+}
+
 export declare class Queue {
   private constructor();
   /** Connects (one URL, or cluster seed URLs) and opens the queue `name` (`orders` or `{orders}`). */
@@ -339,6 +354,11 @@ export declare class Queue {
   recentEvents(limit?: number): Promise<QueueEvent[]>;
   /** Counts, jobs finished per minute over the last hour, and lifetime counters. */
   metrics(): Promise<QueueMetrics>;
+  /** Copies the BullMQ queue `<fromPrefix>:<sourceQueue>` into this queue (as `emq migrate`). */
+  migrateFromBullmq(
+    sourceQueue: string,
+    opts?: { fromPrefix?: string; dryRun?: boolean; completed?: boolean; deleteSource?: boolean; batch?: number },
+  ): Promise<MigrateReport>;
   /**
    * Cancels a job: 'cancelled' (it was waiting or delayed: it will not run, and ends failed with
    * the failure code `cancelled` and `reason` in its message), 'requested' (it is running: its

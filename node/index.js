@@ -669,6 +669,27 @@ class Queue {
   }
 
   /**
+   * Copies the BullMQ queue `<fromPrefix>:<sourceQueue>` (`bull` is BullMQ's default prefix, `emq`
+   * EchoMQ 1.x's) into this queue, crash-safe and idempotent, as `emq migrate` does (MIGRATING.md).
+   * `opts`: `fromPrefix` ('bull'), `dryRun`, `completed`, `deleteSource` (false), `batch` (500).
+   * Resolves to the report (`states`, `reasons`, `not_mapped`, `log_lines`, `elapsed_ms`…).
+   */
+  async migrateFromBullmq(sourceQueue, opts = {}) {
+    if (typeof sourceQueue !== 'string') throw emqError('invalid_option', 'sourceQueue must be a string');
+    const o = opts || {};
+    const known = ['fromPrefix', 'dryRun', 'completed', 'deleteSource', 'batch'];
+    for (const k of Object.keys(o)) {
+      if (!known.includes(k)) throw emqError('invalid_option', `unknown migrate option ${JSON.stringify(k)} (known: ${known.join(', ')})`);
+    }
+    const text = await call(() => this[kNative].migrateFromBullmq(
+      sourceQueue, o.fromPrefix === undefined ? 'bull' : String(o.fromPrefix),
+      Boolean(o.dryRun), Boolean(o.completed), Boolean(o.deleteSource),
+      o.batch === undefined ? 500 : Number(o.batch),
+    ));
+    return JSON.parse(text);
+  }
+
+  /**
    * Cancels a job with `reason`. Resolves to 'cancelled' (it was waiting or delayed: it will not
    * run, and ends failed with the failure code `cancelled`), 'requested' (it is running: the
    * worker aborts its `job.signal`, and it ends failed with the code `cancelled`, not retried),

@@ -42,7 +42,13 @@ CORE_ONLY = {
     "Queue.register": "written by adds and worker heartbeats; `emq queues --repair` for operators",
     "Queue.unregister": "done by `obliterate`; the Rust API for operators",
     # A one-off operator's step, run from the CLI (`emq migrate`), not from application code.
-    "Queue.migrate_from_bullmq": "an operator's one-off step: `emq migrate` and the Rust API",
+    # Read-only look-ups for operators (core/src/lookup.rs), served by `emq ui`.
+    "Queue.find_by_dedup": "an operator's look-up: `emq ui` (find by dedup key) and the Rust API",
+    "Queue.find_by_name": "an operator's look-up: `emq ui` (bounded scan by name) and the Rust API",
+    "Queue.flow_children": "an operator's look-up: `emq ui`'s flow view and the Rust API",
+    "Queue.job_events": "an operator's look-up: `emq ui`'s job timeline and the Rust API",
+    "Queue.scheduler_instants": "an operator's look-up: `emq ui`'s schedulers page and the Rust API",
+    "Queue.scheduler_spec": "an operator's look-up: `emq ui`'s scheduler form and the Rust API",
     "Queue.migrated_id": "the migration's lookup, for operators: `emq migrate` and the Rust API",
     "Queue.migrated_source": "the migration's lookup, for operators: `emq migrate` and the Rust API",
     "WorkerHandle.close_within": "Rust form of `close` with a deadline; bindings take it as a worker option",
@@ -62,6 +68,7 @@ PROVIDED_AS = {
 
 # (op, lang) pairs absent on purpose, with the reason.
 ABSENT = {
+    ("Queue.migrate_from_bullmq", "uniffi"): "an operator's one-off step, from a server or script: `emq migrate`, Python, Node and Rust",
 }
 
 # The core's spec types (core/src/spec.rs) a binding fills, and where each binding fills them: the

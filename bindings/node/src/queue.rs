@@ -387,6 +387,27 @@ impl NativeQueue {
         Ok(events_text(&events))
     }
 
+    /// Copies the BullMQ (or EchoMQ 1.x) queue `<fromPrefix>:<sourceQueue>` into this queue (see
+    /// `emq migrate`); the report as JSON (the core's `MigrateReport`).
+    #[napi]
+    pub async fn migrate_from_bullmq(
+        &self,
+        source_queue: String,
+        from_prefix: String,
+        dry_run: bool,
+        completed: bool,
+        delete_source: bool,
+        batch: f64,
+    ) -> napi::Result<String> {
+        let mut o = emq::migrate::MigrateOptions::new(from_prefix, source_queue);
+        o.dry_run = dry_run;
+        o.completed = completed;
+        o.delete_source = delete_source;
+        o.batch = whole("batch", batch, 10_000).map_err(throw)? as usize;
+        let report = self.q.migrate_from_bullmq(&o).await.map_err(throw)?;
+        serde_json::to_string(&report).map_err(|e| throw(e.into()))
+    }
+
     /// The queue's metrics (JSON).
     #[napi]
     pub async fn metrics(&self) -> napi::Result<String> {

@@ -276,6 +276,20 @@ impl Queue {
         Ok(Box::pin(async move { Ok(Out::Bool(q.is_paused().await?)) }))
     }
 
+    /// `emq migrate` from Python: copies a BullMQ (or EchoMQ 1.x) queue into this one; the report
+    /// as JSON (the core's `MigrateReport`).
+    pub(crate) fn migrate_future(
+        &self,
+        py: Python<'_>,
+        options: emq::migrate::MigrateOptions,
+    ) -> PyResult<CoreFuture> {
+        let q = self.core(py)?;
+        Ok(Box::pin(async move {
+            let report = q.migrate_from_bullmq(&options).await?;
+            Ok(Out::Json(serde_json::to_string(&report)?))
+        }))
+    }
+
     pub(crate) fn metrics_future(&self, py: Python<'_>) -> PyResult<CoreFuture> {
         let q = self.core(py)?;
         Ok(Box::pin(async move {

@@ -692,6 +692,29 @@ impl Queue {
         run(py, self.metrics_future(py)?, blocking)
     }
 
+    /// Copies the BullMQ (or EchoMQ 1.x) queue `<from_prefix>:<source_queue>` into this queue
+    /// (see `emq migrate`); the report as a dict.
+    #[pyo3(signature = (source_queue, from_prefix, dry_run=false, completed=false, delete_source=false, batch=500, blocking=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn migrate_from_bullmq(
+        &self,
+        py: Python<'_>,
+        source_queue: String,
+        from_prefix: String,
+        dry_run: bool,
+        completed: bool,
+        delete_source: bool,
+        batch: usize,
+        blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let mut o = emq::migrate::MigrateOptions::new(from_prefix, source_queue);
+        o.dry_run = dry_run;
+        o.completed = completed;
+        o.delete_source = delete_source;
+        o.batch = batch;
+        run(py, self.migrate_future(py, o)?, blocking)
+    }
+
     /// The queue's live workers (the core's worker registry), as JSON objects.
     #[pyo3(signature = (blocking=false))]
     fn workers(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {

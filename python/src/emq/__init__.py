@@ -462,6 +462,27 @@ class Queue:
         """Counts per state, completed/failed per minute, and lifetime counters."""
         return await self._native.metrics()
 
+    async def migrate_from_bullmq(
+        self,
+        source_queue: str,
+        *,
+        from_prefix: str = "bull",
+        dry_run: bool = False,
+        completed: bool = False,
+        delete_source: bool = False,
+        batch: int = 500,
+    ) -> Dict[str, Any]:
+        """Copies the BullMQ queue ``<from_prefix>:<source_queue>`` (``bull`` is BullMQ's default
+        prefix, ``emq`` EchoMQ 1.x's) into this queue, crash-safe and idempotent, as ``emq
+        migrate`` does (see MIGRATING.md): waiting, prioritized, delayed, waiting-children with
+        their flows, failed, completed with ``completed=True``, schedulers, logs. ``dry_run``
+        writes nothing; the source is written only with ``delete_source``. Returns the report:
+        ``states`` (read / written / already / skipped per state), ``reasons``, ``not_mapped``,
+        ``log_lines``, ``elapsed_ms``…"""
+        return await self._native.migrate_from_bullmq(
+            source_queue, from_prefix, dry_run, completed, delete_source, batch
+        )
+
     async def workers(self) -> List[Dict[str, Any]]:
         """The queue's live workers: id, host, pid, language, concurrency, running, started_ms,
         beat_ms (server ms). A worker leaves when it closes or its heartbeat lapses (15 s)."""

@@ -209,6 +209,22 @@ class Queue:
     def metrics(self) -> Dict[str, Any]:
         return _blocking(self._native.metrics)
 
+    def migrate_from_bullmq(
+        self,
+        source_queue: str,
+        *,
+        from_prefix: str = "bull",
+        dry_run: bool = False,
+        completed: bool = False,
+        delete_source: bool = False,
+        batch: int = 500,
+    ) -> Dict[str, Any]:
+        """Copies a BullMQ queue into this one (see :meth:`emq.Queue.migrate_from_bullmq`)."""
+        return _blocking(
+            self._native.migrate_from_bullmq,
+            source_queue, from_prefix, dry_run, completed, delete_source, batch,
+        )
+
     def workers(self) -> List[Dict[str, Any]]:
         """The queue's live workers (see :meth:`emq.Queue.workers`)."""
         return _blocking(self._native.workers)
