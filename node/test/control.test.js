@@ -365,3 +365,20 @@ test("node/README.md's worker-control quick start runs, and exits on SIGTERM", a
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('stats after close count the jobs that finished during the close', async () => {
+  const q = await connect('stats-close');
+  let started = false;
+  const w = worker(q, async () => {
+    started = true;
+    await sleep(300);
+    return 'done';
+  });
+  const id = await q.add('slow', {});
+  await waitFor('the job to start', async () => started);
+  await w.close(); // the running job finishes within the grace period
+  assert.equal((await q.get(id)).state, 'completed');
+  const s = w.stats();
+  assert.equal(s.completed, 1, `the job completed during the close is counted: ${JSON.stringify(s)}`);
+  assert.equal(s.running, 0);
+});

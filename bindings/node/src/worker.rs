@@ -274,8 +274,6 @@ pub struct WorkerStats {
 pub struct NativeWorker {
     handle: Mutex<Option<WorkerHandle>>,
     aborter: WorkerAborter,
-    /// The counters as they were when `close` began (what `stats` reports after it).
-    last: Mutex<Option<(emq::WorkerStats, usize)>>,
     dispatch: Arc<Dispatch>,
 }
 
@@ -318,7 +316,6 @@ pub(crate) fn start(
     Ok(NativeWorker {
         aborter: handle.aborter(),
         handle: Mutex::new(Some(handle)),
-        last: Mutex::new(None),
         dispatch,
     })
 }
@@ -387,12 +384,10 @@ impl NativeWorker {
         let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
         let (s, running) = match guard.as_ref() {
             Some(h) => (h.stats(), h.running()),
-            None => self
-                .last
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .map(|(s, _)| (s, 0))
-                .unwrap_or_default(),
+            // Closed (or closing): the worker's final figures, which keep counting the jobs that
+            // finish during the close (a copy taken when the close began missed them, so
+            // `emq-worker` now and then said "0 completed" for a job it had completed).
+            None => (self.aborter.stats(), 0),
         };
         WorkerStats {
             completed: s.completed as f64,
@@ -411,10 +406,6 @@ impl NativeWorker {
         let deadline = ms("timeout", timeout).map_err(throw)?;
         let handle = {
             let mut guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(h) = guard.as_ref() {
-                *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((h.stats(), h.running()));
-            }
             guard.take()
         };
         let result = match handle {
