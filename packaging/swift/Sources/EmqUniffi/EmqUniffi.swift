@@ -4709,6 +4709,10 @@ public func FfiConverterTypeEmqException_lower(_ value: EmqException) -> RustBuf
  * `reason` as its failure message (code `handler_failed`), and is retried while attempts remain
  * unless `unrecoverable`. Any other exception a handler throws also fails the job (retryably),
  * with the exception's text as the message; it never stops the worker.
+ *
+ * `Delayed(delayMs, countAttempt)` is not a failure: the job goes back to delayed for `delayMs`
+ * milliseconds (server clock; BullMQ's `DelayedError`), its run counted as an attempt only with
+ * `countAttempt`; a negative, non-finite or over-365-days delay fails it with `invalid_option`.
  */
 public 
 enum HandlerFailure: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -4716,6 +4720,8 @@ enum HandlerFailure: Swift.Error, Equatable, Hashable, Foundation.LocalizedError
     
     
     case Failed(reason: String, unrecoverable: Bool
+    )
+    case Delayed(delayMs: Double, countAttempt: Bool
     )
 
     
@@ -4750,6 +4756,10 @@ public struct FfiConverterTypeHandlerFailure: FfiConverterRustBuffer {
             reason: try FfiConverterString.read(from: &buf), 
             unrecoverable: try FfiConverterBool.read(from: &buf)
             )
+        case 2: return .Delayed(
+            delayMs: try FfiConverterDouble.read(from: &buf), 
+            countAttempt: try FfiConverterBool.read(from: &buf)
+            )
 
          default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -4766,6 +4776,12 @@ public struct FfiConverterTypeHandlerFailure: FfiConverterRustBuffer {
             writeInt(&buf, Int32(1))
             FfiConverterString.write(reason, into: &buf)
             FfiConverterBool.write(unrecoverable, into: &buf)
+            
+        
+        case let .Delayed(delayMs,countAttempt):
+            writeInt(&buf, Int32(2))
+            FfiConverterDouble.write(delayMs, into: &buf)
+            FfiConverterBool.write(countAttempt, into: &buf)
             
         }
     }
