@@ -275,10 +275,6 @@ struct Read {
     due_ms: Option<u64>,
 }
 
-async fn server_now_ms(queue: &Queue) -> Result<u64> {
-    queue.server_time_ms().await
-}
-
 /// The due time of a BullMQ delayed score: `due * 4096 + counter` since BullMQ 3 (scores above
 /// 2^52 / 4096 ms cannot be plain timestamps), the due time itself before.
 pub fn bullmq_due_ms(score: f64) -> u64 {
@@ -769,7 +765,7 @@ impl Migration<'_> {
                 }
             }
             let ids = self.claim_ids(&fields, &pending).await?;
-            let now = server_now_ms(self.q).await?;
+            let now = self.q.server_time_ms().await?;
             let job = |this: &mut Self, r: &Read, id: JobId| {
                 let mut o = map_options(
                     &opts_of(&r.fields),
@@ -997,7 +993,7 @@ impl Migration<'_> {
         }
         let fields: Vec<&str> = todo.iter().map(|r| r.field.as_str()).collect();
         let ids = self.claim_ids(&fields, &pending).await?;
-        let now = server_now_ms(self.q).await?;
+        let now = self.q.server_time_ms().await?;
         let written_state = match kind {
             Kind::Finished => state,
             Kind::Delayed => "delayed",
@@ -1234,7 +1230,7 @@ impl Migration<'_> {
         if ids.is_empty() {
             return Ok(());
         }
-        let now = server_now_ms(self.q).await?;
+        let now = self.q.server_time_ms().await?;
         let mut left_in_source = 0;
         for (id, next) in ids {
             self.report.row("schedulers").read += 1;
