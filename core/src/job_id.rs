@@ -34,6 +34,14 @@ const BODY_DIGITS: usize = 13;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobId(u64);
 
+// Kotlin and Swift see a job id as its text (a `String` alias); text coming back in goes through
+// the one gate.
+#[cfg(feature = "uniffi")]
+uniffi::custom_type!(JobId, String, {
+    lower: |id| id.to_string(),
+    try_lift: |text| Ok(JobId::parse(&text)?),
+});
+
 fn check_bits(v: u64) -> u64 {
     // splitmix64 finaliser of the value with a fixed key; any one-digit change flips the check
     // with probability 1023/1024.
