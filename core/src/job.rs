@@ -78,7 +78,11 @@ impl JobState {
 /// Why a run of a job failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 // Kotlin and Swift have called it `JobFailure` from the start.
-#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "JobFailure"))]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "JobFailure")
+)]
 pub struct Failure {
     /// A short code (`handler_failed`, `timeout`, `panic`, `stalled`, or the handler's own).
     pub code: String,

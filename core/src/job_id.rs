@@ -230,4 +230,29 @@ mod tests {
             assert_eq!(e.code(), ErrorCode::InvalidJobId, "{s:?}");
         }
     }
+
+    /// With the `uniffi` feature, a job id crosses to Kotlin/Swift as its text, and text coming
+    /// back becomes an id only through the parser (`cargo test -p emq --features uniffi`).
+    #[cfg(feature = "uniffi")]
+    #[test]
+    fn a_job_id_crosses_the_ffi_as_its_text_through_the_parser() {
+        use uniffi::{Lift, Lower};
+        type Tag = crate::UniFfiTag;
+        let id = JobId::from_parts(123_456, 7, 8);
+        let back = <JobId as Lift<Tag>>::try_lift(<JobId as Lower<Tag>>::lower(id)).unwrap();
+        assert_eq!(back, id);
+        let text = <String as Lift<Tag>>::try_lift(<JobId as Lower<Tag>>::lower(id)).unwrap();
+        assert_eq!(text, id.to_string());
+        for bad in [
+            "",
+            "not an id",
+            "J0000000000000000",
+            &id.to_string().to_uppercase(),
+        ] {
+            let err = <JobId as Lift<Tag>>::try_lift(<String as Lower<Tag>>::lower(bad.into()))
+                .unwrap_err();
+            let core = err.downcast_ref::<Error>().expect("the parser's error");
+            assert_eq!(core.code(), ErrorCode::InvalidJobId, "{bad:?}");
+        }
+    }
 }

@@ -5,8 +5,8 @@
 //! `ParentPolicy` is the core's own enum, exported through its `uniffi` feature.
 
 use crate::error::EmqException;
-pub use emq::ParentPolicy;
 use emq::spec::{BackoffSpec, JobSpec, Millis, RateLimitSpec, RemovalSpec, RetentionSpec};
+pub use emq::ParentPolicy;
 
 /// How long to wait before a failed job's next attempt (the core's `Backoff`; no backoff, retrying
 /// at once, is a null `backoff` option). Durations in milliseconds.

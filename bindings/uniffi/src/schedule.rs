@@ -3,8 +3,8 @@
 
 use crate::error::EmqException;
 use crate::options::JobOptions;
-pub use emq::SchedulerInfo;
 use emq::spec::Millis;
+pub use emq::SchedulerInfo;
 
 /// What a job scheduler enqueues and when: every `every_ms`, or at each occurrence of `cron` (5
 /// fields, or 6 with seconds first) in the IANA zone `tz` (default UTC). Durations in ms.
