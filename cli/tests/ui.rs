@@ -402,7 +402,11 @@ fn a_page_of_one_state_reads_its_jobs_without_looking_up_where_each_is() {
         .filter(|&i| i != 30)
         .map(|i| ids[i].to_string())
         .collect();
-    assert_eq!(page_ids(&page), want, "newest first, the removed one left out");
+    assert_eq!(
+        page_ids(&page),
+        want,
+        "newest first, the removed one left out"
+    );
     assert_eq!(page["in_state"], 40);
     for j in page["jobs"].as_array().unwrap() {
         assert_eq!(j["state"], "waiting", "{j}");
@@ -435,7 +439,10 @@ fn a_page_of_one_state_reads_its_jobs_without_looking_up_where_each_is() {
     // A job's own page does look it up (so the count above would have seen it).
     let one = get(&format!("/api/queues/{name}/jobs/{}", ids[0]));
     assert_eq!(one["job"]["state"], "waiting");
-    assert!(calls(&server, "lpos") > before, "the job page's LPOS not counted");
+    assert!(
+        calls(&server, "lpos") > before,
+        "the job page's LPOS not counted"
+    );
 }
 
 #[test]

@@ -194,7 +194,10 @@ async fn overview_and_queue_page_on_big_queues() {
                         got[i].1.extend(r);
                     }
                 }
-                let sp: Vec<_> = got.into_iter().map(|(s, r)| (spread(s), spread(r))).collect();
+                let sp: Vec<_> = got
+                    .into_iter()
+                    .map(|(s, r)| (spread(s), spread(r)))
+                    .collect();
                 (what, sp)
             })
             .collect::<Vec<_>>()
@@ -229,7 +232,15 @@ async fn overview_and_queue_page_on_big_queues() {
     // counted too): the sorted-set and set checks against the list search.
     let stats = server.cli(&["INFO", "commandstats"]).unwrap();
     println!("\nserver time per call (INFO commandstats, whole run):");
-    for cmd in ["zscore", "sismember", "lpos", "lindex", "hgetall", "lrange", "evalsha"] {
+    for cmd in [
+        "zscore",
+        "sismember",
+        "lpos",
+        "lindex",
+        "hgetall",
+        "lrange",
+        "evalsha",
+    ] {
         if let Some(line) = stats
             .lines()
             .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))

@@ -369,14 +369,23 @@ fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
             .unwrap_or_else(|| panic!("{id} not reported: {out}"))
     };
     for id in &ids {
-        assert_eq!((&of(*id)["done"], &of(*id)["outcome"]), (&json!(true), &json!("moved")));
+        assert_eq!(
+            (&of(*id)["done"], &of(*id)["outcome"]),
+            (&json!(true), &json!("moved"))
+        );
     }
     assert_eq!(of(gone)["outcome"], "not_found");
     let err = of(broken);
-    assert_eq!((&err["done"], &err["outcome"]), (&json!(false), &json!("error")));
+    assert_eq!(
+        (&err["done"], &err["outcome"]),
+        (&json!(false), &json!("error"))
+    );
     assert_eq!(err["error"]["code"], "invalid_payload", "{err}");
     assert!(
-        err["error"]["message"].as_str().unwrap().contains("cannot be read back"),
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read back"),
         "{err}"
     );
     // Read back: the three moved with the new priority (the job after the error too).
@@ -385,7 +394,12 @@ fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|j| (j["id"].as_str().unwrap().to_string(), j["priority"].as_u64().unwrap()))
+        .map(|j| {
+            (
+                j["id"].as_str().unwrap().to_string(),
+                j["priority"].as_u64().unwrap(),
+            )
+        })
         .collect();
     listed.sort();
     let mut want: Vec<(String, u64)> = ids.iter().map(|i| (i.to_string(), 7)).collect();
