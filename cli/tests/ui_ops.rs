@@ -307,7 +307,7 @@ fn bulk_actions_act_on_each_selected_job_and_say_what_was_refused() {
 fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
     let name = unique("ui-bulk-prio");
     let rt = rt();
-    let (ids, gone, broken) = rt.block_on(async {
+    let (ids, gone, broken, unselected) = rt.block_on(async {
         let q = queue(&name).await;
         let mut ids = Vec::new();
         for i in 0..5 {
@@ -322,7 +322,7 @@ fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
         // was refused fails: an error, not a refusal.
         let gone = ids.remove(3);
         q.remove(gone).await.unwrap();
-        ids.remove(3);
+        let unselected = ids.remove(3);
         let broken = q
             .add(
                 "p-broken",
@@ -338,7 +338,7 @@ fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
         emq_harness::shared_standalone()
             .cli(&["HSET", record.as_str(), "data", "{oops", "finished_ms", "1"])
             .unwrap();
-        (ids, gone, broken)
+        (ids, gone, broken, unselected)
     });
     let ui = Ui::start(&[url()], &[], &[]);
     let bulk = format!("/api/queues/{name}/bulk");
@@ -418,8 +418,16 @@ fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
             "{out}"
         );
     }
-    let p = rt.block_on(async { queue(&name).await.get(ids[0]).await.unwrap().unwrap() });
+    let (p, other) = rt.block_on(async {
+        let q = queue(&name).await;
+        (
+            q.get(ids[0]).await.unwrap().unwrap(),
+            q.get(unselected).await.unwrap().unwrap(),
+        )
+    });
     assert_eq!(p.priority, 7);
+    // A job not selected is left as it was.
+    assert_eq!((other.state, other.priority), (Some(JobState::Waiting), 0));
     rt.block_on(async { queue(&name).await.obliterate(true).await.unwrap() });
 }
 
