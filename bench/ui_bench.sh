@@ -6,6 +6,8 @@
 # per page, default 7). Bounded: the build 30 minutes, the run 15.
 #   bash bench/ui_bench.sh            # release build (what an installed `emq` is)
 #   PROFILE=dev bash bench/ui_bench.sh
+#   UI_BENCH_BASELINE=/tmp/emq-before bash bench/ui_bench.sh   # and that binary's `emq ui` beside,
+#                                     # on the same data, requests turn about (before/after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}" CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"

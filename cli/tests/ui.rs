@@ -2,7 +2,7 @@
 //! read-only, no password anywhere) and the JSON the page reads. The browser tests are in
 //! `ui_browser.rs` (run by `cli/ui-test/run.sh`).
 
-use emq::{ConnectOptions, JobOptions, Queue};
+use emq::{ConnectOptions, JobOptions, JobPart, NewJob, Queue};
 use emq_harness::{RedisServer, ServerOptions};
 use serde_json::json;
 use std::time::Duration;
@@ -336,14 +336,113 @@ fn on_the_cluster_the_overview_lists_queues_and_actions_work() {
     }
 }
 
-/// Calls of SCAN the server has answered so far.
-fn scans(server: &RedisServer) -> u64 {
+/// Calls of one command (in lower case, as INFO names it) the server has answered so far, those
+/// made by scripts included.
+fn calls(server: &RedisServer, command: &str) -> u64 {
     let info = server.cli(&["INFO", "commandstats"]).unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_scan:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
+}
+
+/// Calls of SCAN the server has answered so far.
+fn scans(server: &RedisServer) -> u64 {
+    calls(server, "scan")
+}
+
+fn page_ids(page: &serde_json::Value) -> Vec<String> {
+    page["jobs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no jobs: {page}"))
+        .iter()
+        .map(|j| j["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_page_of_one_state_reads_its_jobs_without_looking_up_where_each_is() {
+    // A private server: its command counts are this test's alone.
+    let server = RedisServer::start().unwrap();
+    let name = unique("ui-listed");
+    let rt = rt();
+    let ids = rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::new(server.url()), &name)
+            .await
+            .unwrap();
+        let jobs = (0..40)
+            .map(|i| NewJob {
+                name: format!("n-{i}"),
+                data: json!({ "i": i }),
+                options: JobOptions::default(),
+            })
+            .collect();
+        let ids = q.add_bulk(jobs).await.unwrap();
+        // A job removed between a page's two reads: its id is still listed, its record gone.
+        let record = q.name().job_key(ids[30], JobPart::Record);
+        assert_eq!(server.cli(&["DEL", record.as_str()]).unwrap().trim(), "1");
+        ids
+    });
+    let ui = Ui::start(&[server.url()], &[], &[]);
+    let get = |path: &str| {
+        let r = ui.request("GET", path, &[], "");
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        r.json()
+    };
+    // Finding where a waiting job is takes an LPOS on the wait list (job_state.lua), O(its place
+    // in the list); a page of waiting jobs needs none.
+    let before = calls(&server, "lpos");
+    let page = get(&format!(
+        "/api/queues/{name}/jobs?state=waiting&offset=5&limit=10"
+    ));
+    let want: Vec<String> = (25..35)
+        .rev()
+        .filter(|&i| i != 30)
+        .map(|i| ids[i].to_string())
+        .collect();
+    assert_eq!(
+        page_ids(&page),
+        want,
+        "newest first, the removed one left out"
+    );
+    assert_eq!(page["in_state"], 40);
+    for j in page["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "waiting", "{j}");
+        let i = j["data"]["i"].as_u64().unwrap() as usize;
+        assert_eq!(j["id"], ids[i].to_string().as_str(), "{j}");
+        assert_eq!(j["name"], format!("n-{i}").as_str());
+    }
+    // A name search's matches are read the same way: n-3 and n-31..n-39 (n-30 was removed).
+    let found = get(&format!(
+        "/api/queues/{name}/find?by=name&text=n-3&state=waiting"
+    ));
+    let mut want: Vec<String> = [3, 31, 32, 33, 34, 35, 36, 37, 38, 39]
+        .iter()
+        .map(|&i| ids[i].to_string())
+        .collect();
+    let mut got = page_ids(&found);
+    assert!(found["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|j| j["state"] == "waiting"));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "{found}");
+    assert_eq!(
+        calls(&server, "lpos"),
+        before,
+        "a page of waiting jobs looked up where each one is"
+    );
+    // A job's own page does look it up (so the count above would have seen it).
+    let one = get(&format!("/api/queues/{name}/jobs/{}", ids[0]));
+    assert_eq!(one["job"]["state"], "waiting");
+    assert!(
+        calls(&server, "lpos") > before,
+        "the job page's LPOS not counted"
+    );
 }
 
 #[test]

@@ -6,7 +6,11 @@
 //! Each page is requested `UI_BENCH_RUNS` times (default 7, at least 5); it prints the median and
 //! the range of the server's own time (`Server-Timing: app;dur=…`, from the request reaching the
 //! router to the response leaving it) and of the round trip seen by the client, as a Markdown
-//! table. Bounded: 2,000,000 jobs built with add_bulk in chunks of 10,000, 9 pages.
+//! table. With `UI_BENCH_BASELINE=<path of another emq binary>` the same requests go to that
+//! binary's `emq ui` too, on the same data, turn about, and the table has its column beside
+//! (before/after a change). Then the server's own per-call cost of the commands a job's state
+//! look-up makes (INFO commandstats). Bounded: 2,000,000 jobs built with add_bulk in chunks of
+//! 10,000, 13 pages.
 
 use emq::{ConnectOptions, JobOptions, NewJob, Queue};
 use emq_harness::RedisServer;
@@ -100,11 +104,23 @@ async fn overview_and_queue_page_on_big_queues() {
         fill(&q, 10_000, |_| "bench".into()).await;
     }
     let fill_s = t.elapsed().as_secs_f64();
-    let some_id = big.list_ids(emq::JobState::Waiting, 0, 1).await.unwrap()[0];
+    // Oldest first: the oldest is at the wait list's right end, the newest at its left.
+    let at = |i: u64| {
+        let big = big.clone();
+        async move { big.list_ids(emq::JobState::Waiting, i, 1).await.unwrap()[0] }
+    };
+    let (oldest, middle, newest) = (at(0).await, at(500_000).await, at(999_999).await);
+    let some_id = oldest;
     let urls = vec![url.clone()];
-    let ui = tokio::task::spawn_blocking(move || Ui::start(&urls, &[], &[]))
-        .await
-        .unwrap();
+    let baseline = std::env::var("UI_BENCH_BASELINE")
+        .ok()
+        .filter(|b| !b.is_empty());
+    let (ui, before) = tokio::task::spawn_blocking(move || {
+        let before = baseline.map(|b| Ui::start_bin(&b, &urls, &[], &[]));
+        (Ui::start(&urls, &[], &[]), before)
+    })
+    .await
+    .unwrap();
     let pages: Vec<(String, String)> = vec![
         (
             "overview (101 queues, 2,000,000 jobs)".into(),
@@ -119,6 +135,10 @@ async fn overview_and_queue_page_on_big_queues() {
             "/api/queues/big/jobs?state=waiting&offset=500000&limit=25".into(),
         ),
         (
+            "queue page, 1,000,000 waiting: last page (offset 999,975)".into(),
+            "/api/queues/big/jobs?state=waiting&offset=999975&limit=25".into(),
+        ),
+        (
             "queue page, 10,000 waiting: first page".into(),
             "/api/queues/q050/jobs?state=waiting&offset=0&limit=25".into(),
         ),
@@ -127,8 +147,16 @@ async fn overview_and_queue_page_on_big_queues() {
             format!("/api/queues/big/jobs/{some_id}"),
         ),
         (
-            "find by id, 1,000,000 waiting".into(),
-            format!("/api/queues/big/find?by=id&text={some_id}"),
+            "find by id: the oldest of 1,000,000 waiting".into(),
+            format!("/api/queues/big/find?by=id&text={oldest}"),
+        ),
+        (
+            "find by id: the 500,000th of 1,000,000 waiting".into(),
+            format!("/api/queues/big/find?by=id&text={middle}"),
+        ),
+        (
+            "find by id: the newest of 1,000,000 waiting".into(),
+            format!("/api/queues/big/find?by=id&text={newest}"),
         ),
         (
             "find by dedup key, 1,000,000 waiting".into(),
@@ -140,18 +168,37 @@ async fn overview_and_queue_page_on_big_queues() {
         ),
         ("schedulers (101 queues)".into(), "/api/schedulers".into()),
     ];
-    let ui = std::sync::Arc::new(ui);
-    let u = ui.clone();
+    let uis: Vec<std::sync::Arc<Ui>> = before
+        .into_iter()
+        .chain([ui])
+        .map(std::sync::Arc::new)
+        .collect();
+    let compare = uis.len() == 2;
+    let us = uis.clone();
     let rows = tokio::task::spawn_blocking(move || {
         // One warm-up request each (the first connection to each node, the scripts' first load).
-        for (_, p) in &pages {
-            let _ = measure(&u, p, 1);
+        for u in &us {
+            for (_, p) in &pages {
+                let _ = measure(u, p, 1);
+            }
         }
         pages
             .into_iter()
             .map(|(what, p)| {
-                let (s, r) = measure(&u, &p, runs);
-                (what, spread(s), spread(r))
+                // Turn about: each binary's runs of a page under the same load.
+                let mut got = vec![(Vec::new(), Vec::new()); us.len()];
+                for _ in 0..runs {
+                    for (i, u) in us.iter().enumerate() {
+                        let (s, r) = measure(u, &p, 1);
+                        got[i].0.extend(s);
+                        got[i].1.extend(r);
+                    }
+                }
+                let sp: Vec<_> = got
+                    .into_iter()
+                    .map(|(s, r)| (spread(s), spread(r)))
+                    .collect();
+                (what, sp)
             })
             .collect::<Vec<_>>()
     })
@@ -160,16 +207,54 @@ async fn overview_and_queue_page_on_big_queues() {
     println!(
         "\nfilled 2,000,000 jobs in {fill_s:.1} s; {runs} requests per page, one after another\n"
     );
-    println!("| page | server time, ms: median [min–max] | round trip, ms: median [min–max] |");
-    println!("|---|---:|---:|");
-    for (what, s, r) in &rows {
-        println!(
-            "| {what} | **{:.1}** [{:.1}–{:.1}] | {:.1} [{:.1}–{:.1}] |",
-            s.0, s.1, s.2, r.0, r.1, r.2
-        );
+    if compare {
+        println!("| page | before: server time, ms: median [min–max] | after: server time, ms: median [min–max] |");
+        println!("|---|---:|---:|");
+        for (what, sp) in &rows {
+            let (b, a) = (sp[0].0, sp[1].0);
+            println!(
+                "| {what} | {:.1} [{:.1}–{:.1}] | **{:.1}** [{:.1}–{:.1}] |",
+                b.0, b.1, b.2, a.0, a.1, a.2
+            );
+        }
+    } else {
+        println!("| page | server time, ms: median [min–max] | round trip, ms: median [min–max] |");
+        println!("|---|---:|---:|");
+        for (what, sp) in &rows {
+            let (s, r) = sp[0];
+            println!(
+                "| {what} | **{:.1}** [{:.1}–{:.1}] | {:.1} [{:.1}–{:.1}] |",
+                s.0, s.1, s.2, r.0, r.1, r.2
+            );
+        }
     }
+    // The server's own cost per call of what a state look-up runs (commands a script makes are
+    // counted too): the sorted-set and set checks against the list search.
+    let stats = server.cli(&["INFO", "commandstats"]).unwrap();
+    println!("\nserver time per call (INFO commandstats, whole run):");
+    for cmd in [
+        "zscore",
+        "sismember",
+        "lpos",
+        "lindex",
+        "hgetall",
+        "lrange",
+        "evalsha",
+    ] {
+        if let Some(line) = stats
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        {
+            println!("  {line}");
+        }
+    }
+    let rows: Vec<(String, (f64, f64, f64))> = rows
+        .into_iter()
+        .map(|(what, sp)| (what, sp.last().unwrap().0))
+        .collect();
     // Bounded work: no page of these took a full scan's time (a 1,000,000-job scan takes seconds).
-    for (what, s, _) in &rows {
+    for (what, s) in &rows {
         assert!(s.0 < 5_000.0, "{what}: {:.1} ms", s.0);
     }
+    drop(uis);
 }

@@ -2,7 +2,9 @@
 //! Ignored by a plain `cargo test` (it needs the browser); `cli/ui-test/run.sh` installs what is
 //! missing and runs it with `--ignored`. Screenshots of each page go to `target/ui-screens/`.
 
-use emq::{ConnectOptions, FlowJob, HandlerError, JobContext, JobOptions, JobState, Queue, Worker};
+use emq::{
+    ConnectOptions, FlowJob, HandlerError, JobContext, JobOptions, JobState, NewJob, Queue, Worker,
+};
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -144,6 +146,24 @@ async fn the_dashboard_in_a_browser() {
         .add("urgent-later", json!({}), JobOptions::default())
         .await
         .unwrap();
+    // A queue longer than one name-search window (5,000): the needle is the 5,001st oldest.
+    let hay_name = format!("hay-{pid}");
+    let hay = q.queue(&hay_name).unwrap();
+    let straw = |n: usize| {
+        (0..n)
+            .map(|i| NewJob {
+                name: "straw".into(),
+                data: json!({ "i": i }),
+                options: JobOptions::default(),
+            })
+            .collect::<Vec<_>>()
+    };
+    hay.add_bulk(straw(5_000)).await.unwrap();
+    let needle = hay
+        .add("needle-1", json!({}), JobOptions::default())
+        .await
+        .unwrap();
+    hay.add_bulk(straw(9)).await.unwrap();
     let sched_queue = format!("reports-{pid}");
     q.queue(&sched_queue)
         .unwrap()
@@ -190,6 +210,8 @@ async fn the_dashboard_in_a_browser() {
         .env("CANCEL_ID", to_cancel.to_string())
         .env("PRIO_ID", to_prioritise.to_string())
         .env("SCHED_QUEUE", &sched_queue)
+        .env("HAY_QUEUE", &hay_name)
+        .env("NEEDLE_ID", needle.to_string())
         .env("SCREENS", screens)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -236,8 +258,17 @@ async fn the_dashboard_in_a_browser() {
     assert_eq!(c.failure.map(|f| f.code), Some("cancelled".to_string()));
     let p = misc.get(to_prioritise).await.unwrap().unwrap();
     assert_eq!((p.state, p.priority), (Some(JobState::Prioritized), 3));
+    // Promoted in bulk, then given priority 4 in bulk (the refund was removed in between).
     let counts = bulk.counts().await.unwrap();
-    assert_eq!((counts.delayed, counts.waiting), (0, 5), "bulk promote");
+    assert_eq!(
+        (counts.delayed, counts.waiting, counts.prioritized),
+        (0, 0, 4),
+        "bulk promote, then bulk priority"
+    );
+    assert!(bulk.get(refund).await.unwrap().is_none(), "the refund");
+    for j in bulk.list(JobState::Prioritized, 0, 10).await.unwrap() {
+        assert_eq!(j.priority, 4, "{}", j.id);
+    }
     let sq = q.queue(&sched_queue).unwrap();
     assert!(
         sq.schedulers().await.unwrap().is_empty(),
@@ -249,6 +280,7 @@ async fn the_dashboard_in_a_browser() {
         &bulk_name,
         &misc_name,
         &sched_queue,
+        &hay_name,
     ] {
         q.queue(name).unwrap().obliterate(true).await.unwrap();
     }

@@ -1,7 +1,7 @@
 //! `emq ui`'s operations over HTTP, no browser: a job's timeline and flow, cancel and change
 //! priority, bulk actions, find by id / dedup key / name (a bounded scan), and the schedulers.
 
-use emq::{ConnectOptions, FlowJob, JobOptions, JobState, NewJob, Queue};
+use emq::{ConnectOptions, FlowJob, JobOptions, JobPart, JobState, NewJob, Queue};
 use serde_json::{json, Value};
 
 mod ui_support;
@@ -300,6 +300,134 @@ fn bulk_actions_act_on_each_selected_job_and_say_what_was_refused() {
         &json!({"action": "remove", "ids": [delayed[0]]}).to_string(),
     );
     assert_eq!(r.status, 403);
+    rt.block_on(async { queue(&name).await.obliterate(true).await.unwrap() });
+}
+
+#[test]
+fn bulk_priority_sets_each_jobs_priority_and_reports_each_jobs_error() {
+    let name = unique("ui-bulk-prio");
+    let rt = rt();
+    let (ids, gone, broken, unselected) = rt.block_on(async {
+        let q = queue(&name).await;
+        let mut ids = Vec::new();
+        for i in 0..5 {
+            ids.push(
+                q.add(&format!("p-{i}"), json!({}), JobOptions::default())
+                    .await
+                    .unwrap(),
+            );
+        }
+        // One removed since it was selected; one (delayed, so no page of this test reads it)
+        // whose record an old writer left unreadable and marked finished, so that telling why it
+        // was refused fails: an error, not a refusal.
+        let gone = ids.remove(3);
+        q.remove(gone).await.unwrap();
+        let unselected = ids.remove(3);
+        let broken = q
+            .add(
+                "p-broken",
+                json!({}),
+                JobOptions {
+                    delay_ms: 3_600_000,
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        let record = q.name().job_key(broken, JobPart::Record);
+        emq_harness::shared_standalone()
+            .cli(&["HSET", record.as_str(), "data", "{oops", "finished_ms", "1"])
+            .unwrap();
+        (ids, gone, broken, unselected)
+    });
+    let ui = Ui::start(&[url()], &[], &[]);
+    let bulk = format!("/api/queues/{name}/bulk");
+    let mut named: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    named.insert(1, broken.to_string());
+    named.push(gone.to_string());
+    let (st, out) = post(
+        &ui,
+        &bulk,
+        json!({"action": "priority", "priority": 7, "ids": named}),
+    );
+    assert_eq!(st, 200, "{out}");
+    assert_eq!(
+        (
+            out["count"].as_u64(),
+            out["refused"].as_u64(),
+            out["errors"].as_u64()
+        ),
+        (Some(3), Some(2), Some(1)),
+        "{out}"
+    );
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5, "{out}");
+    let of = |id: emq::JobId| {
+        results
+            .iter()
+            .find(|r| r["id"] == id.to_string().as_str())
+            .unwrap_or_else(|| panic!("{id} not reported: {out}"))
+    };
+    for id in &ids {
+        assert_eq!(
+            (&of(*id)["done"], &of(*id)["outcome"]),
+            (&json!(true), &json!("moved"))
+        );
+    }
+    assert_eq!(of(gone)["outcome"], "not_found");
+    let err = of(broken);
+    assert_eq!(
+        (&err["done"], &err["outcome"]),
+        (&json!(false), &json!("error"))
+    );
+    assert_eq!(err["error"]["code"], "invalid_payload", "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read back"),
+        "{err}"
+    );
+    // Read back: the three moved with the new priority (the job after the error too).
+    let page = get(&ui, &format!("/api/queues/{name}/jobs?state=prioritized"));
+    let mut listed: Vec<(String, u64)> = page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_str().unwrap().to_string(),
+                j["priority"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    listed.sort();
+    let mut want: Vec<(String, u64)> = ids.iter().map(|i| (i.to_string(), 7)).collect();
+    want.sort();
+    assert_eq!(listed, want, "{page}");
+
+    // A missing or out-of-range priority is refused before any job is touched.
+    for body in [
+        json!({"action": "priority", "ids": [ids[0].to_string()]}),
+        json!({"action": "priority", "priority": 3_000_000, "ids": [ids[0].to_string()]}),
+    ] {
+        let (st, out) = post(&ui, &bulk, body);
+        assert_eq!(
+            (st, &out["error"]["code"]),
+            (400, &json!("invalid_option")),
+            "{out}"
+        );
+    }
+    let (p, other) = rt.block_on(async {
+        let q = queue(&name).await;
+        (
+            q.get(ids[0]).await.unwrap().unwrap(),
+            q.get(unselected).await.unwrap().unwrap(),
+        )
+    });
+    assert_eq!(p.priority, 7);
+    // A job not selected is left as it was.
+    assert_eq!((other.state, other.priority), (Some(JobState::Waiting), 0));
     rt.block_on(async { queue(&name).await.obliterate(true).await.unwrap() });
 }
 

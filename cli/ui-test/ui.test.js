@@ -16,6 +16,7 @@ const FLOW_QUEUE = env('FLOW_QUEUE'), PARTS_QUEUE = env('PARTS_QUEUE'), FLOW_PAR
 const BULK_QUEUE = env('BULK_QUEUE'), REFUND_ID = env('REFUND_ID');
 const MISC_QUEUE = env('MISC_QUEUE'), CANCEL_ID = env('CANCEL_ID'), PRIO_ID = env('PRIO_ID');
 const SCHED_QUEUE = env('SCHED_QUEUE');
+const HAY_QUEUE = env('HAY_QUEUE'), NEEDLE_ID = env('NEEDLE_ID');
 const queueUrl = (q, rest) => BASE + '/#/q/' + encodeURIComponent(q) + (rest || '');
 const T = 15000;
 
@@ -210,8 +211,11 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     await page.waitForSelector('#search-status');
     const rows = await page.$$eval('#jobs tr[data-job]', (r) => r.map(x => x.dataset.job));
     assert(rows.length === 1 && rows[0] === REFUND_ID, 'one refund: ' + rows);
-    const said = await page.textContent('#search-status');
-    assert(said.includes('searched 1–5 of 5'), said);
+    const said = await page.textContent('#search-window');
+    assert(said.includes('searched 5 of 5 delayed jobs (1–5'), said);
+    const bound = await page.textContent('#search-bound');
+    assert(bound.includes('a bounded search: at most 5,000 jobs per step') && bound.includes('delayed read to its end'), bound);
+    assert(!(await page.$('#search-further')), 'no further window after the end');
     await shot(page, 'queue-search');
     await page.selectOption('#search-by', 'dedup');
     await page.fill('#search-text', 'refund-key-7');
@@ -234,6 +238,64 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     await page.waitForFunction(() => !document.querySelector('#jobs tr[data-job]'));
     await page.goto(queueUrl(BULK_QUEUE, '?state=waiting'));
     await page.waitForFunction(() => document.querySelectorAll('#jobs tr[data-job]').length === 5);
+  });
+
+  await check("bulk: Set priority on the selected jobs, each job's outcome shown, read back", async () => {
+    await page.goto(queueUrl(BULK_QUEUE, '?state=waiting'));
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tr[data-job]').length === 5);
+    const ids = await page.$$eval('#jobs tr[data-job]', (r) => r.map(x => x.dataset.job));
+    assert(ids.includes(REFUND_ID), 'the refund is listed: ' + ids);
+    await page.check('#select-all');
+    // One of the selected jobs is removed meanwhile (another operator, say): it is reported, the
+    // others still move.
+    const gone = await page.evaluate(async (u) => (await fetch(u, { method: 'POST', headers: { 'X-EMQ-UI': '1', 'Content-Type': 'application/json' }, body: '{}' })).status,
+      '/api/queues/' + encodeURIComponent(BULK_QUEUE) + '/jobs/' + REFUND_ID + '/remove');
+    assert(gone === 200, 'remove: ' + gone);
+    await page.fill('#bulk-priority', '4');
+    await page.click('button[data-bulk="priority"]');
+    await page.waitForSelector('#bulk-report');
+    const head = await page.textContent('#bulk-report-head');
+    assert(head.includes('Priority 4 for 5: 4 done, 1 refused'), head);
+    const refused = await page.textContent(`#bulk-report li[data-result="${REFUND_ID}"]`);
+    assert(refused.includes('not found'), refused);
+    assert((await page.$$('#bulk-report li')).length === 1, 'one line: the refused job');
+    // Read back through the API: the four others are prioritized with priority 4.
+    const back = await page.evaluate(async (u) => (await fetch(u)).json(),
+      '/api/queues/' + encodeURIComponent(BULK_QUEUE) + '/jobs?state=prioritized&limit=50');
+    const got = back.jobs.map(j => j.id + '=' + j.priority).sort();
+    const want = ids.filter(i => i !== REFUND_ID).map(i => i + '=4').sort();
+    assert(JSON.stringify(got) === JSON.stringify(want), 'read back ' + got + ' want ' + want);
+    await page.waitForFunction(() => !document.querySelector('#jobs tr[data-job]'));
+    await shot(page, 'queue-bulk-priority');
+    await page.click('#bulk-report-close');
+    await page.waitForFunction(() => !document.getElementById('bulk-report'));
+  });
+
+  await check('find by name is bounded: it says how many it searched and offers the next window', async () => {
+    await page.goto(queueUrl(HAY_QUEUE, '?state=waiting'));
+    await page.waitForSelector('#jobs tr[data-job]');
+    await page.selectOption('#search-by', 'name');
+    await page.fill('#search-text', 'needle');
+    await page.click('#search button[type="submit"]');
+    await page.waitForSelector('#search-window');
+    const first = await page.textContent('#search-status');
+    assert(first.includes('0 matches for “needle”'), first);
+    assert(first.includes('searched 5,000 of 5,010 waiting jobs (1–5,000, oldest first)'), first);
+    assert(first.includes('a bounded search: at most 5,000 jobs per step, no name index'), first);
+    assert(!(await page.$('#jobs tr[data-job]')), 'no match in the first window');
+    const further = await page.textContent('#search-further');
+    assert(further.includes('search further: jobs 5,001–5,010'), further);
+    await shot(page, 'queue-search-bounded');
+    await page.click('#search-further');
+    await page.waitForFunction(() => (document.getElementById('search-window') || {}).textContent
+      && document.getElementById('search-window').textContent.includes('5,001–5,010'));
+    const second = await page.textContent('#search-status');
+    assert(second.includes('1 match for “needle”') && second.includes('searched 10 of 5,010 waiting jobs'), second);
+    assert(second.includes('waiting read to its end'), second);
+    assert(!(await page.$('#search-further')), 'no window after the end');
+    const rows = await page.$$eval('#jobs tr[data-job]', (r) => r.map(x => x.dataset.job));
+    assert(rows.length === 1 && rows[0] === NEEDLE_ID, 'the needle: ' + rows);
+    await shot(page, 'queue-search-further');
   });
 
   await check('schedulers: create, see next runs in its zone and UTC, edit, remove', async () => {

@@ -10,7 +10,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
-use crate::job::JobState;
+use crate::job::{Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::JobPart;
 use crate::queue::Queue;
@@ -26,10 +26,16 @@ const NAME_CHUNK: u64 = 500;
 pub const MAX_EVENT_SCAN: usize = 10_000;
 
 /// What one bounded name scan found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NameScan {
     /// Ids whose name matched, in scan order.
     pub ids: Vec<JobId>,
+    /// Their jobs, each in the state scanned (read with their records at the end of the scan, not
+    /// looked up again; one removed in between is left out).
+    #[serde(skip)]
+    pub jobs: Vec<Job>,
+    /// Most ids one call reads ([`MAX_NAME_SCAN`], or less when asked).
+    pub window: u64,
     /// Where this scan started (a position in the state, as for [`Queue::list_ids`]).
     pub offset: u64,
     /// How many ids it read.
@@ -126,16 +132,7 @@ impl Queue {
         let mut exhausted = false;
         'outer: while pos < end {
             let n = NAME_CHUNK.min(end - pos);
-            let chunk = if state == JobState::Stalled {
-                // A set (small: jobs between a lost lease and the next sweep), read whole.
-                let all = self.list_ids(state, 0, u64::MAX / 2).await?;
-                all.into_iter()
-                    .skip(pos as usize)
-                    .take(n as usize)
-                    .collect()
-            } else {
-                self.list_ids(state, pos, n).await?
-            };
+            let chunk = self.list_ids(state, pos, n).await?;
             if chunk.is_empty() {
                 exhausted = true;
                 break;
@@ -163,8 +160,11 @@ impl Queue {
                 break;
             }
         }
+        let jobs = self.jobs_listed_in(state, &ids).await?;
         Ok(NameScan {
             ids,
+            jobs,
+            window: scan,
             offset,
             scanned: pos - offset,
             next_offset: if exhausted || pos >= in_state {
@@ -174,6 +174,29 @@ impl Queue {
             },
             in_state,
         })
+    }
+
+    /// The records of `ids`, all just read from the container of `state`, each as a job in that
+    /// state: one pipelined round trip of `HGETALL`s and no look-up of where each job is now (that
+    /// look-up, [`Queue::get`], finds a waiting job with `LPOS`, O(its place in the list)). An id
+    /// whose record is gone (removed since it was listed) is left out; a job that moved since
+    /// shows `state`.
+    pub(crate) async fn jobs_listed_in(&self, state: JobState, ids: &[JobId]) -> Result<Vec<Job>> {
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HGETALL")
+                .arg(self.name().job_key(*id, JobPart::Record));
+        }
+        let records: Vec<HashMap<String, String>> =
+            pipe.query_async(&mut self.store().conn()).await?;
+        ids.iter()
+            .zip(records)
+            .filter(|(_, record)| !record.is_empty())
+            .map(|(id, record)| Job::from_record(*id, Some(state), record).readable())
+            .collect()
     }
 
     /// A flow parent's children as its record lists them: pending ones, and those done (with their

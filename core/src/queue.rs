@@ -476,10 +476,15 @@ impl Queue {
                 v
             }
             JobState::Stalled => {
-                redis::cmd("SMEMBERS")
+                // A set (small: jobs between a lost lease and the next sweep), read whole.
+                let all: Vec<String> = redis::cmd("SMEMBERS")
                     .arg(&k.stalled)
                     .query_async(&mut conn)
-                    .await?
+                    .await?;
+                all.into_iter()
+                    .skip(offset as usize)
+                    .take(limit as usize)
+                    .collect()
             }
             JobState::Completed | JobState::Failed => {
                 let key = if state == JobState::Completed {
@@ -516,16 +521,13 @@ impl Queue {
         raw.iter().map(|s| JobId::parse(s)).collect()
     }
 
-    /// Jobs in one state, a page at a time (see [`Queue::list_ids`]).
+    /// Jobs in one state, a page at a time (see [`Queue::list_ids`]). Each carries the state it
+    /// was listed in, its record read in one pipelined round trip with the others and its state
+    /// not looked up again: a job that moved in between shows the state it was listed in (its own
+    /// read, [`Queue::get`], says where it is now), one removed in between is left out.
     pub async fn list(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<Job>> {
         let ids = self.list_ids(state, offset, limit).await?;
-        let mut jobs = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(job) = self.get(id).await? {
-                jobs.push(job);
-            }
-        }
-        Ok(jobs)
+        self.jobs_listed_in(state, &ids).await
     }
 
     /// Stops handing out jobs (adds still land, in paused).

@@ -28,11 +28,16 @@ pub fn free_port() -> u16 {
 impl Ui {
     /// Starts `emq --url … ui --listen 127.0.0.1:<free> extra…` and waits until it answers.
     pub fn start(urls: &[String], extra: &[&str], env: &[(&str, &str)]) -> Ui {
+        Ui::start_bin(env!("CARGO_BIN_EXE_emq"), urls, extra, env)
+    }
+
+    /// [`Ui::start`] with another `emq` binary (the benchmark's baseline).
+    pub fn start_bin(bin: &str, urls: &[String], extra: &[&str], env: &[(&str, &str)]) -> Ui {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
         let dir = tempfile::tempdir().unwrap();
         let stderr_path = dir.path().join("stderr");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_emq"));
+        let mut cmd = Command::new(bin);
         for u in urls {
             cmd.args(["--url", u]);
         }

@@ -357,20 +357,14 @@ async fn jobs(
     let now = server_time_ms(&app.store).await.map_err(e)?;
     let s = summary(&q, now).await.map_err(e)?;
     let in_state = s.counts.get(state);
-    // Completed and failed list newest first already; the others oldest first, so read the page
-    // from the other end and turn it round.
+    // Completed and failed list newest first already (and stalled, a set, has no order); the
+    // others oldest first, so read the page from the other end and turn it round. `list` reads the
+    // page's records in one round trip, each in the state it was listed in (no look-up of where
+    // each job is: for a waiting job that look-up is an LPOS, O(its place in the list)); a job
+    // removed in between is left out, one that moved shows this state until its own page is read.
     let mut list = match state {
-        JobState::Completed | JobState::Failed => q.list(state, offset, limit).await.map_err(e)?,
-        JobState::Stalled => {
-            // A set, read whole by list_ids: read only this page's records.
-            let ids = q.list_ids(state, 0, u64::MAX / 2).await.map_err(e)?;
-            let mut v = Vec::new();
-            for id in ids.into_iter().skip(offset as usize).take(limit as usize) {
-                if let Some(j) = q.get(id).await.map_err(e)? {
-                    v.push(j);
-                }
-            }
-            v
+        JobState::Completed | JobState::Failed | JobState::Stalled => {
+            q.list(state, offset, limit).await.map_err(e)?
         }
         _ => {
             let end = in_state.saturating_sub(offset);

@@ -188,6 +188,9 @@ pub async fn find(
     let text = f.text.trim();
     let mut scan = Value::Null;
     let mut note = Value::Null;
+    // A name scan reads its matches' records itself, in the state it scanned; an id or a dedup
+    // key's holder is read with its state (`get`).
+    let mut listed: Option<Vec<Job>> = None;
     let ids: Vec<JobId> = match f.by.as_str() {
         "id" => vec![JobId::parse(text).map_err(e)?],
         "dedup" => match q.find_by_dedup(text).await.map_err(e)? {
@@ -211,10 +214,10 @@ pub async fn find(
                 )
                 .await
                 .map_err(e)?;
-            let ids = s.ids.clone();
             scan = json!(s);
             scan["state"] = json!(state.as_str());
-            ids
+            listed = Some(s.jobs);
+            vec![]
         }
         other => {
             return Err(e(Error::new(
@@ -223,7 +226,11 @@ pub async fn find(
             )))
         }
     };
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<Value> = listed
+        .unwrap_or_default()
+        .iter()
+        .map(Job::to_json)
+        .collect();
     for id in ids {
         if let Some(j) = q.get(id).await.map_err(e)? {
             jobs.push(j.to_json());
@@ -264,30 +271,70 @@ pub async fn bulk(
             format!("a bulk action names 1 to {MAX_BULK} jobs"),
         )));
     }
-    // Every id is checked before the first action.
+    // Every id, the action and its priority are checked before the first action.
     let ids: Vec<JobId> = b
         .ids
         .iter()
         .map(|s| JobId::parse(s))
         .collect::<emq::Result<_>>()
         .map_err(e)?;
+    check_bulk(&b.action, b.priority).map_err(e)?;
     let mut results = Vec::new();
-    let mut done = 0u64;
+    let (mut done, mut errors) = (0u64, 0u64);
     for id in ids {
-        let o = act_on(&q, id, &b.action, b.priority, b.reason.as_deref())
-            .await
-            .map_err(e)?;
-        done += u64::from(o.done);
-        results.push(json!({"id": id.to_string(), "done": o.done, "outcome": o.what}));
+        // One job's error is its own result: the others are still acted on, and what was done
+        // before it is still reported.
+        match act_on(&q, id, &b.action, b.priority, b.reason.as_deref()).await {
+            Ok(o) => {
+                done += u64::from(o.done);
+                results.push(json!({"id": id.to_string(), "done": o.done, "outcome": o.what}));
+            }
+            Err(err) => {
+                errors += 1;
+                let message = app.secrets.scrub(err.message());
+                eprintln!(
+                    "emq ui: bulk {} {id}: error[{}]: {message}",
+                    b.action,
+                    err.code().as_str()
+                );
+                results.push(json!({
+                    "id": id.to_string(),
+                    "done": false,
+                    "outcome": "error",
+                    "error": {"code": err.code().as_str(), "message": message},
+                }));
+            }
+        }
     }
     let refused = results.len() as u64 - done;
     Ok(Json(json!({
         "ok": true,
         "action": b.action,
+        "priority": b.priority,
         "count": done,
         "refused": refused,
+        "errors": errors,
         "results": results,
     })))
+}
+
+/// A bulk action's name and, for `priority`, its number (the core's bound), checked once for all
+/// its jobs.
+fn check_bulk(action: &str, priority: Option<u32>) -> emq::Result<()> {
+    match action {
+        "retry" | "promote" | "remove" | "cancel" => Ok(()),
+        "priority" => {
+            let p = priority.ok_or_else(|| invalid("priority needs a `priority` number"))?;
+            JobOptions {
+                priority: p,
+                ..JobOptions::default()
+            }
+            .validate()
+        }
+        other => Err(invalid(format!(
+            "no bulk action {other:?} (retry, promote, remove, cancel, priority)"
+        ))),
+    }
 }
 
 /// The next runs of a scheduler (server ms) from its stored instants, within its limit and end.

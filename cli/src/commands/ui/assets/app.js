@@ -113,6 +113,7 @@ function findHref(q, state, by, text, from) {
 
 // What the user typed or chose survives the re-renders live updates cause.
 const selected = new Set();
+let bulkReport = null; // the last bulk action's outcome per job: { scope, what, out }
 let selectedScope = '';
 const typed = {};
 function keep(key, el) {
@@ -192,6 +193,23 @@ function chart(completed, failed, nowMs, minutes) {
   svg.appendChild(title);
   return h('div', {}, svg, h('div', { class: 'legend' },
     h('span', { class: 'c' }, totalC + ' completed'), ' · ', h('span', { class: 'f' }, totalF + ' failed'), ' / ' + n + ' min'));
+}
+
+// The outcome of a bulk action, job by job: a count of what was done, and a line for each job
+// refused (the state it was in, or not found) or failed (its error's code and message).
+function bulkReportView(b) {
+  const out = b.out;
+  const bad = out.results.filter(x => !x.done);
+  const head = b.what + ': ' + out.count + ' done' + (out.refused ? ', ' + (out.refused - (out.errors || 0)) + ' refused' : '')
+    + (out.errors ? ', ' + out.errors + ' failed' : '');
+  const line = (x) => h('li', { 'data-result': x.id, class: x.error ? 'error' : '' },
+    h('a', { href: jobHref(current.queue, x.id) }, x.id), ' ',
+    x.error ? '[' + x.error.code + '] ' + x.error.message
+      : x.outcome === 'not_found' ? 'not found (removed meanwhile?)' : 'refused: it is ' + x.outcome);
+  return h('div', { id: 'bulk-report', class: 'report' + (bad.length ? ' bad' : '') },
+    h('div', {}, h('strong', { id: 'bulk-report-head' }, head), ' ',
+      h('button', { id: 'bulk-report-close', 'aria-label': 'dismiss', onclick: () => { bulkReport = null; refresh(); } }, '×')),
+    bad.length ? h('ul', {}, bad.slice(0, 50).map(line), bad.length > 50 ? h('li', { class: 'muted' }, (bad.length - 50) + ' more') : null) : null);
 }
 
 const VIEWS = {
@@ -287,36 +305,67 @@ const VIEWS = {
     const count = h('span', { id: 'bulk-count', class: 'muted' }, '');
     const bulkCount = () => { count.textContent = selected.size ? selected.size + ' selected' : 'select jobs for a bulk action'; };
     bulkCount();
+    const prio = keep('bulk-prio:' + r.queue, h('input', { id: 'bulk-priority', type: 'number', min: 0, step: 1, size: 5, 'aria-label': 'new priority for the selected jobs', placeholder: 'priority' }));
     const bulk = (action, label, danger) => h('button', {
       'data-bulk': action, class: danger ? 'danger' : '', disabled: ro,
       onclick: async () => {
         const ids = [...selected];
         if (!ids.length) { flash('Select jobs first', true); return; }
+        const body = { action, ids };
+        let what = label + ' ' + ids.length;
+        if (action === 'priority') {
+          const p = prio.value.trim() === '' ? NaN : Number(prio.value);
+          if (!Number.isInteger(p) || p < 0) { flash('a priority is a whole number, 0 or more', true); return; }
+          body.priority = p;
+          what = 'Priority ' + p + ' for ' + ids.length;
+        }
         if (danger && !confirm(label + ' ' + ids.length + ' job(s) of ' + r.queue + '?')) return;
-        const out = await act(base + '/bulk', { action, ids }, label + ' ' + ids.length);
+        const out = await act(base + '/bulk', body, what);
         if (out) {
-          if (out.refused) flash(out.refused + ' refused (' + out.results.filter(x => !x.done).map(x => x.id + ': ' + x.outcome).slice(0, 3).join(', ') + ')', true);
+          // What became of each job stays on the page (until the next bulk action or dismissed).
+          bulkReport = { scope, what, out };
           selected.clear(); bulkCount();
+          refresh('action');
         }
       },
     }, label);
     const bulkBar = h('div', { class: 'actions bulk', id: 'bulk' }, count,
-      bulk('retry', 'Retry'), bulk('promote', 'Promote'), bulk('cancel', 'Cancel', true), bulk('remove', 'Remove', true));
+      bulk('retry', 'Retry'), bulk('promote', 'Promote'), bulk('cancel', 'Cancel', true), bulk('remove', 'Remove', true),
+      h('span', { class: 'group' }, 'priority ', prio, bulk('priority', 'Set priority')));
+    const report = bulkReport && bulkReport.scope === scope ? bulkReportView(bulkReport) : null;
 
     let pager;
     if (searching) {
       const sc = found.scan;
-      let said;
+      let said, further = null;
       if (r.by === 'dedup') {
         said = jobs.length ? 'the job holding dedup key “' + r.text + '”' + (found.note && found.note.held_until_ms ? ' (held until ' + iso(found.note.held_until_ms) + ')' : '')
           : 'no live job holds dedup key “' + r.text + '”';
       } else {
-        said = jobs.length + ' match(es) for “' + r.text + '” in ' + sc.state + ': searched ' + (sc.offset + 1) + '–' + (sc.offset + sc.scanned)
-          + ' of ' + sc.in_state;
+        // A name search keeps no index: it reads one bounded window of the state per request and
+        // says so, with how far it read and where the next window starts.
+        const n = (x) => Number(x).toLocaleString('en-US');
+        const order = sc.state === 'completed' || sc.state === 'failed' ? 'newest first' : sc.state === 'stalled' ? 'in set order' : 'oldest first';
+        const from = sc.offset + 1, to = sc.offset + sc.scanned;
+        const stoppedAtMatches = sc.scanned < sc.window && sc.next_offset !== null && sc.next_offset !== undefined;
+        const matched = sc.ids.length;
+        said = [
+          h('strong', { id: 'search-matches' }, matched + (matched === 1 ? ' match' : ' matches') + ' for “' + r.text + '”'),
+          ' · ',
+          h('span', { id: 'search-window' }, sc.scanned
+            ? 'searched ' + n(sc.scanned) + ' of ' + n(sc.in_state) + ' ' + sc.state + ' jobs (' + n(from) + '–' + n(to) + ', ' + order + ')'
+            : 'no ' + sc.state + ' jobs from ' + n(from) + ' on'),
+          ' · ',
+          h('span', { class: 'bound', id: 'search-bound' }, 'a bounded search: at most ' + n(sc.window) + ' jobs per step, no name index'
+            + (stoppedAtMatches ? '; stopped at ' + matched + ' matches' : '')
+            + (sc.next_offset === null || sc.next_offset === undefined ? '; ' + sc.state + ' read to its end' : '')),
+        ];
+        further = sc.next_offset !== null && sc.next_offset !== undefined
+          ? h('a', { id: 'search-further', href: findHref(r.queue, r.state, r.by, r.text, sc.next_offset) },
+            'search further: jobs ' + n(sc.next_offset + 1) + '–' + n(Math.min(sc.next_offset + sc.window, Math.max(sc.in_state, sc.next_offset + 1))) + ' →')
+          : null;
       }
-      pager = h('div', { class: 'pager', id: 'search-status' }, h('span', {}, said),
-        sc && sc.next_offset !== null && sc.next_offset !== undefined
-          ? h('a', { id: 'search-continue', href: findHref(r.queue, r.state, r.by, r.text, sc.next_offset) }, 'continue →') : null);
+      pager = h('div', { class: 'pager search-status', id: 'search-status' }, h('span', {}, said), further);
     } else {
       pager = h('div', { class: 'pager' },
         h('a', { href: r.offset > 0 ? queueHref(r.queue, d.state, Math.max(0, r.offset - PAGE)) : null }, '← newer'),
@@ -326,12 +375,12 @@ const VIEWS = {
     return h('section', {},
       h('h1', {}, 'Queue ', h('span', { id: 'queue-name' }, r.queue), ' ', s.paused ? h('span', { class: 'badge paused' }, 'paused') : null),
       h('p', { class: 'muted' }, 'oldest waiting: ' + dur(s.oldest_waiting_age_ms) + ' · workers: ' + s.workers),
-      actions, tabs, search, bulkBar,
+      actions, tabs, search, searching ? pager : null, bulkBar, report,
       h('table', { id: 'jobs' }, h('thead', {}, h('tr', {}, h('th', {}, all), h('th', {}, 'Id'), h('th', {}, 'Name'),
         searching ? h('th', {}, 'State') : null, h('th', { class: 'num' }, 'Attempts'),
         h('th', {}, 'Created'), failed ? h('th', {}, 'Reason') : null, h('th', {}, ''))),
-      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'muted' }, searching ? 'Nothing found.' : 'No ' + d.state + ' jobs.')))),
-      pager);
+      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'muted' }, searching ? 'Nothing found in the jobs searched.' : 'No ' + d.state + ' jobs.')))),
+      searching ? null : pager);
   },
 
   async job(r) {
