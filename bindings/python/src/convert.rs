@@ -4,6 +4,8 @@
 //! then the core's payload rule (`emq::job::payload_from_text`: 127 levels at most, no lone
 //! surrogate, integers within 64 bits), so what is accepted reads back as the same value.
 
+use crate::errors::code_err;
+use emq::ErrorCode;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -110,4 +112,32 @@ pub fn py_to_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Value> 
     // back as a float).
     emq::job::payload_from_text("the value", &text)
         .map_err(|e| PyValueError::new_err(e.message().to_string()))
+}
+
+/// `json.dumps(value, allow_nan=False)`, or an `InvalidPayload` error naming `what`.
+pub(crate) fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let kw = PyDict::new(py);
+    kw.set_item("allow_nan", false)?;
+    match py
+        .import("json")?
+        .call_method("dumps", (value,), Some(&kw))
+        .and_then(|s| s.extract::<String>())
+    {
+        Ok(s) => Ok(s),
+        Err(e) => Err(code_err(
+            py,
+            ErrorCode::InvalidPayload,
+            format!("{what} is not JSON-serialisable: {}", e.value(py)),
+        )),
+    }
+}
+
+pub(crate) fn name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    v.extract()
+        .map_err(|_| code_err(py, ErrorCode::InvalidOption, "a job name must be a str"))
+}
+
+/// `json.loads(text)`.
+pub(crate) fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
 }
