@@ -142,6 +142,89 @@ def first_line(args):
         return None
 
 
+def paired(mine, peer, sid, key, peer_key=None):
+    """Per-repetition ratios mine ÷ peer (the i-th sample of each side comes from the i-th
+    repetition, whose sides ran back to back), or None when either side lacks the figure."""
+    a = [r.get(key) for r in mine.get(sid, [])]
+    b = [r.get(peer_key or key) for r in peer.get(sid, [])]
+    xs = [x / y for x, y in zip(a, b) if isinstance(x, (int, float)) and isinstance(y, (int, float)) and y]
+    return xs or None
+
+
+def second_round(L, data):
+    """Issue 19's targets: a target is met only when the ratio of every repetition clears it
+    (the whole range, not the median alone)."""
+    emq, emqpy, emqnode = data["emq"], data["emqpy"], data["emqnode"]
+    node, py, kt = data["node"], data["python"], data["kotlin"]
+    L.append("## Targets, second round (issue 19)\n")
+    L.append("Each ratio is computed per repetition (emq's figure ÷ the peer's of the same "
+             "repetition); the cell shows the median [min–max] of those ratios, and a target is "
+             "**met** only when the whole range clears it. Absolute figures are in the tables below.\n")
+    L.append("| binding | target | ratio median [range] | goal | verdict |")
+    L.append("|---|---|---:|---|---|")
+
+    def row(binding, label, xs, goal_txt, ok):
+        if not xs:
+            L.append(f"| {binding} | {label} | n/a | {goal_txt} | not measured |")
+            return
+        rng = f"**{fr(statistics.median(xs))}** [{fr(min(xs))}–{fr(max(xs))}]"
+        v = "**met**" if all(ok(x) for x in xs) else "**not met**"
+        L.append(f"| {binding} | {label} | {rng} | {goal_txt} | {v} |")
+
+    def absolute(binding, label, runs, key, goal_txt, ok, unit):
+        xs = [r.get(key) for r in runs or [] if isinstance(r.get(key), (int, float))]
+        if not xs:
+            L.append(f"| {binding} | {label} | n/a | {goal_txt} | not measured |")
+            return
+        rng = f"**{fnum(statistics.median(xs))}** [{fnum(min(xs))}–{fnum(max(xs))}] {unit}"
+        v = "**met**" if all(ok(x) for x in xs) else "**not met**"
+        L.append(f"| {binding} | {label} | {rng} | {goal_txt} | {v} |")
+
+    ge = lambda g: (lambda r: r >= g)  # noqa: E731
+    le = lambda g: (lambda r: r <= g)  # noqa: E731
+    for binding, mine in (("Rust", emq), ("Python", emqpy), ("Node", emqnode)):
+        row(binding, "one-at-a-time add, jobs/s ÷ BullMQ Node",
+            paired(mine, node, "add_sequential", "jobs_per_s"), "≥ 1.5", ge(1.5))
+    row("Rust", "Redis CPU per one-at-a-time add ÷ BullMQ Node",
+        paired(emq, node, "add_sequential", "redis_cpu_us_per_job"), "≤ 0.6", le(0.6))
+    row("Rust", "client CPU per one-at-a-time add ÷ BullMQ Node",
+        paired(emq, node, "add_sequential", "client_cpu_us_per_job"), "≤ 0.3", le(0.3))
+    for binding, mine in (("Python", emqpy), ("Node", emqnode)):
+        row(binding, "client CPU per one-at-a-time add ÷ BullMQ Node",
+            paired(mine, node, "add_sequential", "client_cpu_us_per_job"), "≤ 0.8", le(0.8))
+    for sid, goal in (("process_c1", 15), ("process_c10", 10), ("process_c100", 10)):
+        absolute("Rust", f"Redis CPU per processed job, {sid[8:]}", emq.get(sid),
+                 "redis_cpu_us_per_job", f"≤ {goal} µs", le(goal), "µs")
+    for binding, mine, sids in (("Python", emqpy, ("process_c1", "process_c10")),
+                                ("Node", emqnode, ("process_c1", "process_c10", "process_c100"))):
+        for sid in sids:
+            row(binding, f"Redis CPU per processed job, {sid[8:]}, ÷ Rust's",
+                paired(mine, emq, sid, "redis_cpu_us_per_job"), "≤ 1.3", le(1.3))
+    row("Rust", "Redis memory per waiting job ÷ BullMQ Node",
+        paired(emq, node, "memory", "bytes_per_waiting_job"), "≤ 0.7", le(0.7))
+    for binding, mine, peer, pname in (("Rust", emq, node, "BullMQ Node"),
+                                       ("Python", emqpy, py, "BullMQ Python"),
+                                       ("Node", emqnode, node, "BullMQ Node")):
+        for q in ("p50", "p99"):
+            row(binding, f"add → completed {q} ÷ {pname}",
+                paired(mine, peer, "latency", f"done_{q}_ms"), "≤ 0.7", le(0.7))
+    for binding, mine in (("Rust", emq), ("Python", emqpy), ("Node", emqnode)):
+        row(binding, "add → handler start p99 ÷ BullMQ Node",
+            paired(mine, node, "latency", "start_p99_ms"), "≤ 0.5", le(0.5))
+    k = [r.get("jobs_per_s") for r in kt.get("process_c10", [])]
+    r = [r.get("jobs_per_s") for r in emq.get("process_c10", [])]
+    hop = [1e6 / a - 1e6 / b for a, b in zip(k, r) if a and b]
+    if hop:
+        L.append(f"| Kotlin | processing c10 (BenchTest, 2,000 jobs, release library, its own harness "
+                 f"Redis), jobs/s | **{fnum(statistics.median(k))}** [{fnum(min(k))}–{fnum(max(k))}]; "
+                 f"the JVM hop ≈ {fnum(statistics.median(hop))} µs per job [{fnum(min(hop))}–"
+                 f"{fnum(max(hop))}] (1/Kotlin − 1/Rust jobs/s, same repetition) | row in the table "
+                 f"| **met** (reported) |")
+    else:
+        L.append("| Kotlin | processing c10 | n/a | row in the table | not measured |")
+    L.append("")
+
+
 def main():
     out_dir, md_path = sys.argv[1:3]
     data, errors, versions = collect(out_dir)
@@ -255,7 +338,7 @@ def main():
     k = summ(kt.get("process_c10"), "jobs_per_s")
     if k:
         L.append(f"| Kotlin | processing c10, jobs/s (BenchTest: {kt['process_c10'][0]['n_jobs']} jobs, "
-                 f"its own emq-harness Redis, debug library) | {cell(k)} | Rust {cell(summ(emq.get('process_c10'), 'jobs_per_s'))}, "
+                 f"its own emq-harness Redis, release library) | {cell(k)} | Rust {cell(summ(emq.get('process_c10'), 'jobs_per_s'))}, "
                  f"Python {cell(summ(emqpy.get('process_c10'), 'jobs_per_s'))}, Node "
                  f"{cell(summ(emqnode.get('process_c10'), 'jobs_per_s'))}, BullMQ Node "
                  f"{cell(summ(node.get('process_c10'), 'jobs_per_s'))} | – | reported (no target) | – |")
@@ -268,6 +351,8 @@ def main():
     L.append("")
     L.append("The Redis-CPU targets are stated per processed job without a concurrency, so they are "
              "shown for each concurrency the peer runs. BullMQ Python runs c1 and c10 only.\n")
+
+    second_round(L, data)
 
     IMPLS = [("emq Rust", emq), ("emq Python", emqpy), ("emq Node", emqnode),
              ("BullMQ Node", node), ("BullMQ Python", py)]
@@ -362,9 +447,9 @@ def main():
     if os.environ.get("BENCH_KOTLIN", "0") != "1":
         L.append("## Kotlin\n")
         L.append("Not run (BENCH_KOTLIN unset): bindings/uniffi's BenchTest is a JUnit test run by "
-                 "`mvn -q -B test -Dtest=BenchTest -Demq.repo=<root>` in bindings/uniffi/kotlin. It needs the "
-                 "debug `libemq_uniffi.so`, the generated Kotlin (bindings/uniffi/ci.sh builds both) and "
-                 "`emq-harness`, starts its own Redis through the harness rather than using this run's, "
+                 "`mvn -q -B test -Dtest=BenchTest -Demq.repo=<root> -Demq.profile=release` in "
+                 "bindings/uniffi/kotlin. With BENCH_KOTLIN=1 run.sh builds the release `libemq_uniffi.so`, "
+                 "`emq-harness` and `emq`, and generates the Kotlin sources from that library; BenchTest starts its own Redis through the harness rather than using this run's, "
                  "and times 2,000 jobs only. Set BENCH_KOTLIN=1 to add it.\n")
     else:
         for r in data["kotlin"].get("process_c10", []):

@@ -33,6 +33,7 @@ type StreamReply = (String, Vec<(String, HashMap<String, String>)>);
 
 /// One event.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Event {
     /// The stream entry id (server ms and sequence).
     pub stream_id: String,

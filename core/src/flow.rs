@@ -35,6 +35,7 @@ pub struct FlowJob {
 
 /// The ids a flow was given, in the shape of the flow.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct FlowIds {
     /// The job's queue.
     pub queue: String,

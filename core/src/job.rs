@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 /// Where a job is in its lifecycle (which container holds it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 #[serde(rename_all = "kebab-case")]
 pub enum JobState {
     /// Ready to run (in wait or, while the queue is paused, in paused).
@@ -76,6 +77,12 @@ impl JobState {
 
 /// Why a run of a job failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+// Kotlin and Swift have called it `JobFailure` from the start.
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "JobFailure")
+)]
 pub struct Failure {
     /// A short code (`handler_failed`, `timeout`, `panic`, `stalled`, or the handler's own).
     pub code: String,
@@ -362,6 +369,7 @@ impl Job {
 
 /// Number of jobs per state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Counts {
     /// In wait.
     pub waiting: u64,

@@ -34,6 +34,14 @@ const BODY_DIGITS: usize = 13;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobId(u64);
 
+// Kotlin and Swift see a job id as its text (a `String` alias); text coming back in goes through
+// the one gate.
+#[cfg(feature = "uniffi")]
+uniffi::custom_type!(JobId, String, {
+    lower: |id| id.to_string(),
+    try_lift: |text| Ok(JobId::parse(&text)?),
+});
+
 fn check_bits(v: u64) -> u64 {
     // splitmix64 finaliser of the value with a fixed key; any one-digit change flips the check
     // with probability 1023/1024.
@@ -220,6 +228,31 @@ mod tests {
         ] {
             let e = JobId::parse(s).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidJobId, "{s:?}");
+        }
+    }
+
+    /// With the `uniffi` feature, a job id crosses to Kotlin/Swift as its text, and text coming
+    /// back becomes an id only through the parser (`cargo test -p emq --features uniffi`).
+    #[cfg(feature = "uniffi")]
+    #[test]
+    fn a_job_id_crosses_the_ffi_as_its_text_through_the_parser() {
+        use uniffi::{Lift, Lower};
+        type Tag = crate::UniFfiTag;
+        let id = JobId::from_parts(123_456, 7, 8);
+        let back = <JobId as Lift<Tag>>::try_lift(<JobId as Lower<Tag>>::lower(id)).unwrap();
+        assert_eq!(back, id);
+        let text = <String as Lift<Tag>>::try_lift(<JobId as Lower<Tag>>::lower(id)).unwrap();
+        assert_eq!(text, id.to_string());
+        for bad in [
+            "",
+            "not an id",
+            "J0000000000000000",
+            &id.to_string().to_uppercase(),
+        ] {
+            let err = <JobId as Lift<Tag>>::try_lift(<String as Lower<Tag>>::lower(bad.into()))
+                .unwrap_err();
+            let core = err.downcast_ref::<Error>().expect("the parser's error");
+            assert_eq!(core.code(), ErrorCode::InvalidJobId, "{bad:?}");
         }
     }
 }

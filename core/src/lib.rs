@@ -64,6 +64,10 @@ pub use worker::{
 };
 pub use worker_registry::WorkerInfo;
 
+// The uniffi derives on the core's own types (feature `uniffi`, for bindings/uniffi).
+#[cfg(feature = "uniffi")]
+uniffi::setup_scaffolding!();
+
 /// Entry points for the fuzz targets in `fuzz/` (not part of the API): parsers of outside bytes
 /// that are private to the core.
 #[doc(hidden)]

@@ -100,6 +100,7 @@ pub struct JobOptions {
 
 /// What a child's final failure does to its parent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 #[serde(rename_all = "snake_case")]
 pub enum ParentPolicy {
     /// The parent fails.

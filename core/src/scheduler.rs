@@ -90,6 +90,7 @@ impl Schedule {
 
 /// A scheduler as stored.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct SchedulerInfo {
     /// Its id.
     pub id: String,

@@ -14,7 +14,7 @@ for t in "${targets[@]}"; do
 done
 work="$(mktemp -d)"
 mkdir -p "$work/include"
-cp "$here/Sources/EmqUniffiFFI/EmqUniffiFFI.h" "$work/include/"
+cp "$here/Sources/EmqUniffiFFI/EmqUniffiFFI.h" "$here/Sources/EmqUniffiFFI/EmqCoreFFI.h" "$work/include/"
 # In an xcframework the module map is found as include/module.modulemap (no link line: the
 # static library is the framework's binary).
 sed '/^ *link /d' "$here/Sources/EmqUniffiFFI/module.modulemap" > "$work/include/module.modulemap"

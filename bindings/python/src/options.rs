@@ -23,7 +23,10 @@ fn bad(py: Python<'_>, what: &str, expected: &str) -> PyErr {
 
 /// Seconds (an int, a float or a `datetime.timedelta`).
 pub(crate) fn secs(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Millis> {
-    let s = if v.hasattr("total_seconds")? && !v.is_instance_of::<PyFloat>() {
+    // A number first: `hasattr` on a float raises and swallows an AttributeError.
+    let s = if v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>() {
+        v.clone()
+    } else if v.hasattr("total_seconds")? {
         v.call_method0("total_seconds")?
     } else {
         v.clone()

@@ -1,35 +1,11 @@
-//! Events: a subscriber on a queue's events stream ([`EventStream`]) and its [`Event`]s.
+//! Events: a subscriber on a queue's events stream ([`EventStream`]) and its [`Event`]s (the
+//! core's own type, exported through its `uniffi` feature).
 
 use crate::error::EmqException;
 use crate::runtime::on_runtime;
-use std::collections::HashMap;
+pub use emq::events::Event;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// One event of a queue's events stream.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Event {
-    /// The stream entry id (server ms and sequence); pass it as `after` to resume.
-    pub stream_id: String,
-    /// What happened: added, active, completed, retrying, failed, stalled, released, removed,
-    /// progress, paused, resumed, …
-    pub kind: String,
-    /// The job it happened to, when there is one.
-    pub job_id: Option<String>,
-    /// Every field of the entry.
-    pub fields: HashMap<String, String>,
-}
-
-impl From<&emq::events::Event> for Event {
-    fn from(e: &emq::events::Event) -> Event {
-        Event {
-            stream_id: e.stream_id.clone(),
-            kind: e.kind.clone(),
-            job_id: e.job_id.map(|id| id.to_string()),
-            fields: e.fields.clone(),
-        }
-    }
-}
 
 /// A subscriber on a queue's events (`Queue.events`): reads them in order, each read waiting up
 /// to a bound. `close()` (Kotlin: `shutdown()`) ends it, and a read in progress returns `[]` at
@@ -59,7 +35,7 @@ impl EventStream {
         let count = (count as usize).max(1);
         let stream = self.stream.clone();
         let mut closed = self.closed.subscribe();
-        let events = on_runtime(async move {
+        on_runtime(async move {
             if *closed.borrow() {
                 return Ok(Vec::new());
             }
@@ -72,8 +48,7 @@ impl EventStream {
                 _ = closed.wait_for(|c| *c) => Ok(Vec::new()),
             }
         })
-        .await?;
-        Ok(events.iter().map(Event::from).collect())
+        .await
     }
 
     /// Ends the subscription (a read in progress returns `[]`). Kotlin names it `shutdown()`.

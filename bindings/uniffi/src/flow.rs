@@ -1,7 +1,9 @@
-//! Flows: a `FlowJob` tree in, its `FlowIds` out.
+//! Flows: a `FlowJob` tree in, its `FlowIds` out (the core's own type, exported through its
+//! `uniffi` feature; a `JobId` is its text in Kotlin and Swift).
 
 use crate::error::EmqException;
 use crate::options::{json, JobOptions};
+pub use emq::FlowIds;
 
 /// A job of a flow and the children it waits for (each in its own queue or this one).
 #[derive(Debug, Clone, PartialEq, uniffi::Record)]
@@ -39,23 +41,5 @@ impl FlowJob {
     /// The core's flow (checked by the core: options, depth).
     pub(crate) fn to_core(&self, default_queue: &str) -> Result<emq::FlowJob, EmqException> {
         Ok(self.to_spec()?.into_flow(default_queue)?)
-    }
-}
-
-/// The ids a flow was given, in the flow's shape.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct FlowIds {
-    pub queue: String,
-    pub id: String,
-    pub children: Vec<FlowIds>,
-}
-
-impl From<&emq::FlowIds> for FlowIds {
-    fn from(f: &emq::FlowIds) -> FlowIds {
-        FlowIds {
-            queue: f.queue.clone(),
-            id: f.id.to_string(),
-            children: f.children.iter().map(FlowIds::from).collect(),
-        }
     }
 }

@@ -1,64 +1,14 @@
-//! A job as read back (`JobRecord`), its state, its failure, and the counts per state.
+//! A job as read back (`JobRecord`). Its state, its failure and the counts per state are the
+//! core's own types, exported through the core's `uniffi` feature (`emq::JobState`,
+//! `emq::Failure` named `JobFailure` in Kotlin and Swift, `emq::Counts`).
 
 use crate::options::JobOptions;
-
-/// Where a job is in its lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum JobState {
-    Waiting,
-    Paused,
-    Active,
-    Delayed,
-    Prioritized,
-    Completed,
-    Failed,
-    Stalled,
-    WaitingChildren,
-}
-
-impl From<emq::JobState> for JobState {
-    fn from(s: emq::JobState) -> JobState {
-        match s {
-            emq::JobState::Waiting => JobState::Waiting,
-            emq::JobState::Paused => JobState::Paused,
-            emq::JobState::Active => JobState::Active,
-            emq::JobState::Delayed => JobState::Delayed,
-            emq::JobState::Prioritized => JobState::Prioritized,
-            emq::JobState::Completed => JobState::Completed,
-            emq::JobState::Failed => JobState::Failed,
-            emq::JobState::Stalled => JobState::Stalled,
-            emq::JobState::WaitingChildren => JobState::WaitingChildren,
-        }
-    }
-}
-
-impl JobState {
-    pub(crate) fn to_core(self) -> emq::JobState {
-        match self {
-            JobState::Waiting => emq::JobState::Waiting,
-            JobState::Paused => emq::JobState::Paused,
-            JobState::Active => emq::JobState::Active,
-            JobState::Delayed => emq::JobState::Delayed,
-            JobState::Prioritized => emq::JobState::Prioritized,
-            JobState::Completed => emq::JobState::Completed,
-            JobState::Failed => emq::JobState::Failed,
-            JobState::Stalled => emq::JobState::Stalled,
-            JobState::WaitingChildren => emq::JobState::WaitingChildren,
-        }
-    }
-}
-
-/// Why the last run of a job failed.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct JobFailure {
-    /// `handler_failed`, `timeout`, `panic`, `stalled`, … or the handler's own code.
-    pub code: String,
-    pub message: String,
-    pub stack: Option<String>,
-}
+pub use emq::{Counts, Failure as JobFailure, JobState};
 
 /// A job as read back (by `Queue.get`) or as a handler receives it. (Not `Job`: Kotlin's
-/// generated code imports `kotlinx.coroutines.Job`.)
+/// generated code imports `kotlinx.coroutines.Job`.) A mirror of `emq::Job`, not the core's type:
+/// its payload, result and progress are JSON text (`*_json`), its options the typed
+/// [`JobOptions`], and its state is always set.
 #[derive(Debug, Clone, PartialEq, uniffi::Record)]
 pub struct JobRecord {
     pub id: String,
@@ -97,16 +47,12 @@ impl From<&emq::Job> for JobRecord {
             id: j.id.to_string(),
             name: j.name.clone(),
             data_json: j.data.to_string(),
-            state: j.state.unwrap_or(emq::JobState::Active).into(),
+            state: j.state.unwrap_or(JobState::Active),
             attempts_made: j.attempts_made,
             attempts: j.attempts,
             priority: j.priority,
             result_json: j.result.as_ref().map(|r| r.to_string()),
-            failure: j.failure.as_ref().map(|f| JobFailure {
-                code: f.code.clone(),
-                message: f.message.clone(),
-                stack: f.stack.clone(),
-            }),
+            failure: j.failure.clone(),
             stalls: j.stalls,
             created_ms: j.created_ms,
             processed_ms: j.processed_ms,
@@ -118,36 +64,6 @@ impl From<&emq::Job> for JobRecord {
             options: JobOptions::from(
                 &serde_json::from_value::<emq::JobOptions>(j.options.clone()).unwrap_or_default(),
             ),
-        }
-    }
-}
-
-/// Number of jobs per state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
-pub struct Counts {
-    pub waiting: u64,
-    pub paused: u64,
-    pub active: u64,
-    pub delayed: u64,
-    pub prioritized: u64,
-    pub completed: u64,
-    pub failed: u64,
-    pub stalled: u64,
-    pub waiting_children: u64,
-}
-
-impl From<emq::Counts> for Counts {
-    fn from(c: emq::Counts) -> Counts {
-        Counts {
-            waiting: c.waiting,
-            paused: c.paused,
-            active: c.active,
-            delayed: c.delayed,
-            prioritized: c.prioritized,
-            completed: c.completed,
-            failed: c.failed,
-            stalled: c.stalled,
-            waiting_children: c.waiting_children,
         }
     }
 }

@@ -3,14 +3,25 @@
 //! A thin layer: it adapts types (JSON text in and out, options with `f64` milliseconds converted by
 //! [`emq::options::millis`]), errors (one [`EmqException`] variant per core [`emq::ErrorCode`]) and
 //! the handler (a foreign-implemented async [`JobHandler`] wrapped into the core's
-//! [`emq::Handler`]). All queue logic is the core's. One file per exported type:
+//! [`emq::Handler`]). All queue logic is the core's.
+//!
+//! The core's plain public types are exported as they are, through the core's `uniffi` feature
+//! (derives on `emq::JobState`, `emq::Failure` (`JobFailure`), `emq::Counts`, `emq::ParentPolicy`,
+//! `emq::FlowIds`, `emq::events::Event`, `emq::SchedulerInfo`; `emq::JobId` as its text). They form
+//! a second uniffi component: Kotlin package `dev.emq.core` (re-exported under `dev.emq` by
+//! `kotlin/src/main/kotlin/dev/emq/CoreTypes.kt`), Swift `EmqCore.swift` in the same module. What
+//! stays a record of this crate differs from the core's type in shape: [`JobRecord`] (JSON text
+//! payloads, typed options), the options and specs (`f64` milliseconds, Kotlin defaults),
+//! [`WorkerStats`] (adds `running`), [`WorkerInfo`] (`usize` fields, which uniffi does not carry)
+//! and [`QueueMetrics`] (tuples). One file per exported type:
 //!
 //! - [`queue`]: `Queue`, every queue operation ([`connect`]: its `TlsFiles`); [`worker`]: `WorkerHandle`, `WorkerStats` and
 //!   `WorkerInfo`;
 //! - [`events`]: `EventStream` and `Event`; [`worker_events`]: `WorkerEvents`, `WorkerEvent`; [`handler`]: `JobHandler`, `HandlerFailure`;
 //! - [`options`]: `JobOptions`, `Backoff`, `ParentPolicy`, `Retention`, `NewJob`, `RateLimit`;
-//! - [`job`]: `JobRecord`, `JobState`, `JobFailure`, `Counts`; [`flow`]: `FlowJob`, `FlowIds`;
-//! - [`metrics`]: `QueueMetrics`; [`schedule`]: `Schedule`, `SchedulerInfo`;
+//! - [`job`]: `JobRecord` (and the core's `JobState`, `JobFailure`, `Counts`); [`flow`]: `FlowJob`
+//!   (and the core's `FlowIds`);
+//! - [`metrics`]: `QueueMetrics`; [`schedule`]: `Schedule` (and the core's `SchedulerInfo`);
 //! - [`error`]: `EmqException` and the code helpers; [`runtime`]: the binding's tokio runtime;
 //!   [`jvm`]: attaching the runtime's threads to the JVM.
 

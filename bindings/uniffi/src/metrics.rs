@@ -39,7 +39,7 @@ impl From<emq::QueueMetrics> for QueueMetrics {
         };
         QueueMetrics {
             queue: m.queue,
-            counts: m.counts.into(),
+            counts: m.counts,
             completed_per_minute: minutes(m.completed_per_minute),
             failed_per_minute: minutes(m.failed_per_minute),
             added: m.added,

@@ -1,9 +1,12 @@
-//! Job options (the core's `JobOptions`, `Backoff`, `ParentPolicy`, per-job retention), a bulk
-//! add's `NewJob` and a rate limit: Kotlin/Swift records filled into the core's spec types
-//! (`emq::spec`), which check every value.
+//! Job options (the core's `JobOptions`, `Backoff`, per-job retention), a bulk add's `NewJob` and
+//! a rate limit: Kotlin/Swift records filled into the core's spec types (`emq::spec`), which
+//! check every value. (Mirrors, not the core's types: they take durations as `f64` milliseconds
+//! for the core to check, and `JobOptions` has the Kotlin/Swift defaults and field names.)
+//! `ParentPolicy` is the core's own enum, exported through its `uniffi` feature.
 
 use crate::error::EmqException;
 use emq::spec::{BackoffSpec, JobSpec, Millis, RateLimitSpec, RemovalSpec, RetentionSpec};
+pub use emq::ParentPolicy;
 
 /// How long to wait before a failed job's next attempt (the core's `Backoff`; no backoff, retrying
 /// at once, is a null `backoff` option). Durations in milliseconds.
@@ -41,36 +44,6 @@ impl Backoff {
                 delay_ms: delay_ms as f64,
                 max_ms: max_ms as f64,
             }),
-        }
-    }
-}
-
-/// In a flow: what a child's final failure does to its parent (the core's `ParentPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum ParentPolicy {
-    /// The parent fails.
-    Fail,
-    /// The child counts as done; its failure is recorded for the parent to read
-    /// (`childrenResults`).
-    Ignore,
-    /// The dependency is dropped.
-    Remove,
-}
-
-impl ParentPolicy {
-    fn to_core(self) -> emq::ParentPolicy {
-        match self {
-            ParentPolicy::Fail => emq::ParentPolicy::Fail,
-            ParentPolicy::Ignore => emq::ParentPolicy::Ignore,
-            ParentPolicy::Remove => emq::ParentPolicy::Remove,
-        }
-    }
-
-    fn from_core(p: emq::ParentPolicy) -> ParentPolicy {
-        match p {
-            emq::ParentPolicy::Fail => ParentPolicy::Fail,
-            emq::ParentPolicy::Ignore => ParentPolicy::Ignore,
-            emq::ParentPolicy::Remove => ParentPolicy::Remove,
         }
     }
 }
@@ -194,7 +167,7 @@ impl From<&emq::JobOptions> for JobOptions {
             dedup_ttl_ms: o.dedup_ttl_ms as f64,
             parent_policy: match o.parent_policy {
                 emq::ParentPolicy::Fail => None,
-                p => Some(ParentPolicy::from_core(p)),
+                p => Some(p),
             },
             group: o.group.clone(),
             id: o.id.map(|id| id.to_string()),
@@ -243,7 +216,7 @@ impl JobOptions {
             debounce: Some(self.debounce),
             dedup_ttl: Some(Millis(self.dedup_ttl_ms)),
             group: self.group.clone(),
-            parent_policy: self.parent_policy.map(|p| p.to_core().as_str().to_string()),
+            parent_policy: self.parent_policy.map(|p| p.as_str().to_string()),
         })
     }
 }

@@ -89,8 +89,7 @@ impl Queue {
     pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds, EmqException> {
         let flow = flow.to_core(self.inner.name().as_str())?;
         let q = self.inner.clone();
-        let ids = on_runtime(async move { q.add_flow(flow).await }).await?;
-        Ok(FlowIds::from(&ids))
+        on_runtime(async move { q.add_flow(flow).await }).await
     }
 
     /// The results of a parent's children as JSON text, by `<queue>:<id>` (a failed child under
@@ -147,8 +146,7 @@ impl Queue {
     #[uniffi::method(default(limit = 100))]
     pub async fn recent_events(&self, limit: u32) -> Result<Vec<Event>, EmqException> {
         let q = self.inner.clone();
-        let events = on_runtime(async move { q.recent_events(limit as usize).await }).await?;
-        Ok(events.iter().map(Event::from).collect())
+        on_runtime(async move { q.recent_events(limit as usize).await }).await
     }
 
     /// Releases the queue's node-id lease: it (and the queues opened from it) can add no more
@@ -211,7 +209,7 @@ impl Queue {
     /// Counts jobs per state.
     pub async fn counts(&self) -> Result<Counts, EmqException> {
         let q = self.inner.clone();
-        Ok(on_runtime(async move { q.counts().await }).await?.into())
+        on_runtime(async move { q.counts().await }).await
     }
 
     /// Sends a failed job back to wait with its attempts reset; false when it is not failed.
@@ -261,7 +259,7 @@ impl Queue {
         limit: u64,
     ) -> Result<Vec<JobRecord>, EmqException> {
         let q = self.inner.clone();
-        let jobs = on_runtime(async move { q.list(state.to_core(), offset, limit).await }).await?;
+        let jobs = on_runtime(async move { q.list(state, offset, limit).await }).await?;
         Ok(jobs.iter().map(JobRecord::from).collect())
     }
 
@@ -290,7 +288,7 @@ impl Queue {
     ) -> Result<u64, EmqException> {
         let grace = Duration::from_millis(emq::options::millis("grace_ms", grace_ms)?);
         let q = self.inner.clone();
-        on_runtime(async move { q.clean(state.to_core(), grace, limit).await }).await
+        on_runtime(async move { q.clean(state, grace, limit).await }).await
     }
 
     /// Deletes the whole queue, every job and key; refuses (`InvalidState`) while jobs are active
@@ -362,8 +360,7 @@ impl Queue {
     /// The queue's job schedulers.
     pub async fn schedulers(&self) -> Result<Vec<SchedulerInfo>, EmqException> {
         let q = self.inner.clone();
-        let list = on_runtime(async move { q.schedulers().await }).await?;
-        Ok(list.into_iter().map(SchedulerInfo::from).collect())
+        on_runtime(async move { q.schedulers().await }).await
     }
 
     /// Starts a worker running `handler` on this queue, `concurrency` jobs at once, with leases of

@@ -1,8 +1,10 @@
-//! Job schedulers: a `Schedule` in, `SchedulerInfo` out.
+//! Job schedulers: a `Schedule` in, `SchedulerInfo` out (the core's own type, exported through
+//! its `uniffi` feature).
 
 use crate::error::EmqException;
 use crate::options::JobOptions;
 use emq::spec::Millis;
+pub use emq::SchedulerInfo;
 
 /// What a job scheduler enqueues and when: every `every_ms`, or at each occurrence of `cron` (5
 /// fields, or 6 with seconds first) in the IANA zone `tz` (default UTC). Durations in ms.
@@ -50,41 +52,5 @@ impl Schedule {
             options: self.options.clone().unwrap_or_default().to_spec()?,
         };
         Ok(emq::Schedule::try_from(spec)?)
-    }
-}
-
-/// A job scheduler as stored.
-#[derive(Debug, Clone, PartialEq, uniffi::Record)]
-pub struct SchedulerInfo {
-    /// Its id.
-    pub id: String,
-    /// Interval in ms (0 for a cron schedule).
-    pub every_ms: u64,
-    /// The cron expression, if any.
-    pub cron: Option<String>,
-    /// The cron expression's zone, if any.
-    pub tz: Option<String>,
-    /// Runs so far.
-    pub count: u64,
-    /// Most runs (0: no limit).
-    pub limit: u64,
-    /// Ms until the next run.
-    pub next_in_ms: Option<u64>,
-    /// The job's name.
-    pub name: String,
-}
-
-impl From<emq::SchedulerInfo> for SchedulerInfo {
-    fn from(i: emq::SchedulerInfo) -> SchedulerInfo {
-        SchedulerInfo {
-            id: i.id,
-            every_ms: i.every_ms,
-            cron: i.cron,
-            tz: i.tz,
-            count: i.count,
-            limit: i.limit,
-            next_in_ms: i.next_in_ms,
-            name: i.name,
-        }
     }
 }

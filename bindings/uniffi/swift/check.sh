@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Checks the generated Swift bindings without a Swift toolchain: the three files exist and the
 # expected declarations are in them. (Swift is generated here, not compiled.)
+# The core's own types (its `uniffi` feature) come in EmqCore.swift and EmqCoreFFI.h, compiled into
+# the same Swift module: the declarations are looked for in both Swift files.
 # Usage: bindings/uniffi/swift/check.sh [generated-dir]
 set -euo pipefail
 dir="${1:-$(dirname "$0")/generated}"
 swift="$dir/EmqUniffi.swift"
+core="$dir/EmqCore.swift"
 fail=0
-for f in "$swift" "$dir/EmqUniffiFFI.h" "$dir/EmqUniffiFFI.modulemap"; do
+for f in "$swift" "$core" "$dir/EmqUniffiFFI.h" "$dir/EmqCoreFFI.h" "$dir/EmqUniffiFFI.modulemap"; do
     if [[ ! -s "$f" ]]; then echo "swift check: missing or empty $f"; fail=1; fi
 done
 [[ $fail == 0 ]] || exit 1
 
 expect() { # pattern (extended regex), what
-    if ! grep -Eq -- "$1" "$swift"; then
-        echo "swift check: not found in EmqUniffi.swift: $2   (/$1/)"
+    if ! grep -Eqh -- "$1" "$swift" "$core"; then
+        echo "swift check: not found in EmqUniffi.swift or EmqCore.swift: $2   (/$1/)"
         fail=1
     fi
 }
@@ -83,4 +86,4 @@ for code in InvalidQueueName InvalidJobId InvalidOption InvalidPayload ServerUna
     expect "case $code\(message: String\)" "EmqException.$code"
 done
 if [[ $fail != 0 ]]; then exit 1; fi
-echo "swift check: ok ($(grep -c '' "$swift") lines in EmqUniffi.swift; generated, not compiled: no Swift toolchain here)"
+echo "swift check: ok ($(grep -c '' "$swift") lines in EmqUniffi.swift, $(grep -c '' "$core") in EmqCore.swift; generated, not compiled: no Swift toolchain here)"

@@ -156,15 +156,24 @@ def _options(
     dedup: Optional[str],
     extra: Dict[str, Any],
 ) -> Dict[str, Any]:
-    opts: Dict[str, Any] = dict(
-        delay=delay,
-        priority=priority,
-        lifo=lifo,
-        attempts=attempts,
-        backoff=backoff,
-        remove_on_complete=remove_on_complete,
-        dedup=dedup,
-    )
+    # Only what differs from the core's defaults goes to the core (each option converted costs a
+    # one-job add about 1.5k instructions); a default is recognised by its exact type too, so
+    # that `delay=False` or `attempts=True` still reach the core's check and are refused.
+    opts: Dict[str, Any] = {}
+    if not (type(delay) in (float, int) and delay == 0):
+        opts["delay"] = delay
+    if not (type(priority) is int and priority == 0):
+        opts["priority"] = priority
+    if lifo is not False:
+        opts["lifo"] = lifo
+    if not (type(attempts) is int and attempts == 1):
+        opts["attempts"] = attempts
+    if backoff is not None:
+        opts["backoff"] = backoff
+    if remove_on_complete is not False:
+        opts["remove_on_complete"] = remove_on_complete
+    if dedup is not None:
+        opts["dedup"] = dedup
     opts.update(extra)
     return opts
 

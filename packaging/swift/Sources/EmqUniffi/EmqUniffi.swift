@@ -2473,243 +2473,6 @@ public func FfiConverterTypeWorkerHandle_lower(_ value: WorkerHandle) -> UInt64 
 
 
 /**
- * Number of jobs per state.
- */
-public struct Counts: Equatable, Hashable {
-    public var waiting: UInt64
-    public var paused: UInt64
-    public var active: UInt64
-    public var delayed: UInt64
-    public var prioritized: UInt64
-    public var completed: UInt64
-    public var failed: UInt64
-    public var stalled: UInt64
-    public var waitingChildren: UInt64
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(waiting: UInt64, paused: UInt64, active: UInt64, delayed: UInt64, prioritized: UInt64, completed: UInt64, failed: UInt64, stalled: UInt64, waitingChildren: UInt64) {
-        self.waiting = waiting
-        self.paused = paused
-        self.active = active
-        self.delayed = delayed
-        self.prioritized = prioritized
-        self.completed = completed
-        self.failed = failed
-        self.stalled = stalled
-        self.waitingChildren = waitingChildren
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Counts: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCounts: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Counts {
-        return
-            try Counts(
-                waiting: FfiConverterUInt64.read(from: &buf), 
-                paused: FfiConverterUInt64.read(from: &buf), 
-                active: FfiConverterUInt64.read(from: &buf), 
-                delayed: FfiConverterUInt64.read(from: &buf), 
-                prioritized: FfiConverterUInt64.read(from: &buf), 
-                completed: FfiConverterUInt64.read(from: &buf), 
-                failed: FfiConverterUInt64.read(from: &buf), 
-                stalled: FfiConverterUInt64.read(from: &buf), 
-                waitingChildren: FfiConverterUInt64.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Counts, into buf: inout [UInt8]) {
-        FfiConverterUInt64.write(value.waiting, into: &buf)
-        FfiConverterUInt64.write(value.paused, into: &buf)
-        FfiConverterUInt64.write(value.active, into: &buf)
-        FfiConverterUInt64.write(value.delayed, into: &buf)
-        FfiConverterUInt64.write(value.prioritized, into: &buf)
-        FfiConverterUInt64.write(value.completed, into: &buf)
-        FfiConverterUInt64.write(value.failed, into: &buf)
-        FfiConverterUInt64.write(value.stalled, into: &buf)
-        FfiConverterUInt64.write(value.waitingChildren, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCounts_lift(_ buf: RustBuffer) throws -> Counts {
-    return try FfiConverterTypeCounts.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCounts_lower(_ value: Counts) -> RustBuffer {
-    return FfiConverterTypeCounts.lower(value)
-}
-
-
-/**
- * One event of a queue's events stream.
- */
-public struct Event: Equatable, Hashable {
-    /**
-     * The stream entry id (server ms and sequence); pass it as `after` to resume.
-     */
-    public var streamId: String
-    /**
-     * What happened: added, active, completed, retrying, failed, stalled, released, removed,
-     * progress, paused, resumed, …
-     */
-    public var kind: String
-    /**
-     * The job it happened to, when there is one.
-     */
-    public var jobId: String?
-    /**
-     * Every field of the entry.
-     */
-    public var fields: [String: String]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The stream entry id (server ms and sequence); pass it as `after` to resume.
-         */streamId: String, 
-        /**
-         * What happened: added, active, completed, retrying, failed, stalled, released, removed,
-         * progress, paused, resumed, …
-         */kind: String, 
-        /**
-         * The job it happened to, when there is one.
-         */jobId: String?, 
-        /**
-         * Every field of the entry.
-         */fields: [String: String]) {
-        self.streamId = streamId
-        self.kind = kind
-        self.jobId = jobId
-        self.fields = fields
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Event: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Event {
-        return
-            try Event(
-                streamId: FfiConverterString.read(from: &buf), 
-                kind: FfiConverterString.read(from: &buf), 
-                jobId: FfiConverterOptionString.read(from: &buf), 
-                fields: FfiConverterDictionaryStringString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Event, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.streamId, into: &buf)
-        FfiConverterString.write(value.kind, into: &buf)
-        FfiConverterOptionString.write(value.jobId, into: &buf)
-        FfiConverterDictionaryStringString.write(value.fields, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEvent_lift(_ buf: RustBuffer) throws -> Event {
-    return try FfiConverterTypeEvent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEvent_lower(_ value: Event) -> RustBuffer {
-    return FfiConverterTypeEvent.lower(value)
-}
-
-
-/**
- * The ids a flow was given, in the flow's shape.
- */
-public struct FlowIds: Equatable, Hashable {
-    public var queue: String
-    public var id: String
-    public var children: [FlowIds]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(queue: String, id: String, children: [FlowIds]) {
-        self.queue = queue
-        self.id = id
-        self.children = children
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension FlowIds: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeFlowIds: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FlowIds {
-        return
-            try FlowIds(
-                queue: FfiConverterString.read(from: &buf), 
-                id: FfiConverterString.read(from: &buf), 
-                children: FfiConverterSequenceTypeFlowIds.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: FlowIds, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.queue, into: &buf)
-        FfiConverterString.write(value.id, into: &buf)
-        FfiConverterSequenceTypeFlowIds.write(value.children, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeFlowIds_lift(_ buf: RustBuffer) throws -> FlowIds {
-    return try FfiConverterTypeFlowIds.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeFlowIds_lower(_ value: FlowIds) -> RustBuffer {
-    return FfiConverterTypeFlowIds.lower(value)
-}
-
-
-/**
  * A job of a flow and the children it waits for (each in its own queue or this one).
  */
 public struct FlowJob: Equatable, Hashable {
@@ -2801,73 +2564,6 @@ public func FfiConverterTypeFlowJob_lift(_ buf: RustBuffer) throws -> FlowJob {
 #endif
 public func FfiConverterTypeFlowJob_lower(_ value: FlowJob) -> RustBuffer {
     return FfiConverterTypeFlowJob.lower(value)
-}
-
-
-/**
- * Why the last run of a job failed.
- */
-public struct JobFailure: Equatable, Hashable {
-    /**
-     * `handler_failed`, `timeout`, `panic`, `stalled`, … or the handler's own code.
-     */
-    public var code: String
-    public var message: String
-    public var stack: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * `handler_failed`, `timeout`, `panic`, `stalled`, … or the handler's own code.
-         */code: String, message: String, stack: String?) {
-        self.code = code
-        self.message = message
-        self.stack = stack
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension JobFailure: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeJobFailure: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> JobFailure {
-        return
-            try JobFailure(
-                code: FfiConverterString.read(from: &buf), 
-                message: FfiConverterString.read(from: &buf), 
-                stack: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: JobFailure, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.code, into: &buf)
-        FfiConverterString.write(value.message, into: &buf)
-        FfiConverterOptionString.write(value.stack, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeJobFailure_lift(_ buf: RustBuffer) throws -> JobFailure {
-    return try FfiConverterTypeJobFailure.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeJobFailure_lower(_ value: JobFailure) -> RustBuffer {
-    return FfiConverterTypeJobFailure.lower(value)
 }
 
 
@@ -3113,7 +2809,9 @@ public func FfiConverterTypeJobOptions_lower(_ value: JobOptions) -> RustBuffer 
 
 /**
  * A job as read back (by `Queue.get`) or as a handler receives it. (Not `Job`: Kotlin's
- * generated code imports `kotlinx.coroutines.Job`.)
+ * generated code imports `kotlinx.coroutines.Job`.) A mirror of `emq::Job`, not the core's type:
+ * its payload, result and progress are JSON text (`*_json`), its options the typed
+ * [`JobOptions`], and its state is always set.
  */
 public struct JobRecord: Equatable, Hashable {
     public var id: String
@@ -3814,135 +3512,6 @@ public func FfiConverterTypeSchedule_lift(_ buf: RustBuffer) throws -> Schedule 
 #endif
 public func FfiConverterTypeSchedule_lower(_ value: Schedule) -> RustBuffer {
     return FfiConverterTypeSchedule.lower(value)
-}
-
-
-/**
- * A job scheduler as stored.
- */
-public struct SchedulerInfo: Equatable, Hashable {
-    /**
-     * Its id.
-     */
-    public var id: String
-    /**
-     * Interval in ms (0 for a cron schedule).
-     */
-    public var everyMs: UInt64
-    /**
-     * The cron expression, if any.
-     */
-    public var cron: String?
-    /**
-     * The cron expression's zone, if any.
-     */
-    public var tz: String?
-    /**
-     * Runs so far.
-     */
-    public var count: UInt64
-    /**
-     * Most runs (0: no limit).
-     */
-    public var limit: UInt64
-    /**
-     * Ms until the next run.
-     */
-    public var nextInMs: UInt64?
-    /**
-     * The job's name.
-     */
-    public var name: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Its id.
-         */id: String, 
-        /**
-         * Interval in ms (0 for a cron schedule).
-         */everyMs: UInt64, 
-        /**
-         * The cron expression, if any.
-         */cron: String?, 
-        /**
-         * The cron expression's zone, if any.
-         */tz: String?, 
-        /**
-         * Runs so far.
-         */count: UInt64, 
-        /**
-         * Most runs (0: no limit).
-         */limit: UInt64, 
-        /**
-         * Ms until the next run.
-         */nextInMs: UInt64?, 
-        /**
-         * The job's name.
-         */name: String) {
-        self.id = id
-        self.everyMs = everyMs
-        self.cron = cron
-        self.tz = tz
-        self.count = count
-        self.limit = limit
-        self.nextInMs = nextInMs
-        self.name = name
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SchedulerInfo: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSchedulerInfo: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SchedulerInfo {
-        return
-            try SchedulerInfo(
-                id: FfiConverterString.read(from: &buf), 
-                everyMs: FfiConverterUInt64.read(from: &buf), 
-                cron: FfiConverterOptionString.read(from: &buf), 
-                tz: FfiConverterOptionString.read(from: &buf), 
-                count: FfiConverterUInt64.read(from: &buf), 
-                limit: FfiConverterUInt64.read(from: &buf), 
-                nextInMs: FfiConverterOptionUInt64.read(from: &buf), 
-                name: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SchedulerInfo, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.id, into: &buf)
-        FfiConverterUInt64.write(value.everyMs, into: &buf)
-        FfiConverterOptionString.write(value.cron, into: &buf)
-        FfiConverterOptionString.write(value.tz, into: &buf)
-        FfiConverterUInt64.write(value.count, into: &buf)
-        FfiConverterUInt64.write(value.limit, into: &buf)
-        FfiConverterOptionUInt64.write(value.nextInMs, into: &buf)
-        FfiConverterString.write(value.name, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSchedulerInfo_lift(_ buf: RustBuffer) throws -> SchedulerInfo {
-    return try FfiConverterTypeSchedulerInfo.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSchedulerInfo_lower(_ value: SchedulerInfo) -> RustBuffer {
-    return FfiConverterTypeSchedulerInfo.lower(value)
 }
 
 
@@ -4804,210 +4373,6 @@ public func FfiConverterTypeHandlerFailure_lower(_ value: HandlerFailure) -> Rus
 
 
 /**
- * Where a job is in its lifecycle.
- */
-
-public enum JobState: Equatable, Hashable {
-    
-    case waiting
-    case paused
-    case active
-    case delayed
-    case prioritized
-    case completed
-    case failed
-    case stalled
-    case waitingChildren
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension JobState: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeJobState: FfiConverterRustBuffer {
-    typealias SwiftType = JobState
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> JobState {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .waiting
-        
-        case 2: return .paused
-        
-        case 3: return .active
-        
-        case 4: return .delayed
-        
-        case 5: return .prioritized
-        
-        case 6: return .completed
-        
-        case 7: return .failed
-        
-        case 8: return .stalled
-        
-        case 9: return .waitingChildren
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: JobState, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .waiting:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .paused:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .active:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .delayed:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .prioritized:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .completed:
-            writeInt(&buf, Int32(6))
-        
-        
-        case .failed:
-            writeInt(&buf, Int32(7))
-        
-        
-        case .stalled:
-            writeInt(&buf, Int32(8))
-        
-        
-        case .waitingChildren:
-            writeInt(&buf, Int32(9))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeJobState_lift(_ buf: RustBuffer) throws -> JobState {
-    return try FfiConverterTypeJobState.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeJobState_lower(_ value: JobState) -> RustBuffer {
-    return FfiConverterTypeJobState.lower(value)
-}
-
-
-
-/**
- * In a flow: what a child's final failure does to its parent (the core's `ParentPolicy`).
- */
-
-public enum ParentPolicy: Equatable, Hashable {
-    
-    /**
-     * The parent fails.
-     */
-    case fail
-    /**
-     * The child counts as done; its failure is recorded for the parent to read
-     * (`childrenResults`).
-     */
-    case ignore
-    /**
-     * The dependency is dropped.
-     */
-    case remove
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ParentPolicy: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeParentPolicy: FfiConverterRustBuffer {
-    typealias SwiftType = ParentPolicy
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ParentPolicy {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .fail
-        
-        case 2: return .ignore
-        
-        case 3: return .remove
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ParentPolicy, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .fail:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .ignore:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .remove:
-            writeInt(&buf, Int32(3))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeParentPolicy_lift(_ buf: RustBuffer) throws -> ParentPolicy {
-    return try FfiConverterTypeParentPolicy.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeParentPolicy_lower(_ value: ParentPolicy) -> RustBuffer {
-    return FfiConverterTypeParentPolicy.lower(value)
-}
-
-
-
-/**
  * What a [`WorkerEvent`] reports.
  */
 
@@ -5356,30 +4721,6 @@ fileprivate struct FfiConverterOptionTypeTlsFiles: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeBackoff: FfiConverterRustBuffer {
-    typealias SwiftType = Backoff?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeBackoff.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeBackoff.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeParentPolicy: FfiConverterRustBuffer {
     typealias SwiftType = ParentPolicy?
 
@@ -5396,6 +4737,30 @@ fileprivate struct FfiConverterOptionTypeParentPolicy: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeParentPolicy.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeBackoff: FfiConverterRustBuffer {
+    typealias SwiftType = Backoff?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBackoff.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBackoff.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -5454,23 +4819,23 @@ fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeFlowIds: FfiConverterRustBuffer {
-    typealias SwiftType = [FlowIds]
+fileprivate struct FfiConverterSequenceTypeSchedulerInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [SchedulerInfo]
 
-    public static func write(_ value: [FlowIds], into buf: inout [UInt8]) {
+    public static func write(_ value: [SchedulerInfo], into buf: inout [UInt8]) {
         let len = Int32(value.count)
         writeInt(&buf, len)
         for item in value {
-            FfiConverterTypeFlowIds.write(item, into: &buf)
+            FfiConverterTypeSchedulerInfo.write(item, into: &buf)
         }
     }
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [FlowIds] {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SchedulerInfo] {
         let len: Int32 = try readInt(&buf)
-        var seq = [FlowIds]()
+        var seq = [SchedulerInfo]()
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeFlowIds.read(from: &buf))
+            seq.append(try FfiConverterTypeSchedulerInfo.read(from: &buf))
         }
         return seq
     }
@@ -5571,31 +4936,6 @@ fileprivate struct FfiConverterSequenceTypeNewJob: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeNewJob.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeSchedulerInfo: FfiConverterRustBuffer {
-    typealias SwiftType = [SchedulerInfo]
-
-    public static func write(_ value: [SchedulerInfo], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeSchedulerInfo.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SchedulerInfo] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [SchedulerInfo]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeSchedulerInfo.read(from: &buf))
         }
         return seq
     }
@@ -5862,7 +5202,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_eventstream_close() != 1769) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_eventstream_next() != 59166) {
+    if (uniffi_emq_uniffi_checksum_method_eventstream_next() != 13965) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_jobhandler_handle() != 53642) {
@@ -5874,7 +5214,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_add_bulk() != 3713) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_add_flow() != 60931) {
+    if (uniffi_emq_uniffi_checksum_method_queue_add_flow() != 893) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_cancel() != 38194) {
@@ -5886,13 +5226,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_children_results() != 33507) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_clean() != 60306) {
+    if (uniffi_emq_uniffi_checksum_method_queue_clean() != 41949) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_close() != 2551) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_counts() != 52728) {
+    if (uniffi_emq_uniffi_checksum_method_queue_counts() != 40219) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_drain() != 37605) {
@@ -5907,7 +5247,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_is_paused() != 57285) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_list() != 43180) {
+    if (uniffi_emq_uniffi_checksum_method_queue_list() != 32775) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_log() != 8116) {
@@ -5934,7 +5274,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_promote() != 50577) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_recent_events() != 53455) {
+    if (uniffi_emq_uniffi_checksum_method_queue_recent_events() != 22400) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_remove() != 38272) {
@@ -5952,7 +5292,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_retry_failed() != 59045) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_schedulers() != 28538) {
+    if (uniffi_emq_uniffi_checksum_method_queue_schedulers() != 18363) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_set_global_concurrency() != 19433) {
@@ -6008,6 +5348,7 @@ private let initializationResult: InitializationResult = {
     }
 
     uniffiCallbackInitJobHandler()
+    uniffiEnsureEmqInitialized()
     return InitializationResult.ok
 }()
 

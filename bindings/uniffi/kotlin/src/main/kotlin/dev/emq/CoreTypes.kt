@@ -1,0 +1,29 @@
+package dev.emq
+
+// The core's own types, exported by the core crate (its `uniffi` feature) into the Kotlin package
+// `dev.emq.core` (core/uniffi.toml: each uniffi component needs a package of its own), under the
+// names `dev.emq` has always had. Hand-written, next to the generated bindings.
+
+/** Where a job is in its lifecycle (the core's `JobState`). */
+typealias JobState = dev.emq.core.JobState
+
+/** Why the last run of a job failed (the core's `Failure`). */
+typealias JobFailure = dev.emq.core.JobFailure
+
+/** Number of jobs per state (the core's `Counts`). */
+typealias Counts = dev.emq.core.Counts
+
+/** In a flow: what a child's final failure does to its parent (the core's `ParentPolicy`). */
+typealias ParentPolicy = dev.emq.core.ParentPolicy
+
+/** The ids a flow was given, in the flow's shape (the core's `FlowIds`). */
+typealias FlowIds = dev.emq.core.FlowIds
+
+/** One event of a queue's events stream (the core's `events::Event`). */
+typealias Event = dev.emq.core.Event
+
+/** A job scheduler as stored (the core's `SchedulerInfo`). */
+typealias SchedulerInfo = dev.emq.core.SchedulerInfo
+
+/** A job id as its text (the core's `JobId`, checked by its parser when it comes back in). */
+typealias JobId = dev.emq.core.JobId
