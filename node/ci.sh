@@ -12,6 +12,10 @@ echo "== node $(node --version), npm $(npm --version), $(cargo --version)"
 echo "== building the addon (release)"
 bash node/build.sh
 
+echo "== the generated error-code lists match core/src/error.rs"
+# On failure it names the stale files; regenerate them with: cargo run -q -p emq --example error_codes
+cargo run -q -p emq --example error_codes -- --check
+
 echo "== building the harness"
 cargo build -p emq-harness
 

@@ -1,5 +1,7 @@
 // Type declarations of the `emq` package (Node.js bindings of the emq core).
 
+import type { ErrorCode } from './codes';
+
 // Node's AbortSignal, as far as emq's types use it (merges with the DOM's or @types/node's
 // declaration when either is present; this file needs neither).
 declare global {
@@ -491,26 +493,8 @@ export declare class JobInterrupted extends Error {
   readonly code: 'cancelled' | 'timeout' | 'shutdown';
 }
 
-export type ErrorCode =
-  | 'invalid_queue_name'
-  | 'invalid_job_id'
-  | 'invalid_option'
-  | 'invalid_payload'
-  | 'server_unavailable'
-  | 'auth_failed'
-  | 'permission_denied'
-  | 'incompatible_version'
-  | 'cross_slot'
-  | 'undeclared_key'
-  | 'script_error'
-  | 'lease_lost'
-  | 'node_lease_lost'
-  | 'job_not_found'
-  | 'invalid_state'
-  | 'timeout'
-  | 'closed'
-  | 'handler_failed'
-  | 'internal';
+/** A stable error code of the core (generated into node/codes.d.ts from core/src/error.rs). */
+export type { ErrorCode };
 
 /** Every error emq raises; `code` is the core's stable code. */
 export declare class EmqError extends Error {

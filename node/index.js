@@ -22,27 +22,8 @@ class EmqError extends Error {
   }
 }
 
-const CLASS_NAMES = {
-  invalid_queue_name: 'InvalidQueueName',
-  invalid_job_id: 'InvalidJobId',
-  invalid_option: 'InvalidOption',
-  invalid_payload: 'InvalidPayload',
-  server_unavailable: 'ServerUnavailable',
-  auth_failed: 'AuthFailed',
-  permission_denied: 'PermissionDenied',
-  incompatible_version: 'IncompatibleVersion',
-  cross_slot: 'CrossSlot',
-  undeclared_key: 'UndeclaredKey',
-  script_error: 'ScriptError',
-  lease_lost: 'LeaseLost',
-  node_lease_lost: 'NodeLeaseLost',
-  job_not_found: 'JobNotFound',
-  invalid_state: 'InvalidState',
-  timeout: 'Timeout',
-  closed: 'Closed',
-  handler_failed: 'HandlerFailed',
-  internal: 'Internal',
-};
+// code → class name for every stable code of the core; generated from core/src/error.rs.
+const { CLASS_NAMES } = require('./codes.js');
 
 const errors = {};
 const byCode = {};

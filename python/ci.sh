@@ -49,6 +49,10 @@ if bad:
 print("python/README.md shows", ", ".join(sorted(shown)))
 PY
 
+echo "== the generated error-code lists match core/src/error.rs"
+# On failure it names the stale files; regenerate them with: cargo run -q -p emq --example error_codes
+cargo run -q -p emq --example error_codes -- --check
+
 echo "== cargo build -p emq-harness"
 cargo build -p emq-harness
 export EMQ_HARNESS="${CARGO_TARGET_DIR:-$ROOT/target}/debug/emq-harness"

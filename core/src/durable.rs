@@ -83,14 +83,7 @@ pub(crate) async fn add_durably<T: redis::FromRedisValue>(
     let limit = store.options().response_timeout + d.timeout;
     let run = async {
         let mut conn = store.blocking_connection(meta).await?;
-        let cmd = inv.command(store.guarded())?;
-        let reply: T = match cmd.query_async::<T>(&mut conn).await {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                store.load_script(inv.script()).await?;
-                cmd.query_async::<T>(&mut conn).await?
-            }
-            other => other?,
-        };
+        let reply: T = inv.invoke_on(store, &mut conn).await?;
         let _: i64 = redis::cmd("HINCRBY")
             .arg(meta)
             .arg("durable_probes")

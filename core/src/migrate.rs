@@ -1005,7 +1005,7 @@ impl Migration<'_> {
             for (r, id) in todo.iter().zip(&ids) {
                 calls.push(self.finished_call(state, r, *id, now)?);
             }
-            let _: Vec<i64> = self.q.store().pipeline(&calls).await?;
+            let _: Vec<i64> = script::pipeline(self.q.store(), &calls).await?;
         } else {
             let mut jobs = Vec::with_capacity(todo.len());
             for (r, id) in todo.iter().zip(&ids) {

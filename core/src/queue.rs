@@ -360,7 +360,8 @@ impl Queue {
                     .await?;
             }
             let store = self.store.clone();
-            let call = tokio::spawn(async move { store.pipeline::<Vec<String>>(&invs).await });
+            let call =
+                tokio::spawn(async move { script::pipeline::<Vec<String>>(&store, &invs).await });
             pending = Some((g * GROUP, call));
         }
         if let Some((first, call)) = pending.take() {
@@ -605,7 +606,7 @@ impl Queue {
                 .iter()
                 .map(|id| self.remove_invocation(*id, allowed, older_ms))
                 .collect::<Result<_>>()?;
-            let replies: Vec<i64> = self.store.pipeline(&invs).await?;
+            let replies: Vec<i64> = script::pipeline(&self.store, &invs).await?;
             removed += replies.iter().filter(|r| **r == 1).count() as u64;
         }
         Ok(removed)
@@ -691,7 +692,7 @@ impl Queue {
         }
         let mut removed = 0;
         for chunk in calls.chunks(8) {
-            let replies: Vec<u64> = self.store.pipeline(chunk).await?;
+            let replies: Vec<u64> = script::pipeline(&self.store, chunk).await?;
             removed += replies.iter().sum::<u64>();
         }
         Ok(removed)

@@ -8,12 +8,14 @@
 //! `ARGV[n..]` line declares a repeating group. [`Invocation`] accepts keys only as [`Key`]s, checks
 //! the counts against the header and that all keys share one slot before sending, and uses EVALSHA,
 //! loading the script and retrying once when the server answers NOSCRIPT (after `SCRIPT FLUSH` or a
-//! restart).
+//! restart): for one call ([`Invocation::invoke`]) and for a pipeline of calls ([`pipeline`]), in
+//! one place (`send_loading`). Loading ([`Script::load`], [`load_all`]) lives here too.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
 use crate::keyspace::{Family, JobPart, Key, QueueName};
 use crate::store::Store;
+use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, ToRedisArgs};
 use std::sync::OnceLock;
 
@@ -106,6 +108,17 @@ impl Script {
     /// Its SHA1 in the given mode.
     pub fn sha(&self, guarded: bool) -> &str {
         &self.compiled(guarded).sha
+    }
+
+    /// Loads this script in the store's mode (on a cluster, SCRIPT LOAD is routed to every node).
+    pub async fn load(&self, store: &Store) -> Result<()> {
+        let mut conn = store.conn();
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(self.source(store.guarded()))
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
     }
 
     /// Starts a call of this script.
@@ -452,21 +465,95 @@ impl Invocation {
             script = self.script.name,
             keys = self.keys.len()
         );
-        self.invoke_inner(store).instrument(span).await
+        let mut conn = store.conn();
+        self.invoke_on(store, &mut conn).instrument(span).await
     }
 
-    async fn invoke_inner<T: FromRedisValue>(self, store: &Store) -> Result<T> {
-        let guarded = store.guarded();
-        let mut conn = store.conn();
-        let cmd = self.command(guarded)?;
-        match cmd.query_async::<T>(&mut conn).await {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                store.load_script(self.script).await?;
-                Ok(cmd.query_async::<T>(&mut conn).await?)
-            }
-            other => Ok(other?),
+    /// Runs the call on `conn` (a dedicated connection, say) with the same one NOSCRIPT retry.
+    pub(crate) async fn invoke_on<T: FromRedisValue, C: ConnectionLike + Send>(
+        &self,
+        store: &Store,
+        conn: &mut C,
+    ) -> Result<T> {
+        let cmd = self.command(store.guarded())?;
+        send_loading(store, conn, &Request::One(cmd), &[self.script]).await
+    }
+}
+
+/// Sends many script calls in one pipelined round trip (EVALSHA each); after NOSCRIPT, loads the
+/// scripts involved and resends the whole pipeline once. Only for calls that are safe to repeat
+/// (a call that ran before the NOSCRIPT of another runs again).
+pub async fn pipeline<T: FromRedisValue>(store: &Store, calls: &[Invocation]) -> Result<Vec<T>> {
+    let guarded = store.guarded();
+    let mut pipe = redis::pipe();
+    for c in calls {
+        pipe.add_command(c.command(guarded)?);
+    }
+    let scripts: Vec<&'static Script> = calls.iter().map(|c| c.script).collect();
+    let mut conn = store.conn();
+    send_loading(store, &mut conn, &Request::Many(pipe), &scripts).await
+}
+
+/// What one round trip carries: one call or a pipeline of calls.
+enum Request {
+    One(redis::Cmd),
+    Many(redis::Pipeline),
+}
+
+impl Request {
+    async fn send<T: FromRedisValue, C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> redis::RedisResult<T> {
+        match self {
+            Request::One(cmd) => cmd.query_async(conn).await,
+            Request::Many(pipe) => pipe.query_async(conn).await,
         }
     }
+}
+
+/// True when the server no longer has a script it was asked to run: the NOSCRIPT of a call, or of
+/// any call of a pipeline (whose error is the kind of its first failure only).
+fn is_noscript(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+        || e.clone().into_server_errors().is_some_and(|failures| {
+            failures
+                .iter()
+                .any(|(_, f)| f.kind() == Some(ServerErrorKind::NoScript))
+        })
+}
+
+/// The one NOSCRIPT retry: sends `req`; when the server answers NOSCRIPT (after `SCRIPT FLUSH`, a
+/// restart, or a failover to a node that never loaded it), loads each of `scripts` once and
+/// resends once.
+async fn send_loading<T: FromRedisValue, C: ConnectionLike + Send>(
+    store: &Store,
+    conn: &mut C,
+    req: &Request,
+    scripts: &[&'static Script],
+) -> Result<T> {
+    match req.send(conn).await {
+        Err(e) if is_noscript(&e) => {
+            let mut loaded: Vec<&'static str> = Vec::new();
+            for s in scripts.iter().copied() {
+                if !loaded.contains(&s.name) {
+                    loaded.push(s.name);
+                    s.load(store).await?;
+                }
+            }
+            Ok(req.send(conn).await?)
+        }
+        other => Ok(other?),
+    }
+}
+
+/// Loads every script in the store's mode (on a cluster: on every node).
+pub async fn load_all(store: &Store) -> Result<()> {
+    for s in ALL {
+        s.load(store).await?;
+    }
+    Ok(())
 }
 
 /// Words that name an instant; an ARGV entry may not carry one (scripts take "now" from `TIME`).

@@ -1,5 +1,5 @@
-//! The connection to the datastore: standalone or cluster behind one type, the guard mode, the wire
-//! version check, and script loading.
+//! The connection to the datastore: standalone or cluster behind one type, the guard mode and the
+//! wire version check (scripts are loaded and called by `script`).
 //!
 //! [`Store::connect`] takes one URL (standalone, or a cluster node: it asks the server and switches to
 //! a cluster client when `cluster_enabled:1`) or several seed URLs (a cluster). `rediss://` URLs use
@@ -8,7 +8,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keyspace::{CoreKey, Key};
-use crate::script::{self, Script};
+use crate::script;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
@@ -527,55 +527,5 @@ impl Store {
             ErrorCode::ServerUnavailable,
             format!("no cluster node owns slot {slot}; is the cluster healthy?"),
         ))
-    }
-
-    /// Loads `script` in this store's mode (on a cluster, SCRIPT LOAD is routed to every node).
-    pub async fn load_script(&self, script: &Script) -> Result<()> {
-        let mut conn = self.conn();
-        let _: String = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(script.source(self.guarded()))
-            .query_async(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    /// Loads every script (on a cluster: on every node).
-    pub async fn load_all_scripts(&self) -> Result<()> {
-        for s in script::ALL {
-            self.load_script(s).await?;
-        }
-        Ok(())
-    }
-}
-
-impl Store {
-    /// Sends many script calls in one pipelined round trip (EVALSHA each); after NOSCRIPT, loads the
-    /// scripts involved and resends once. Only for calls that are safe to repeat.
-    pub async fn pipeline<T: redis::FromRedisValue>(
-        &self,
-        calls: &[crate::script::Invocation],
-    ) -> Result<Vec<T>> {
-        let guarded = self.guarded();
-        let mut pipe = redis::pipe();
-        for c in calls {
-            pipe.add_command(c.command(guarded)?);
-        }
-        let mut conn = self.conn();
-        match pipe.query_async::<Vec<T>>(&mut conn).await {
-            Err(e)
-                if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
-                    || e.to_string().contains("NoScript") =>
-            {
-                let mut seen = std::collections::HashSet::new();
-                for c in calls {
-                    if seen.insert(c.script().name()) {
-                        self.load_script(c.script()).await?;
-                    }
-                }
-                Ok(pipe.query_async::<Vec<T>>(&mut conn).await?)
-            }
-            other => Ok(other?),
-        }
     }
 }

@@ -1,6 +1,7 @@
 //! Scripts against real servers: the undeclared-key guard fires on bad scripts and passes good ones
-//! on both topologies; EVALSHA survives SCRIPT FLUSH and a server restart; the key table the guard
-//! reads matches the server's COMMAND INFO; the tree has no raw `redis.call` outside the guard.
+//! on both topologies; EVALSHA survives SCRIPT FLUSH and a server restart, for single and pipelined
+//! calls; the key table the guard reads matches the server's COMMAND INFO; the tree has no raw
+//! `redis.call` outside the guard.
 
 mod common;
 
@@ -158,6 +159,66 @@ async fn scripts_survive_flush_and_restart() {
         }
     }
     assert_eq!(last, Some(2));
+}
+
+async fn flush_scripts(store: &Store) {
+    let mut conn = store.conn();
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// The one NOSCRIPT retry (`script.rs`) serves single calls and pipelines alike: after SCRIPT
+/// FLUSH a pipelined bulk add (three add calls in one round trip), a single add, a pipelined drain,
+/// and a pipeline of two scripts of which only the second is gone all succeed. On servers of its
+/// own: a flush on the shared ones could land between another test's load and its one retry.
+#[tokio::test]
+async fn single_and_pipelined_calls_survive_script_flush() {
+    let server = emq_harness::RedisServer::start().unwrap();
+    let cluster = emq_harness::RedisCluster::start(3).unwrap();
+    let stores = [
+        (
+            "standalone",
+            Store::connect(ConnectOptions::new(server.url()).guarded(true)).await,
+        ),
+        (
+            "cluster",
+            Store::connect(ConnectOptions::seeds(cluster.urls()).guarded(true)).await,
+        ),
+    ];
+    for (topology, store) in stores {
+        let store = store.unwrap();
+        let q = common::queue_on(&store, "flushed").await;
+        flush_scripts(&store).await;
+        let ids = q.add_bulk(common::jobs("bulk", 600)).await.unwrap();
+        assert_eq!(ids.len(), 600, "{topology}");
+        flush_scripts(&store).await;
+        let one = q
+            .add("one", serde_json::json!(1), emq::JobOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(q.counts().await.unwrap().waiting, 601, "{topology}");
+        flush_scripts(&store).await;
+        assert_eq!(q.drain(false).await.unwrap(), 601, "{topology}");
+        assert_eq!(q.counts().await.unwrap().waiting, 0, "{topology}");
+
+        flush_scripts(&store).await;
+        GOOD_DECLARED.load(&store).await.unwrap();
+        let name = q.name().clone();
+        let calls = [
+            GOOD_DECLARED
+                .prepare()
+                .key(&name.key(Family::Delayed))
+                .key(&name.key(Family::Prioritized))
+                .key(&name.key(Family::Completed)),
+            script::JOB_STATE.on(&name, Some(one)).unwrap().arg(one),
+        ];
+        let replies: Vec<redis::Value> = script::pipeline(&store, &calls).await.unwrap();
+        assert_eq!(replies.len(), 2, "{topology}");
+        assert_eq!(replies[0], redis::Value::Int(2), "{topology}");
+    }
 }
 
 #[tokio::test]

@@ -322,32 +322,56 @@ def test_bindings_match_no_option_strings():
     assert not offenders, "option strings matched in a binding:\n  " + "\n  ".join(offenders)
 
 
+# The names of python/src/emq/errors.py's __all__ that are not a code's class.
+NOT_CODES = {"EmqError", "Unrecoverable", "Delay", "error_for_code"}
+
+
 def core_error_codes():
+    """The codes of ErrorCode::as_str's match arms (exhaustive, so every variant's), in order."""
     text = (ROOT / "core/src/error.rs").read_text()
-    return set(re.findall(r'ErrorCode::\w+ => "(\w+)"', text))
+    return re.findall(r'ErrorCode::(\w+) => "(\w+)"', text)
 
 
 def test_error_codes_are_one_table_in_every_language():
-    """The core's ErrorCode strings are the codes of every language's error classes, no more, no less."""
-    codes = core_error_codes()
-    assert {"invalid_option", "internal", "timeout"} <= codes, codes
-    camel = lambda c: "".join(w.capitalize() for w in c.split("_"))
-    py = set(re.findall(r'^    code = "(\w+)"', (ROOT / "python/src/emq/errors.py").read_text(), re.M))
-    js = (ROOT / "node/index.js").read_text()
-    js_table = set(re.findall(r"^  (\w+): '\w+',$", _block(js, r"^const CLASS_NAMES = \{"), re.M))
-    dts = (ROOT / "node/index.d.ts").read_text()
-    dts_block = dts.split("export type ErrorCode =", 1)[1].split(";", 1)[0]
-    dts_union = set(re.findall(r"'(\w+)'", dts_block))
-    uni = _block(_uniffi_sources(), r"^pub enum EmqException \{")
-    uni_variants = set(re.findall(r"^    (\w+) \{ message: String \},", uni, re.M))
-    found = {
-        "python/src/emq/errors.py": py,
-        "node/index.js CLASS_NAMES": js_table,
-        "node/index.d.ts ErrorCode": dts_union,
-        "bindings/uniffi EmqException": {c for c in codes if camel(c) in uni_variants} | {f"?{v}" for v in uni_variants if v not in {camel(c) for c in codes}},
+    """Every language takes the core's ErrorCode table: the generated lists (`cargo run -q -p emq
+    --example error_codes`, from ErrorCode::ALL) hold exactly the codes of error.rs's match arms,
+    in order, and each language has its hand-written class for every code, no more."""
+    pairs = core_error_codes()
+    codes = [c for _, c in pairs]
+    assert {"invalid_option", "internal", "timeout"} <= set(codes), codes
+    names = [n for n, _ in pairs]
+    regen = "; regenerate them with: cargo run -q -p emq --example error_codes"
+    generated = {
+        "python/src/emq/_codes.py": re.findall(r'^    \("(\w+)", "(\w+)"\),$', (ROOT / "python/src/emq/_codes.py").read_text(), re.M),
+        "node/codes.js": re.findall(r"^  (\w+): '(\w+)',$", (ROOT / "node/codes.js").read_text(), re.M),
     }
-    wrong = {where: (sorted(codes - got), sorted(got - codes)) for where, got in found.items() if got != codes}
-    assert not wrong, "error codes out of step with core/src/error.rs (missing, extra): " + repr(wrong)
+    dts_codes = (ROOT / "node/codes.d.ts").read_text().split("export type ErrorCode =", 1)[1].split(";", 1)[0]
+    esm = (ROOT / "node/codes.mjs").read_text().split("export const {", 1)[1].split("}", 1)[0]
+    stale = {where: got for where, got in generated.items() if got != [(c, n) for n, c in pairs]}
+    if re.findall(r"'(\w+)'", dts_codes) != codes:
+        stale["node/codes.d.ts"] = dts_codes
+    if re.findall(r"^  (\w+),$", esm, re.M) != names:
+        stale["node/codes.mjs"] = esm
+    assert not stale, "generated error-code lists out of step with core/src/error.rs" + regen + ": " + repr(stale)
+
+    errors_py = (ROOT / "python/src/emq/errors.py").read_text()
+    py_classes = dict(re.findall(r'^class (\w+)\(EmqError\):\n(?:    """.*?"""\n)?\n?    code = "(\w+)"', errors_py, re.M | re.S))
+    all_block = errors_py.split("__all__ = [", 1)[1].split("]", 1)[0]
+    init_py = (ROOT / "python/src/emq/__init__.py").read_text()
+    dts = (ROOT / "node/index.d.ts").read_text()
+    dts_classes = dict(re.findall(r"^export declare class (\w+) extends EmqError \{\s*readonly code: '(\w+)'", dts, re.M))
+    uni = _block(_uniffi_sources(), r"^pub enum EmqException \{")
+    uni_variants = re.findall(r"^    (\w+) \{ message: String \},", uni, re.M)
+    wanted = dict(zip(names, codes))
+    found = {
+        "python/src/emq/errors.py classes": py_classes,
+        "python/src/emq/errors.py __all__": {n: wanted.get(n) for n in re.findall(r'"(\w+)"', all_block) if n not in NOT_CODES},
+        "python/src/emq/__init__.py": {n: wanted[n] for n in names if re.search(rf'^    "{n}",$', init_py, re.M)},
+        "node/index.d.ts classes": dts_classes,
+        "bindings/uniffi EmqException": {n: wanted.get(n) for n in uni_variants},
+    }
+    wrong = {where: (sorted(set(wanted.items()) - set(got.items())), sorted(set(got.items()) - set(wanted.items()))) for where, got in found.items() if got != wanted}
+    assert not wrong, "error classes out of step with core/src/error.rs (missing, extra): " + repr(wrong)
 
 
 def test_the_readme_table_is_current():

@@ -79,10 +79,12 @@ for f in delayMs priority attempts backoff jitter leaseMs lifo removeOnComplete 
     timeoutMs dedup debounce dedupTtlMs parentPolicy group id; do
     expect "public var $f: " "JobOptions.$f"
 done
-# One EmqException case per core error code.
-for code in InvalidQueueName InvalidJobId InvalidOption InvalidPayload ServerUnavailable \
-    AuthFailed PermissionDenied IncompatibleVersion CrossSlot UndeclaredKey ScriptError LeaseLost NodeLeaseLost JobNotFound \
-    InvalidState Timeout Closed HandlerFailed Internal; do
+# One EmqException case per core error code: the class names of the list generated from the
+# core's table (python/src/emq/_codes.py; cargo run -q -p emq --example error_codes).
+codes_py="$(dirname "$0")/../../../python/src/emq/_codes.py"
+codes="$(sed -nE 's/^    \("[a-z_]+", "([A-Za-z]+)"\),$/\1/p' "$codes_py")"
+[[ -n "$codes" ]] || { echo "swift check: no error codes read from $codes_py"; exit 1; }
+for code in $codes; do
     expect "case $code\(message: String\)" "EmqException.$code"
 done
 if [[ $fail != 0 ]]; then exit 1; fi

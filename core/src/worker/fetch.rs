@@ -222,7 +222,7 @@ pub(super) async fn block_for_marker(
     if let Some(Err(e)) = replies.next() {
         // Not registered this time (NOSCRIPT after a flush, say): load it for the next wait.
         tracing::debug!(error = %e, "wait registration failed");
-        let _ = s.queue.store().load_script(&script::WAIT_REGISTER).await;
+        let _ = script::WAIT_REGISTER.load(s.queue.store()).await;
     }
     let popped = match replies.next() {
         Some(Ok(v)) => redis::from_redis_value::<Option<(String, Vec<u8>)>>(v)

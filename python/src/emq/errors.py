@@ -1,5 +1,5 @@
 """emq's exceptions: one base class, :class:`EmqError`, and one subclass per stable error code of
-the core (``ErrorCode::ALL`` in ``core/src/error.rs``).
+the core (``ErrorCode::ALL`` in ``core/src/error.rs``, listed in the generated ``_codes.py``).
 
 Every exception carries ``.code`` (the snake_case code, e.g. ``"invalid_queue_name"``) and
 ``.message`` (the human message without the code). :class:`Unrecoverable` is different: a job
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any, Dict, Optional, Type
+
+from ._codes import CODES
 
 __all__ = [
     "EmqError",
@@ -209,30 +211,22 @@ class Delay(Exception):
         self.count_attempt = bool(count_attempt)
 
 
-_BY_CODE: Dict[str, Type[EmqError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidQueueName,
-        InvalidJobId,
-        InvalidOption,
-        InvalidPayload,
-        ServerUnavailable,
-        AuthFailed,
-        PermissionDenied,
-        IncompatibleVersion,
-        CrossSlot,
-        UndeclaredKey,
-        ScriptError,
-        LeaseLost,
-        NodeLeaseLost,
-        JobNotFound,
-        InvalidState,
-        Timeout,
-        Closed,
-        HandlerFailed,
-        Internal,
-    )
-}
+def _classes_by_code() -> Dict[str, Type[EmqError]]:
+    """Each code of the core's table (``_codes.CODES``, generated from ``core/src/error.rs``) with
+    its class above; a code without one is a missing class, not a silent fallback."""
+    table: Dict[str, Type[EmqError]] = {}
+    for code, name in CODES:
+        cls = globals().get(name)
+        if not (isinstance(cls, type) and issubclass(cls, EmqError) and cls.code == code):
+            raise ImportError(
+                f"emq.errors has no class {name} with code {code!r}, a code of the core "
+                "(python/src/emq/_codes.py, generated from core/src/error.rs): write it"
+            )
+        table[code] = cls
+    return table
+
+
+_BY_CODE: Dict[str, Type[EmqError]] = _classes_by_code()
 
 
 def error_for_code(code: str, message: str) -> EmqError:

@@ -1,0 +1,27 @@
+# Generated from core/src/error.rs (ErrorCode::ALL) by `cargo run -q -p emq --example error_codes`.
+# Do not edit: change the core's table and run that command again.
+"""The core's stable error codes, in its order, each with its exception class's name."""
+
+from typing import Tuple
+
+CODES: Tuple[Tuple[str, str], ...] = (
+    ("invalid_queue_name", "InvalidQueueName"),
+    ("invalid_job_id", "InvalidJobId"),
+    ("invalid_option", "InvalidOption"),
+    ("invalid_payload", "InvalidPayload"),
+    ("server_unavailable", "ServerUnavailable"),
+    ("auth_failed", "AuthFailed"),
+    ("permission_denied", "PermissionDenied"),
+    ("incompatible_version", "IncompatibleVersion"),
+    ("cross_slot", "CrossSlot"),
+    ("undeclared_key", "UndeclaredKey"),
+    ("script_error", "ScriptError"),
+    ("lease_lost", "LeaseLost"),
+    ("node_lease_lost", "NodeLeaseLost"),
+    ("job_not_found", "JobNotFound"),
+    ("invalid_state", "InvalidState"),
+    ("timeout", "Timeout"),
+    ("closed", "Closed"),
+    ("handler_failed", "HandlerFailed"),
+    ("internal", "Internal"),
+)
