@@ -39,6 +39,7 @@ const CLASS_NAMES = {
   job_not_found: 'JobNotFound',
   invalid_state: 'InvalidState',
   timeout: 'Timeout',
+  not_replicated: 'NotReplicated',
   closed: 'Closed',
   handler_failed: 'HandlerFailed',
   internal: 'Internal',

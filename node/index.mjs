@@ -30,6 +30,7 @@ export const {
   JobNotFound,
   InvalidState,
   Timeout,
+  NotReplicated,
   Closed,
   HandlerFailed,
   Internal,

@@ -79,7 +79,7 @@ done
 # One EmqException case per core error code.
 for code in InvalidQueueName InvalidJobId InvalidOption InvalidPayload ServerUnavailable \
     AuthFailed PermissionDenied IncompatibleVersion CrossSlot UndeclaredKey ScriptError LeaseLost NodeLeaseLost JobNotFound \
-    InvalidState Timeout Closed HandlerFailed Internal; do
+    InvalidState Timeout NotReplicated Closed HandlerFailed Internal; do
     expect "case $code\(message: String\)" "EmqException.$code"
 done
 if [[ $fail != 0 ]]; then exit 1; fi

@@ -29,6 +29,7 @@ __all__ = [
     "JobNotFound",
     "InvalidState",
     "Timeout",
+    "NotReplicated",
     "Closed",
     "HandlerFailed",
     "Internal",
@@ -150,6 +151,14 @@ class Timeout(EmqError):
     code = "timeout"
 
 
+class NotReplicated(EmqError):
+    """A durable add (``durable=(replicas, timeout_ms)``) was written on the master, but fewer
+    replicas than asked acknowledged it in time: it can be lost in a failover. Adding again with
+    the same ``id`` is idempotent (and waits again)."""
+
+    code = "not_replicated"
+
+
 class Closed(EmqError):
     """The queue or worker was closed (or belongs to another process, before ``os.fork()``)."""
 
@@ -228,6 +237,7 @@ _BY_CODE: Dict[str, Type[EmqError]] = {
         JobNotFound,
         InvalidState,
         Timeout,
+        NotReplicated,
         Closed,
         HandlerFailed,
         Internal,
