@@ -60,7 +60,10 @@ async fn without_a_replica_a_durable_add_fails_with_not_replicated_naming_its_jo
     assert!(q.get(id).await.unwrap().is_some());
     let e = q.add_bulk(common::jobs("b", 3)).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::NotReplicated, "{e}");
-    assert!(e.message().contains("jobs are"), "{e}");
+    assert!(
+        e.message().contains("the jobs ") && e.message().contains(" are written on the master"),
+        "{e}"
+    );
     common::audit_ok(&q).await;
 }
 
