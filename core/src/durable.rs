@@ -238,7 +238,6 @@ fn may_be_written(ids: &[JobId]) -> String {
     format!(
         "{} may be written on the master (and then can be lost in a failover); add again with the \
          same id (idempotent) to retry",
-        shown(ids, "", "")
-            .trim_end()
+        shown(ids, "", "").trim_end()
     )
 }

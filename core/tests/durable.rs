@@ -103,7 +103,11 @@ async fn conn(server: &RedisServer) -> redis::aio::MultiplexedConnection {
 }
 
 /// One field of `INFO <section>`.
-async fn info_field(conn: &mut redis::aio::MultiplexedConnection, section: &str, field: &str) -> u64 {
+async fn info_field(
+    conn: &mut redis::aio::MultiplexedConnection,
+    section: &str,
+    field: &str,
+) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg(section)
         .query_async(conn)
@@ -214,7 +218,10 @@ async fn durable_adds_reuse_a_few_connections_and_drop_one_whose_wait_fell_short
     let q2 = Queue::connect(short, &common::unique("dur")).await.unwrap();
     let before = info_field(&mut probe, "stats", "total_connections_received").await;
     for i in 0..3 {
-        let e = q2.add("short", json!(i), JobOptions::default()).await.unwrap_err();
+        let e = q2
+            .add("short", json!(i), JobOptions::default())
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::NotReplicated, "{e}");
     }
     let now = info_field(&mut probe, "stats", "total_connections_received").await;
