@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'job_not_found'
   | 'invalid_state'
   | 'timeout'
+  | 'not_replicated'
   | 'closed'
   | 'handler_failed'
   | 'internal';

@@ -20,6 +20,7 @@ const CLASS_NAMES = Object.freeze({
   job_not_found: 'JobNotFound',
   invalid_state: 'InvalidState',
   timeout: 'Timeout',
+  not_replicated: 'NotReplicated',
   closed: 'Closed',
   handler_failed: 'HandlerFailed',
   internal: 'Internal',

@@ -21,6 +21,7 @@ export const {
   JobNotFound,
   InvalidState,
   Timeout,
+  NotReplicated,
   Closed,
   HandlerFailed,
   Internal,

@@ -272,7 +272,7 @@ export interface ConnectOptions {
   clientCert?: string | Uint8Array;
   /** The client certificate's private key. */
   clientKey?: string | Uint8Array;
-  /** Every add waits for this many replicas to acknowledge it (`WAIT`), within `timeoutMs`. */
+  /** Every add waits for this many replicas to acknowledge it (`WAIT`), within `timeoutMs`; else it rejects with NotReplicated. */
   durable?: [replicas: number, timeoutMs: number];
 }
 
@@ -519,6 +519,8 @@ export declare class NodeLeaseLost extends EmqError { readonly code: 'node_lease
 export declare class JobNotFound extends EmqError { readonly code: 'job_not_found'; constructor(message: string); }
 export declare class InvalidState extends EmqError { readonly code: 'invalid_state'; constructor(message: string); }
 export declare class Timeout extends EmqError { readonly code: 'timeout'; constructor(message: string); }
+/** A durable add was written on the master but fewer replicas than asked acknowledged it in time (it can be lost in a failover; add again with the same id). */
+export declare class NotReplicated extends EmqError { readonly code: 'not_replicated'; constructor(message: string); }
 export declare class Closed extends EmqError { readonly code: 'closed'; constructor(message: string); }
 /** A job failed (from `queue.wait`): `failureCode`, `message` and `stack` are the job's failure's. */
 export declare class HandlerFailed extends EmqError {

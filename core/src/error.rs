@@ -43,6 +43,10 @@ pub enum ErrorCode {
     InvalidState,
     /// A call did not finish within its deadline.
     Timeout,
+    /// A durable add (`ConnectOptions::durable`) was written on the master, but fewer replicas
+    /// than asked acknowledged it in time: it can be lost in a failover. Adding again with the
+    /// same id is idempotent (and waits again).
+    NotReplicated,
     /// The queue or worker was closed.
     Closed,
     /// A handler failed (used for failure records, not raised to callers).
@@ -53,7 +57,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for bindings that generate their exception classes.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::InvalidQueueName,
         ErrorCode::InvalidJobId,
         ErrorCode::InvalidOption,
@@ -70,6 +74,7 @@ impl ErrorCode {
         ErrorCode::JobNotFound,
         ErrorCode::InvalidState,
         ErrorCode::Timeout,
+        ErrorCode::NotReplicated,
         ErrorCode::Closed,
         ErrorCode::HandlerFailed,
         ErrorCode::Internal,
@@ -94,6 +99,7 @@ impl ErrorCode {
             ErrorCode::JobNotFound => "job_not_found",
             ErrorCode::InvalidState => "invalid_state",
             ErrorCode::Timeout => "timeout",
+            ErrorCode::NotReplicated => "not_replicated",
             ErrorCode::Closed => "closed",
             ErrorCode::HandlerFailed => "handler_failed",
             ErrorCode::Internal => "internal",

@@ -39,7 +39,7 @@ pub struct ConnectOptions {
     /// datastore is unavailable: a restart, a failover, LOADING. Default 10 s; zero sends once.
     pub retry_unavailable: Duration,
     /// Opt-in durable adds: every add waits for this many replicas (`WAIT`) and fails with
-    /// `timeout` when they did not acknowledge in time (see [`crate::durable`]). Default: none.
+    /// `not_replicated` when they did not acknowledge in time (see [`crate::durable`]). Default: none.
     pub durable: Option<crate::durable::Durability>,
 }
 
@@ -267,6 +267,8 @@ struct Inner {
     options: ConnectOptions,
     topology: Topology,
     single: Option<redis::Client>,
+    /// The dedicated connections of durable adds (crate::durable), per master.
+    durable_pool: crate::durable::Pool,
 }
 
 /// A connected datastore.
@@ -418,6 +420,7 @@ impl Store {
                 },
                 options,
                 single,
+                durable_pool: crate::durable::Pool::default(),
             }),
             conn: conn.expect("one branch connected"),
         };
@@ -471,19 +474,39 @@ impl Store {
         &self,
         key: &Key,
     ) -> Result<redis::aio::MultiplexedConnection> {
+        let url = self.master_url_for(key).await?;
+        self.dedicated_connection_to(&url).await
+    }
+
+    /// The URL of the server that owns `key`: the one URL standalone, else the slot's master.
+    pub(crate) async fn master_url_for(&self, key: &Key) -> Result<String> {
+        match &self.inner.single {
+            Some(_) => Ok(self.inner.options.urls[0].clone()),
+            None => self.node_url_for(key.slot()).await,
+        }
+    }
+
+    /// A new dedicated connection (no reconnect, no response deadline) to `url`, a URL from
+    /// [`Store::master_url_for`].
+    pub(crate) async fn dedicated_connection_to(
+        &self,
+        url: &str,
+    ) -> Result<redis::aio::MultiplexedConnection> {
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(self.inner.options.connect_timeout));
         let client = match &self.inner.single {
             Some(c) => c.clone(),
-            None => {
-                let url = self.node_url_for(key.slot()).await?;
-                client_for(&url, &self.inner.options)?
-            }
+            None => client_for(url, &self.inner.options)?,
         };
         Ok(client
             .get_multiplexed_async_connection_with_config(&config)
             .await?)
+    }
+
+    /// The durable adds' connections.
+    pub(crate) fn durable_pool(&self) -> &crate::durable::Pool {
+        &self.inner.durable_pool
     }
 
     /// The URL of the cluster master that owns `slot`, with the seed URL's scheme and credentials.

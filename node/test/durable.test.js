@@ -16,12 +16,13 @@ after(async () => {
   if (servers) await servers.stop();
 });
 
-test('without a replica a durable add rejects with Timeout naming its job, which is written', async () => {
+test('with more replicas asked than exist a durable add rejects with NotReplicated naming its job, which is written', async () => {
   const q = await emq.Queue.connect(servers.standalone, unique('dur'), { durable: [1, 200] });
   const id = q.mintId();
   const t0 = Date.now();
   await assert.rejects(q.add('d', { n: 1 }, { id }), (e) => {
-    assert.ok(e instanceof emq.Timeout, e.stack);
+    assert.ok(e instanceof emq.NotReplicated, e.stack);
+    assert.equal(e.code, 'not_replicated');
     assert.ok(e.message.includes(id) && e.message.includes('0 of 1 replicas'), e.message);
     return true;
   });

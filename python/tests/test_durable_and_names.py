@@ -11,12 +11,13 @@ import emq
 import emq.sync
 
 
-async def test_durable_add_without_a_replica_raises_timeout_and_the_job_is_written(standalone, qname):
+async def test_durable_add_without_a_replica_raises_not_replicated_and_the_job_is_written(standalone, qname):
     q = await emq.Queue.connect(standalone, qname, durable=(1, 200))
     job_id = q.mint_id()
     started = time.monotonic()
-    with pytest.raises(emq.Timeout) as e:
+    with pytest.raises(emq.NotReplicated) as e:
         await q.add("d", {"n": 1}, id=job_id)
+    assert e.value.code == "not_replicated"
     assert time.monotonic() - started >= 0.19
     assert job_id in e.value.message and "0 of 1 replicas" in e.value.message
     assert (await q.get(job_id)) is not None

@@ -24,6 +24,7 @@ pub enum EmqException {
     JobNotFound { message: String },
     InvalidState { message: String },
     Timeout { message: String },
+    NotReplicated { message: String },
     Closed { message: String },
     HandlerFailed { message: String },
     Internal { message: String },
@@ -50,6 +51,7 @@ impl EmqException {
             JobNotFound { .. } => ErrorCode::JobNotFound,
             InvalidState { .. } => ErrorCode::InvalidState,
             Timeout { .. } => ErrorCode::Timeout,
+            NotReplicated { .. } => ErrorCode::NotReplicated,
             Closed { .. } => ErrorCode::Closed,
             HandlerFailed { .. } => ErrorCode::HandlerFailed,
             Internal { .. } => ErrorCode::Internal,
@@ -76,6 +78,7 @@ impl EmqException {
             | JobNotFound { message }
             | InvalidState { message }
             | Timeout { message }
+            | NotReplicated { message }
             | Closed { message }
             | HandlerFailed { message }
             | Internal { message } => message,
@@ -104,6 +107,7 @@ impl From<emq::Error> for EmqException {
             ErrorCode::JobNotFound => JobNotFound { message },
             ErrorCode::InvalidState => InvalidState { message },
             ErrorCode::Timeout => Timeout { message },
+            ErrorCode::NotReplicated => NotReplicated { message },
             ErrorCode::Closed => Closed { message },
             ErrorCode::HandlerFailed => HandlerFailed { message },
             ErrorCode::Internal => Internal { message },

@@ -65,6 +65,7 @@ from .errors import (
     JobNotFound,
     LeaseLost,
     NodeLeaseLost,
+    NotReplicated,
     ScriptError,
     ServerUnavailable,
     AuthFailed,
@@ -98,6 +99,7 @@ __all__ = [
     "JobNotFound",
     "LeaseLost",
     "NodeLeaseLost",
+    "NotReplicated",
     "ScriptError",
     "ServerUnavailable",
     "AuthFailed",
@@ -219,7 +221,8 @@ class Queue:
         """Connects to ``url`` (a ``redis://``/``rediss://`` URL, or a list of cluster seed URLs;
         None: ``EMQ_URL``) and opens the queue ``name``. ``EMQ_GUARD=1`` runs every script under
         the core's undeclared-key guard. ``durable=(replicas, timeout_ms)``: every add waits for
-        that many replicas (``WAIT``) and raises ``Timeout`` when they did not acknowledge in time.
+        that many replicas (``WAIT``) and raises ``NotReplicated`` when they did not acknowledge in
+        time (the job is written on the master; add again with the same ``id``).
 
         For ``rediss://``: ``ca_cert`` is a private CA to trust (else the system's roots);
         ``client_cert`` and ``client_key`` (both or neither) a client certificate for mutual TLS.

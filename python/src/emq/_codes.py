@@ -21,6 +21,7 @@ CODES: Tuple[Tuple[str, str], ...] = (
     ("job_not_found", "JobNotFound"),
     ("invalid_state", "InvalidState"),
     ("timeout", "Timeout"),
+    ("not_replicated", "NotReplicated"),
     ("closed", "Closed"),
     ("handler_failed", "HandlerFailed"),
     ("internal", "Internal"),

@@ -31,6 +31,7 @@ __all__ = [
     "JobNotFound",
     "InvalidState",
     "Timeout",
+    "NotReplicated",
     "Closed",
     "HandlerFailed",
     "Internal",
@@ -150,6 +151,14 @@ class Timeout(EmqError):
     """A call did not finish within its deadline."""
 
     code = "timeout"
+
+
+class NotReplicated(EmqError):
+    """A durable add (``durable=(replicas, timeout_ms)``) was written on the master, but fewer
+    replicas than asked acknowledged it in time: it can be lost in a failover. Adding again with
+    the same ``id`` is idempotent (and waits again)."""
+
+    code = "not_replicated"
 
 
 class Closed(EmqError):

@@ -4091,6 +4091,8 @@ enum EmqException: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     
     case Timeout(message: String)
     
+    case NotReplicated(message: String)
+    
     case Closed(message: String)
     
     case HandlerFailed(message: String)
@@ -4190,15 +4192,19 @@ public struct FfiConverterTypeEmqException: FfiConverterRustBuffer {
             message: try FfiConverterString.read(from: &buf)
         )
         
-        case 17: return .Closed(
+        case 17: return .NotReplicated(
             message: try FfiConverterString.read(from: &buf)
         )
         
-        case 18: return .HandlerFailed(
+        case 18: return .Closed(
             message: try FfiConverterString.read(from: &buf)
         )
         
-        case 19: return .Internal(
+        case 19: return .HandlerFailed(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 20: return .Internal(
             message: try FfiConverterString.read(from: &buf)
         )
         
@@ -4245,12 +4251,14 @@ public struct FfiConverterTypeEmqException: FfiConverterRustBuffer {
             writeInt(&buf, Int32(15))
         case .Timeout(_ /* message is ignored*/):
             writeInt(&buf, Int32(16))
-        case .Closed(_ /* message is ignored*/):
+        case .NotReplicated(_ /* message is ignored*/):
             writeInt(&buf, Int32(17))
-        case .HandlerFailed(_ /* message is ignored*/):
+        case .Closed(_ /* message is ignored*/):
             writeInt(&buf, Int32(18))
-        case .Internal(_ /* message is ignored*/):
+        case .HandlerFailed(_ /* message is ignored*/):
             writeInt(&buf, Int32(19))
+        case .Internal(_ /* message is ignored*/):
+            writeInt(&buf, Int32(20))
 
         
         }

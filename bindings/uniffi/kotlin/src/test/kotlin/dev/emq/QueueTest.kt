@@ -221,8 +221,9 @@ class QueueTest {
             assertTrue(e.message!!.startsWith("invalid_queue_name: "), e.message)
             assertEquals("invalid_queue_name", errorCode(e.message!!))
             assertTrue(e is EmqException)
-            assertEquals(19, errorCodes().size)
-            assertTrue(errorCodes().containsAll(listOf("auth_failed", "permission_denied", "timeout")), errorCodes().toString())
+            assertEquals(20, errorCodes().size)
+            assertTrue(errorCodes().containsAll(listOf("auth_failed", "permission_denied", "timeout", "not_replicated")), errorCodes().toString())
+            assertEquals("not_replicated", errorCode("not_replicated: 0 of 1 replicas acknowledged the add"))
 
             val q = Queue.connect(url, Harness.uniqueQueue("kt-errors"))
             try {
