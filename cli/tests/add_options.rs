@@ -32,15 +32,43 @@ fn bad_retention_is_the_typed_error_exit_2_and_nothing_is_added() {
     let url = server.url();
     for (flag, value, says) in [
         // Text that is no retention: the CLI's own reading.
-        ("--remove-on-complete", "yes", "--remove-on-complete takes true, false"),
-        ("--remove-on-fail", "1x", "--remove-on-fail takes true, false"),
+        (
+            "--remove-on-complete",
+            "yes",
+            "--remove-on-complete takes true, false",
+        ),
+        (
+            "--remove-on-fail",
+            "1x",
+            "--remove-on-fail takes true, false",
+        ),
         ("--remove-on-complete", "100,", "--remove-on-complete takes"),
         // Values out of bounds: the core's checks, naming its option.
-        ("--remove-on-complete", "-1", "remove_on_complete must be a whole number"),
-        ("--remove-on-complete", "1.5", "remove_on_complete must be a whole number"),
-        ("--remove-on-fail", "-5s", "remove_on_fail.age must be a finite, non-negative duration"),
-        ("--remove-on-fail", "100,99999999999d", "remove_on_fail.age is too large"),
-        ("--remove-on-complete", "9007199254740992", "remove_on_complete must be a whole number between 0 and 9007199254740991"),
+        (
+            "--remove-on-complete",
+            "-1",
+            "remove_on_complete must be a whole number",
+        ),
+        (
+            "--remove-on-complete",
+            "1.5",
+            "remove_on_complete must be a whole number",
+        ),
+        (
+            "--remove-on-fail",
+            "-5s",
+            "remove_on_fail.age must be a finite, non-negative duration",
+        ),
+        (
+            "--remove-on-fail",
+            "100,99999999999d",
+            "remove_on_fail.age is too large",
+        ),
+        (
+            "--remove-on-complete",
+            "9007199254740992",
+            "remove_on_complete must be a whole number between 0 and 9007199254740991",
+        ),
     ] {
         let out = emq(&url, &["add", "ropts", "j", flag, value]);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -60,8 +88,16 @@ fn retention_reads_back_as_the_core_stored_it() {
     let server = RedisServer::start().unwrap();
     let url = server.url();
     for (args, complete, fail) in [
-        (&["--remove-on-complete", "true"][..], json!(true), Value::Null),
-        (&["--remove-on-complete", "100"][..], json!({"count": 100}), Value::Null),
+        (
+            &["--remove-on-complete", "true"][..],
+            json!(true),
+            Value::Null,
+        ),
+        (
+            &["--remove-on-complete", "100"][..],
+            json!({"count": 100}),
+            Value::Null,
+        ),
         (
             &["--remove-on-complete", "1d", "--remove-on-fail", "250,12h"][..],
             json!({"age_ms": 86_400_000u64}),
@@ -73,7 +109,11 @@ fn retention_reads_back_as_the_core_stored_it() {
             json!({"age_ms": 5_400_000u64}),
         ),
         // `false` is the default (the queue's retention): nothing stored.
-        (&["--remove-on-complete", "false"][..], Value::Null, Value::Null),
+        (
+            &["--remove-on-complete", "false"][..],
+            Value::Null,
+            Value::Null,
+        ),
     ] {
         let mut all = vec!["add", "ropts-ok", "j"];
         all.extend_from_slice(args);

@@ -63,7 +63,8 @@ fn check_passed(out: &Output, jobs: u64) {
         "{stderr}"
     );
     assert!(
-        stderr.contains("kotlin: not built — scripts/demo builds it where java and mvn are on PATH"),
+        stderr
+            .contains("kotlin: not built — scripts/demo builds it where java and mvn are on PATH"),
         "{stderr}"
     );
     assert!(
@@ -227,8 +228,12 @@ fn kotlin_build() -> Result<(String, String), String> {
         .map(PathBuf::from)
         .unwrap_or_else(|_| repo().join("target"));
     let out = target.join("demo").join("kotlin");
-    let cp = std::fs::read_to_string(out.join("cp.txt"))
-        .map_err(|_| format!("no {} (run scripts/demo where java and mvn are)", out.join("cp.txt").display()))?;
+    let cp = std::fs::read_to_string(out.join("cp.txt")).map_err(|_| {
+        format!(
+            "no {} (run scripts/demo where java and mvn are)",
+            out.join("cp.txt").display()
+        )
+    })?;
     let lib = target.join("release");
     if !lib.join("libemq_uniffi.so").is_file() {
         return Err(format!("no {}", lib.join("libemq_uniffi.so").display()));

@@ -208,9 +208,11 @@ async fn stats_count_a_job_failed_for_good_once_and_its_retries_apart() {
         )
         .await
         .unwrap();
-    wait_until("the job to fail for good", Duration::from_secs(20), || async {
-        q.get(id).await.unwrap().unwrap().state == Some(emq::JobState::Failed)
-    })
+    wait_until(
+        "the job to fail for good",
+        Duration::from_secs(20),
+        || async { q.get(id).await.unwrap().unwrap().state == Some(emq::JobState::Failed) },
+    )
     .await;
     let aborter = w.aborter();
     w.close().await.unwrap();

@@ -19,8 +19,7 @@ use crate::options::{ms, worker_options, WorkerOpts};
 use crate::throw;
 use crate::worker_events::WorkerEvents;
 use emq::{
-    Handler, HandlerError, HandlerResult, Interrupt, JobContext, JobId, WorkerAborter,
-    WorkerHandle,
+    Handler, HandlerError, HandlerResult, Interrupt, JobContext, JobId, WorkerAborter, WorkerHandle,
 };
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, Either};

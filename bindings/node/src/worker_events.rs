@@ -140,9 +140,8 @@ impl WorkerEvents {
     pub fn listen(&self, mask: u32) {
         let mut g = self.lock();
         g.mask = mask;
-        g.events.retain(|e| {
-            mask & bit(e.get("kind").and_then(Value::as_str).unwrap_or("")) != 0
-        });
+        g.events
+            .retain(|e| mask & bit(e.get("kind").and_then(Value::as_str).unwrap_or("")) != 0);
     }
 
     /// Everything queued, as a JSON array (on the JS thread).

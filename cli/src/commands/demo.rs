@@ -286,11 +286,7 @@ async fn kotlin_launch() -> Result<Launch, String> {
     {
         args.push(format!("-Djna.library.path={lib}"));
     }
-    args.extend([
-        "-cp".to_string(),
-        classpath,
-        KOTLIN_MAIN.to_string(),
-    ]);
+    args.extend(["-cp".to_string(), classpath, KOTLIN_MAIN.to_string()]);
     Ok(Launch {
         lang: Lang::Kotlin,
         program: "java".into(),

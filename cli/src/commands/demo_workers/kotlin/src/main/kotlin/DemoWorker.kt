@@ -15,6 +15,7 @@ import dev.emq.WorkerHandle
 import java.util.concurrent.ConcurrentLinkedQueue
 import kotlin.concurrent.thread
 import kotlin.system.exitProcess
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
 
 /** The strings of a JSON list of strings (the demo's URLs and queue names: no escapes needed). */
@@ -58,7 +59,7 @@ fun main() {
             }
             while (eof.isAlive) {
                 report()
-                eof.join(250)
+                delay(250)
             }
             report()
 
