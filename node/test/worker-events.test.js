@@ -187,6 +187,10 @@ test('events of a kind with no listener are not kept; a listener added later see
   const q = await connect('wev-late');
   const w = worker(q, async (job) => job.data.n);
   assert.equal(await q.wait(await q.add('a', { n: 1 }), { timeout: 10_000 }), 1);
+  // A waiter can see the completion before the worker has its own reply: let the worker's
+  // 'completed' (counted just before it is reported) pass first.
+  await waitFor('the worker to count the first job', async () => w.stats().completed === 1);
+  await new Promise((r) => setTimeout(r, 200));
   const seen = [];
   const onCompleted = (job, result) => seen.push(result);
   w.on('completed', onCompleted);
