@@ -436,29 +436,47 @@ export interface WorkerOptions {
   handleSignals?: boolean;
 }
 
+/** A worker's counters (they count jobs, not runs, except `retried`). */
 export interface WorkerStats {
+  /** Jobs completed. */
   completed: number;
+  /**
+   * Jobs failed for good: their last attempt failed, or an unrecoverable error, a cancel or a
+   * timeout with no attempt left ended them. A job given back at shutdown is not counted.
+   */
   failed: number;
+  /**
+   * Runs that failed and went back for another attempt (to waiting, or delayed for the backoff):
+   * a job with `attempts: 3` that always fails counts `failed` 1 and `retried` 2.
+   */
+  retried: number;
+  /** Completions or failures refused because the job's lease was lost. */
   leaseLost: number;
+  /** Stalled jobs this worker's sweep recovered. */
   recovered: number;
+  /** Jobs running now (0 once closed). */
   running: number;
 }
 
 export type Handler<T = any, R = unknown> = (job: ActiveJob<T>) => R | Promise<R>;
 
 /**
- * A worker, and an EventEmitter of its own runs' outcomes: 'completed' (job, result) and 'failed'
- * (job, error) as its handler settled them (an interrupted run emits 'failed' with the signal's
- * reason; a job given back at shutdown emits neither); 'closed' once `close` finished; 'error'
- * (error) for faults of the worker itself (a listener that threw, a close on a signal that
- * failed). Without an 'error' listener those are dropped: a worker never throws into the process.
+ * A worker, and an EventEmitter of the core's worker events, each once the worker recorded it:
+ * 'completed' (job, result); 'failed' (job, error) for each failed run, error a
+ * `WorkerFailure` (`failureCode`: `handler_failed`, `timeout`, `cancelled`, …; `willRetry`); a job
+ * given back at shutdown is neither completed nor failed; 'progress' (job, value) when a handler of
+ * this worker reported progress; 'stalled' (jobId, to) when this worker's stalled sweep recovered a
+ * job whose worker vanished; 'error' (error) for faults of the worker itself: a lost connection, a
+ * failed lease renewal (it keeps trying), a listener that threw, a close on a signal that failed;
+ * 'closed' once `close` finished (after the last events). `job` is a snapshot of the job as its run
+ * saw it. Without an 'error' listener those are dropped: a worker never throws into the process.
  */
 export declare class Worker<T = any, R = unknown> {
   /** Starts processing at once. A throw or rejection fails the job; a returned value is its result. */
   constructor(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions);
   static start<T = any, R = unknown>(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions): Promise<Worker<T, R>>;
   readonly queue: Queue;
-  /** Counters (after `close`: as they were when the close began, `running` 0). */
+  /** Counters (after `close`: the final figures, `running` 0). */
   stats(): WorkerStats;
   /**
    * Graceful shutdown: stops fetching, lets running handlers finish for up to `timeout` ms
@@ -474,18 +492,33 @@ export declare class Worker<T = any, R = unknown> {
   abort(): Promise<number>;
   /** SIGINT/SIGTERM (or `signals`): the first closes gracefully, a second aborts. Returns the worker. */
   closeOnSignals(opts?: { signals?: string[] }): this;
-  on(event: 'completed', listener: (job: ActiveJob<T>, result: R) => void): this;
-  on(event: 'failed', listener: (job: ActiveJob<T>, error: unknown) => void): this;
-  on(event: 'error', listener: (error: Error) => void): this;
+  on(event: 'completed', listener: (job: Job<T, R>, result: R) => void): this;
+  on(event: 'failed', listener: (job: Job<T, R>, error: WorkerFailure) => void): this;
+  on(event: 'progress', listener: (job: Job<T, R>, value: Json) => void): this;
+  on(event: 'stalled', listener: (jobId: JobId, to: 'wait' | 'failed') => void): this;
+  on(event: 'error', listener: (error: EmqError | Error) => void): this;
   on(event: 'closed', listener: () => void): this;
-  once(event: 'completed', listener: (job: ActiveJob<T>, result: R) => void): this;
-  once(event: 'failed', listener: (job: ActiveJob<T>, error: unknown) => void): this;
-  once(event: 'error', listener: (error: Error) => void): this;
+  once(event: 'completed', listener: (job: Job<T, R>, result: R) => void): this;
+  once(event: 'failed', listener: (job: Job<T, R>, error: WorkerFailure) => void): this;
+  once(event: 'progress', listener: (job: Job<T, R>, value: Json) => void): this;
+  once(event: 'stalled', listener: (jobId: JobId, to: 'wait' | 'failed') => void): this;
+  once(event: 'error', listener: (error: EmqError | Error) => void): this;
   once(event: 'closed', listener: () => void): this;
   /** EventEmitter's (a Worker is one at run time). */
-  off(event: 'completed' | 'failed' | 'error' | 'closed', listener: (...args: any[]) => void): this;
-  removeListener(event: 'completed' | 'failed' | 'error' | 'closed', listener: (...args: any[]) => void): this;
-  listenerCount(event: 'completed' | 'failed' | 'error' | 'closed'): number;
+  off(event: WorkerEventName, listener: (...args: any[]) => void): this;
+  removeListener(event: WorkerEventName, listener: (...args: any[]) => void): this;
+  listenerCount(event: WorkerEventName): number;
+}
+
+/** The events of a `Worker`. */
+export type WorkerEventName = 'completed' | 'failed' | 'progress' | 'stalled' | 'error' | 'closed';
+
+/** The error of a worker's 'failed' event: the run's recorded failure. */
+export interface WorkerFailure extends HandlerFailed {
+  /** The failure's code: `handler_failed`, `timeout`, `cancelled`, or the handler's own. */
+  readonly failureCode: string;
+  /** True when the job goes back for another attempt. */
+  readonly willRetry: boolean;
 }
 
 /** Why a job's signal was aborted (`job.signal.reason`); not an EmqError (nothing went wrong). */

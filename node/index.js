@@ -805,7 +805,7 @@ function dispatcher(handler, queue, slot) {
     return st;
   };
   const fail = (seq, e) => {
-    const st = settled(seq);
+    settled(seq);
     if (e instanceof DelayedError) {
       try {
         // Validated by the core (a non-number is NaN there: invalid_option).
@@ -821,8 +821,7 @@ function dispatcher(handler, queue, slot) {
     } catch (err) {
       slot.error(err); // the worker is gone
     }
-    // A job given back at shutdown did not fail.
-    if (st !== undefined && !(st.reason && st.reason.code === 'shutdown')) slot.emit('failed', st.job, e);
+    // The 'failed' event comes from the core once the failure is recorded (workerEvents).
   };
   const ok = (seq, value) => {
     let text = null;
@@ -835,17 +834,14 @@ function dispatcher(handler, queue, slot) {
       }
       if (text === undefined) text = null;
     }
-    const st = settled(seq);
+    settled(seq);
     seqs.push(seq);
     results.push(text);
     if (!flushQueued) {
       flushQueued = true;
       queueMicrotask(flush);
     }
-    if (st === undefined) return;
-    if (!st.reason) slot.emit('completed', st.job, value ?? null);
-    // The core records an interrupted run by its interrupt, whatever the handler returned.
-    else if (st.reason.code !== 'shutdown') slot.emit('failed', st.job, st.reason);
+    // 'completed' (or, for an interrupted run, 'failed') comes from the core once recorded.
   };
   const abort = (st, code, message) => {
     if (st.reason) return;
@@ -887,7 +883,8 @@ function dispatcher(handler, queue, slot) {
           }
           return st.ctrl.signal;
         },
-        updateProgress: (p) => queue.updateProgress(id, p),
+        // Through the run's context, so the worker reports a 'progress' event.
+        updateProgress: (p) => slot.progress(seq, id, p),
         log: (line) => queue.log(id, line),
         childrenResults: () => queue.childrenResults(id),
       };
@@ -914,14 +911,57 @@ function dispatcher(handler, queue, slot) {
   };
 }
 
+/** The bit of each worker event kind in the native worker's listening mask. */
+const WORKER_EVENT_BITS = { completed: 1, failed: 2, progress: 4, stalled: 8, error: 16 };
+
+/** The job of a worker event, as its run saw it (the fields of `queue.get`'s jobs). */
+function eventJob(j) {
+  return { ...j };
+}
+
 /**
- * A worker: runs `handler(job)` on the queue's jobs. An EventEmitter: 'completed' (job, result)
- * and 'failed' (job, error), from the outcomes of its own handler runs (an interrupted run emits
- * 'failed' with the signal's reason; a job given back at shutdown emits neither), 'closed' once
- * `close` has finished, and 'error'
- * (error) for faults of the worker itself (a listener that threw, a failed close on a signal).
- * Without an 'error' listener such errors are dropped: the worker keeps going and never throws
- * into the process.
+ * The listener arguments of one of the core's worker events (`{ kind, ... }`, from the addon's
+ * `worker_events.rs`).
+ */
+function workerEventArgs(ev) {
+  switch (ev.kind) {
+    case 'completed':
+      return [eventJob(ev.job), ev.result ?? null];
+    case 'failed': {
+      const f = ev.failure || {};
+      const e = emqError('handler_failed', f.message ?? 'the job failed');
+      e.failureCode = f.code ?? 'handler_failed';
+      e.failure = f;
+      e.willRetry = ev.willRetry === true;
+      if (typeof f.stack === 'string') e.stack = f.stack;
+      return [eventJob(ev.job), e];
+    }
+    case 'progress':
+      return [eventJob(ev.job), ev.value ?? null];
+    case 'stalled':
+      return [ev.jobId, ev.to];
+    case 'error': {
+      const err = ev.error || {};
+      return [emqError(err.code || 'internal', err.message || 'worker error')];
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * A worker: runs `handler(job)` on the queue's jobs. An EventEmitter of the core's worker events
+ * (each once the worker recorded it): 'completed' (job, result); 'failed' (job, error) for each
+ * failed run — error a HandlerFailed with `failureCode` (`handler_failed`, `timeout`,
+ * `cancelled`, …), `message`, `stack` and `willRetry`; a job given back at shutdown is neither
+ * completed nor failed; 'progress' (job, value) when a handler of this worker reported progress;
+ * 'stalled' (jobId, to) when this worker's stalled sweep recovered a job whose worker vanished
+ * (`to`: 'wait' or 'failed'); 'error' (error) for faults of the worker itself — a lost
+ * connection, a failed lease renewal (it keeps trying), a listener that threw, a failed close on
+ * a signal; and 'closed' once `close` has finished (after the last events). `job` is a snapshot
+ * (`id`, `name`, `data`, `attemptsMade`, `attempts`, …). Without an 'error' listener such errors
+ * are dropped: the worker keeps going and never throws into the process. Events of a kind are
+ * kept only while it has a listener.
  */
 class Worker extends EventEmitter {
   constructor(queue, handler, opts) {
@@ -960,8 +1000,52 @@ class Worker extends EventEmitter {
         }
       },
     };
+    slot.progress = async (seq, id, p) => {
+      const text = payloadJson('progress', p);
+      return call(() => slot.native.progress(seq, String(id), text));
+    };
+    // The core's events, a JSON array at a time (on a later event-loop turn, or from `close`).
+    slot.events = (batchText) => {
+      let events;
+      try {
+        events = JSON.parse(batchText);
+      } catch (e) {
+        slot.error(e);
+        return;
+      }
+      for (const ev of events) {
+        const args = workerEventArgs(ev);
+        if (args === null) continue;
+        if (ev.kind === 'error') slot.error(args[0]);
+        else slot.emit(ev.kind, ...args);
+      }
+    };
+    // Only the kinds with a listener are kept by the addon.
+    const relisten = (extra) => {
+      let mask = 0;
+      for (const [kind, b] of Object.entries(WORKER_EVENT_BITS)) {
+        if (kind === extra || this.listenerCount(kind) > 0) mask |= b;
+      }
+      if (mask !== slot.mask && slot.native !== null) {
+        slot.mask = mask;
+        try {
+          slot.native.listen(mask);
+        } catch (_) {
+          /* closed */
+        }
+      }
+    };
+    slot.mask = 0;
+    this.on('newListener', (event) => {
+      if (event in WORKER_EVENT_BITS) relisten(event);
+    });
+    this.on('removeListener', (event) => {
+      if (event in WORKER_EVENT_BITS) relisten(null);
+    });
     this[kSlot] = slot;
-    this[kNative] = slot.native = callSync(() => queue[kNative].worker(dispatcher(handler, queue, slot), o));
+    this[kNative] = slot.native = callSync(() =>
+      queue[kNative].worker(dispatcher(handler, queue, slot), (text) => slot.events(text), o),
+    );
     this.queue = queue;
     this._closing = null;
     this._signals = null;
@@ -973,7 +1057,10 @@ class Worker extends EventEmitter {
     return new Worker(queue, handler, opts);
   }
 
-  /** Counters: completed, failed, leaseLost, recovered, running (after close: as the close began). */
+  /**
+   * Counters: completed (jobs), failed (jobs failed for good), retried (runs that went back for
+   * another attempt), leaseLost, recovered, running (after close: the final figures, running 0).
+   */
   stats() {
     return this[kNative].stats();
   }
@@ -988,6 +1075,12 @@ class Worker extends EventEmitter {
     if (!this._closing) {
       this._closing = call(() => this[kNative].close(timeout)).finally(() => {
         this._unhookSignals();
+        // The events recorded during the close, before 'closed'.
+        try {
+          this[kSlot].events(this[kNative].takeEvents());
+        } catch (e) {
+          this[kSlot].error(e);
+        }
         this[kSlot].emit('closed');
       });
     }

@@ -18,9 +18,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 lib="${1:-target/debug/libemq_uniffi.so}"
 [[ -f "$lib" ]] || { echo "generate.sh: missing $lib (cargo build -p emq-uniffi)"; exit 1; }
+# The generator from the library's own build (a release library: the release generator, which
+# `cargo build --release -p emq-uniffi` built beside it, so no debug build is needed).
+profile=()
+case "$lib" in */release/*) profile=(--release) ;; esac
 for lang in kotlin swift; do
     rm -rf "bindings/uniffi/$lang/generated"
-    cargo run -q -p emq-uniffi --bin uniffi-bindgen -- generate --library "$lib" \
+    cargo run -q "${profile[@]}" -p emq-uniffi --bin uniffi-bindgen -- generate --library "$lib" \
         --language "$lang" --out-dir "bindings/uniffi/$lang/generated" --no-format
 done
 kt=bindings/uniffi/kotlin/generated/dev/emq/emq_uniffi.kt

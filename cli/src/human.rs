@@ -105,6 +105,44 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// Reads a human duration — a number and a unit, or several (`250ms`, `5s`, `1.5m`, `2h`, `1d`,
+/// `1w`, `1h30m`) — as milliseconds. Only the text is read here: None when it is not one. The
+/// value is the caller's to hand to the core, which checks its bounds (a negative or huge one is
+/// the core's `invalid_option`).
+pub fn parse_duration(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (sign, mut rest) = match t.strip_prefix('-') {
+        Some(r) => (-1.0, r),
+        None => (1.0, t),
+    };
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit_ms = match &rest[..u] {
+            "ms" => 1.0,
+            "s" => 1_000.0,
+            "m" => 60_000.0,
+            "h" => 3_600_000.0,
+            "d" => 86_400_000.0,
+            "w" => 604_800_000.0,
+            _ => return None,
+        };
+        rest = &rest[u..];
+        total += number * unit_ms;
+    }
+    Some(sign * total)
+}
+
 fn two(a: u64, ua: &str, b: u64, ub: &str) -> String {
     if b == 0 {
         format!("{a}{ua}")
@@ -148,6 +186,21 @@ mod tests {
         assert_eq!(relative(now - 59_999, now), "59s ago");
         assert_eq!(relative(now - 5 * 3_600_000, now), "5h ago");
         assert_eq!(relative(now + 3 * 86_400_000, now), "in 3d");
+    }
+
+    #[test]
+    fn human_durations_are_read() {
+        assert_eq!(parse_duration("250ms"), Some(250.0));
+        assert_eq!(parse_duration("5s"), Some(5_000.0));
+        assert_eq!(parse_duration("1.5m"), Some(90_000.0));
+        assert_eq!(parse_duration("2h"), Some(7_200_000.0));
+        assert_eq!(parse_duration("1d"), Some(86_400_000.0));
+        assert_eq!(parse_duration("1w"), Some(604_800_000.0));
+        assert_eq!(parse_duration("1h30m"), Some(5_400_000.0));
+        assert_eq!(parse_duration("-5s"), Some(-5_000.0));
+        for bad in ["", "5", "s", "1x", "1 d", "1.2.3s", "d1", "-"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `emq demo`: runs jobs through Rust workers — and Python and Node workers where they are built —
-//! and passes its own audit, against a given server and against the embedded default.
+//! `emq demo`: runs jobs through Rust workers — and Python, Node and Kotlin workers where they are
+//! built — and passes its own audit, against a given server and against the embedded default; its
+//! summary names the languages that ran, in the right number.
 
 use emq_harness::RedisServer;
 use std::path::{Path, PathBuf};
@@ -19,10 +20,12 @@ fn emq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     common::run_emq(args, env, DEMO_TIMEOUT)
 }
 
-/// Points the demo at a Python and a Node package that do not exist: the Rust-only path.
-const RUST_ONLY: [(&str, &str); 2] = [
+/// Points the demo at a Python and a Node package that do not exist, and at no Kotlin build: the
+/// Rust-only path.
+const RUST_ONLY: [(&str, &str); 3] = [
     ("EMQ_PYTHON", "/nonexistent/python3"),
     ("EMQ_NODE_PACKAGE", "/nonexistent/node-package"),
+    ("EMQ_KOTLIN_CLASSPATH", ""),
 ];
 
 /// Runs `emq args…` on the Rust-only path.
@@ -60,7 +63,17 @@ fn check_passed(out: &Output, jobs: u64) {
         "{stderr}"
     );
     assert!(
+        stderr
+            .contains("kotlin: not built — scripts/demo builds it where java and mvn are on PATH"),
+        "{stderr}"
+    );
+    assert!(
         stderr.contains(&format!("] {jobs}/{jobs} completed")) && stderr.contains("demo: [###"),
+        "{stderr}"
+    );
+    // One language: singular, and named.
+    assert!(
+        stderr.contains("on 3 queues, by 1 worker language (rust)\n"),
         "{stderr}"
     );
 }
@@ -184,7 +197,11 @@ fn demo_runs_rust_python_and_node_workers_at_once() {
     let server = RedisServer::start().expect("redis-server");
     let out = emq_env(
         &["demo", "--url", &server.url(), "--jobs", "3000"],
-        &[("EMQ_PYTHON", &python), ("EMQ_NODE_PACKAGE", &package)],
+        &[
+            ("EMQ_PYTHON", &python),
+            ("EMQ_NODE_PACKAGE", &package),
+            ("EMQ_KOTLIN_CLASSPATH", ""),
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -199,6 +216,68 @@ fn demo_runs_rust_python_and_node_workers_at_once() {
     assert_eq!(rows.iter().map(|(_, j)| j).sum::<u64>(), 3000, "{stdout}");
     assert!(stderr.contains("demo: python worker started"), "{stderr}");
     assert!(stderr.contains("demo: node worker started"), "{stderr}");
+    assert!(
+        stderr.contains("by 3 worker languages at once (rust, python, node)"),
+        "{stderr}"
+    );
+}
+
+/// The Kotlin worker's build, as scripts/demo leaves it: (class path, library folder).
+fn kotlin_build() -> Result<(String, String), String> {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target"));
+    let out = target.join("demo").join("kotlin");
+    let cp = std::fs::read_to_string(out.join("cp.txt")).map_err(|_| {
+        format!(
+            "no {} (run scripts/demo where java and mvn are)",
+            out.join("cp.txt").display()
+        )
+    })?;
+    let lib = target.join("release");
+    if !lib.join("libemq_uniffi.so").is_file() {
+        return Err(format!("no {}", lib.join("libemq_uniffi.so").display()));
+    }
+    let classes = out.join("classes");
+    Ok((
+        format!("{}:{}", classes.display(), cp.trim()),
+        lib.to_string_lossy().into_owned(),
+    ))
+}
+
+#[test]
+fn demo_runs_a_kotlin_worker_where_it_is_built() {
+    let (classpath, lib) = match kotlin_build() {
+        Ok(b) => b,
+        Err(why) => {
+            println!("SKIPPED demo_runs_a_kotlin_worker_where_it_is_built: {why}");
+            return;
+        }
+    };
+    let server = RedisServer::start().expect("redis-server");
+    let out = emq_env(
+        &["demo", "--url", &server.url(), "--jobs", "3000"],
+        &[
+            ("EMQ_PYTHON", "/nonexistent/python3"),
+            ("EMQ_NODE_PACKAGE", "/nonexistent/node-package"),
+            ("EMQ_KOTLIN_CLASSPATH", &classpath),
+            ("EMQ_KOTLIN_LIBRARY_PATH", &lib),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("audit: ok"), "{stdout}");
+    let rows = rows(&stdout);
+    let langs: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(langs, ["rust", "kotlin"], "{stdout}");
+    assert!(rows[1].1 > 0, "kotlin ran no job:\n{stdout}\n{stderr}");
+    assert_eq!(rows.iter().map(|(_, j)| j).sum::<u64>(), 3000, "{stdout}");
+    assert!(stderr.contains("demo: kotlin worker started"), "{stderr}");
+    assert!(
+        stderr.contains("by 2 worker languages at once (rust, kotlin)"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -213,6 +292,7 @@ fn the_node_package_defaults_to_the_repository_of_the_binary() {
         .args(["demo", "--url", &server.url(), "--jobs", "300"])
         .env_remove("EMQ_URL")
         .env_remove("EMQ_NODE_PACKAGE")
+        .env_remove("EMQ_KOTLIN_CLASSPATH")
         .env("EMQ_PYTHON", "/nonexistent/python3")
         .current_dir(std::env::temp_dir())
         .stdin(Stdio::null())

@@ -234,7 +234,9 @@ pub fn millis(what: &str, ms: f64) -> Result<u64> {
         )));
     }
     if ms > 1e15 {
-        return Err(invalid(format!("{what} is too large: {ms} ms")));
+        return Err(invalid(format!(
+            "{what} is too large: {ms} ms (at most 1000000000000000 ms, about 31,700 years)"
+        )));
     }
     Ok(ms.round() as u64)
 }

@@ -1,6 +1,7 @@
 //! A worker's own events ([`emq::WorkerEvent`], `WorkerBuilder::on_event`) on a real server:
 //! completed and failed once recorded (with `will_retry`), progress, a stalled job the sweep
-//! recovered, and the final stats kept after close.
+//! recovered, and the final stats kept after close (they count jobs: `failed` once per job failed
+//! for good, `retried` once per run that goes back for another attempt).
 
 mod common;
 
@@ -115,9 +116,14 @@ async fn outcomes_and_progress_are_reported_once_recorded() {
         q.get(good).await.unwrap().unwrap().state,
         Some(emq::JobState::Completed)
     );
-    // The figures stay readable after close.
+    // The figures stay readable after close; they count jobs: the bad one failed for good once,
+    // after one retried run.
     let stats = aborter.stats();
-    assert_eq!((stats.completed, stats.failed), (1, 2), "{stats:?}");
+    assert_eq!(
+        (stats.completed, stats.failed, stats.retried),
+        (1, 1, 1),
+        "{stats:?}"
+    );
     audit_ok(&q).await;
 }
 
@@ -174,5 +180,48 @@ async fn the_sweep_reports_the_stalled_job_it_recovered() {
         _ => None,
     });
     assert_eq!(to.as_deref(), Some("wait"));
+    audit_ok(&q).await;
+}
+
+/// `stats().failed` counts jobs failed for good, `retried` the runs that went back for another
+/// attempt: a job with `attempts = 3` that always fails is 1 failed and 2 retried (before the fix,
+/// `failed` counted every failed run: 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_count_a_job_failed_for_good_once_and_its_retries_apart() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "wev-stats").await;
+    let w = Worker::builder(q.clone())
+        .options(fast())
+        .handler(|_job: JobContext| async move {
+            Err::<serde_json::Value, _>(HandlerError::new("always fails"))
+        })
+        .run()
+        .unwrap();
+    let id = q
+        .add(
+            "bad",
+            json!(null),
+            JobOptions {
+                attempts: 3,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    wait_until(
+        "the job to fail for good",
+        Duration::from_secs(20),
+        || async { q.get(id).await.unwrap().unwrap().state == Some(emq::JobState::Failed) },
+    )
+    .await;
+    let aborter = w.aborter();
+    w.close().await.unwrap();
+    let stats = aborter.stats();
+    assert_eq!(q.get(id).await.unwrap().unwrap().attempts_made, 3);
+    assert_eq!(
+        (stats.completed, stats.failed, stats.retried),
+        (0, 1, 2),
+        "{stats:?}"
+    );
     audit_ok(&q).await;
 }

@@ -210,7 +210,7 @@ async function main() {
   worker.once('closed', async () => {
     const s = worker.stats();
     await queue.close().catch((e) => log(`closing the queue: ${e.message}`));
-    log(`worker stopped: ${s.completed} completed, ${s.failed} failed`);
+    log(`worker stopped: ${s.completed} completed, ${s.failed} failed, ${s.retried} retried`);
     process.exit(0);
   });
   const where = args.urls.map((u) => u.replace(/\/\/[^@/]*@/, '//***@')).join(', ');

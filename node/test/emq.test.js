@@ -237,6 +237,7 @@ test('the native worker copes alone with a dispatcher that throws, and settles b
       }
       if (jobs.some((j) => j.name === 'throws')) throw new Error('raw dispatcher throw');
     },
+    () => {}, // the worker's events (none listened for)
     { concurrency: 3, blockTimeout: 300 },
   );
   try {

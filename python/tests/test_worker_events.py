@@ -219,3 +219,39 @@ def test_sync_worker_events(standalone, qname):
     ev = next(iter(stream))
     assert ev["kind"] == "added"
     q.close()
+
+
+async def test_stats_count_a_job_failed_for_good_once_and_its_retries_apart(standalone, qname):
+    """`stats()["failed"]` counts jobs failed for good, `retried` the runs that went back for
+    another attempt: attempts=3, always failing → failed 1, retried 2 (before: failed 3)."""
+    q = await emq.Queue.connect(standalone, qname)
+
+    async def handle(job: emq.Job):
+        raise ValueError("always")
+
+    worker = emq.Worker(q, handle)
+    job_id = await q.add("bad", None, attempts=3)
+    with pytest.raises(emq.HandlerFailed):
+        await q.wait(job_id, 20)
+    await worker.close()
+    job = await q.get(job_id)
+    assert job["state"] == "failed" and job["attempts_made"] == 3, job
+    stats = worker.stats()
+    assert (stats["completed"], stats["failed"], stats["retried"]) == (0, 1, 2), stats
+    await q.close()
+
+
+def test_sync_worker_stats_count_jobs(standalone, qname):
+    q = emq.sync.Queue.connect(standalone, qname)
+
+    def handle(job: emq.Job):
+        raise ValueError("always")
+
+    w = emq.sync.Worker(q, handle)
+    job_id = q.add("bad", None, attempts=3)
+    with pytest.raises(emq.HandlerFailed):
+        q.wait(job_id, 20)
+    w.close()
+    stats = w.stats()
+    assert (stats["failed"], stats["retried"]) == (1, 2), stats
+    q.close()

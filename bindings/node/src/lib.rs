@@ -7,12 +7,14 @@
 //! - [`options`]: job, worker, bulk, flow and scheduler options and their conversion;
 //! - [`queue`]: `NativeQueue`, one queue's operations;
 //! - [`worker`]: `NativeWorker` and the batched hand-off of jobs to JS;
+//! - [`worker_events`]: the worker's events (the core's hook) on their way to JS;
 //! - [`events`]: `NativeEvents`, a subscriber on a queue's events.
 
 mod events;
 mod options;
 mod queue;
 mod worker;
+mod worker_events;
 
 use emq::{ConnectOptions, Error, ErrorCode, Pem, Queue, TlsConfig};
 use napi::bindgen_prelude::{Buffer, Either};

@@ -33,7 +33,7 @@ pub struct Counts {
 }
 
 /// A job as plain JSON with camelCase keys (what `queue.get` returns).
-fn job_json(j: &Job) -> Value {
+pub(crate) fn job_json(j: &Job) -> Value {
     json!({
         "id": j.id.to_string(),
         "name": j.name,
@@ -493,13 +493,15 @@ impl NativeQueue {
     }
 
     /// Starts a worker on this queue around `dispatcher` (`index.js`'s, which takes a JSON array
-    /// of jobs and settles each through the worker's `complete` / `fail`).
+    /// of jobs and settles each through the worker's `complete` / `fail`); the worker's events go
+    /// to `on_events` (a JSON array of events at a time).
     #[napi(async_runtime)]
     pub fn worker(
         &self,
         dispatcher: Function<'_, String, ()>,
+        on_events: Function<'_, String, ()>,
         opts: Option<WorkerOpts>,
     ) -> napi::Result<NativeWorker> {
-        crate::worker::start(&self.q, dispatcher, opts)
+        crate::worker::start(&self.q, dispatcher, on_events, opts)
     }
 }

@@ -10,11 +10,16 @@
 //! successes in one call) and `fail` (one failure), which only look up the parked senders and send.
 //! A job whose future the core drops (timeout, close) unparks itself; a late outcome for it is
 //! ignored. No queue logic lives here.
+//!
+//! The worker's events (`worker.on(...)` in `index.js`) are the core's, through its
+//! `WorkerBuilder::on_event` hook ([`crate::worker_events`]). A handler's `job.updateProgress`
+//! goes through the run's [`JobContext`] (`progress`), so the core reports it as a `progress` event.
 
 use crate::options::{ms, worker_options, WorkerOpts};
 use crate::throw;
+use crate::worker_events::WorkerEvents;
 use emq::{
-    Handler, HandlerError, HandlerResult, Interrupt, JobContext, WorkerAborter, WorkerHandle,
+    Handler, HandlerError, HandlerResult, Interrupt, JobContext, JobId, WorkerAborter, WorkerHandle,
 };
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, Either};
@@ -40,6 +45,8 @@ struct State {
     next_seq: u32,
     /// Senders of the jobs handed to JS (or about to be), by sequence number.
     parked: HashMap<u32, oneshot::Sender<HandlerResult>>,
+    /// The runs' contexts, by sequence number, while they are parked (for `progress`).
+    contexts: HashMap<u32, JobContext>,
     /// The pending batch: `[` and comma-separated job objects, without the closing `]`; empty when
     /// no call of the dispatcher is pending.
     batch: Vec<u8>,
@@ -92,14 +99,25 @@ impl Dispatch {
     }
 
     fn settle(&self, seq: u32, outcome: HandlerResult) {
-        let tx = self.lock().parked.remove(&seq);
+        let tx = {
+            let mut st = self.lock();
+            st.contexts.remove(&seq);
+            st.parked.remove(&seq)
+        };
         if let Some(tx) = tx {
             let _ = tx.send(outcome);
         }
     }
 
     fn unpark(&self, seq: u32) {
-        self.lock().parked.remove(&seq);
+        let mut st = self.lock();
+        st.parked.remove(&seq);
+        st.contexts.remove(&seq);
+    }
+
+    /// The context of the run `seq`, while it is parked.
+    fn context(&self, seq: u32) -> Option<JobContext> {
+        self.lock().contexts.get(&seq).cloned()
     }
 
     /// Stops handing out jobs: releases the JS function (once every clone is dropped) and ends every
@@ -109,6 +127,7 @@ impl Dispatch {
             let mut st = self.lock();
             st.batch.clear();
             st.batch_seqs.clear();
+            st.contexts.clear();
             (st.tsfn.take(), std::mem::take(&mut st.parked))
         };
         for (_, tx) in parked {
@@ -220,6 +239,7 @@ impl Handler for JsHandler {
             let seq = st.next_seq;
             st.next_seq = (seq + 1) & SEQ_MASK;
             st.parked.insert(seq, tx);
+            st.contexts.insert(seq, job.clone());
             seq
         };
         write_job(&mut entry, seq, &job);
@@ -259,11 +279,15 @@ impl Handler for JsHandler {
     }
 }
 
-/// Counters of a worker.
+/// Counters of a worker (see `WorkerStats` in index.d.ts).
 #[napi(object)]
 pub struct WorkerStats {
+    /// Jobs completed.
     pub completed: f64,
+    /// Jobs failed for good (their last attempt, or an unrecoverable error).
     pub failed: f64,
+    /// Runs that failed and went back for another attempt.
+    pub retried: f64,
     pub lease_lost: f64,
     pub recovered: f64,
     pub running: f64,
@@ -275,15 +299,19 @@ pub struct NativeWorker {
     handle: Mutex<Option<WorkerHandle>>,
     aborter: WorkerAborter,
     dispatch: Arc<Dispatch>,
+    events: Arc<WorkerEvents>,
+    queue: emq::Queue,
 }
 
-/// Starts a worker on `queue` around the JS dispatcher.
+/// Starts a worker on `queue` around the JS dispatcher; its events go to `on_events`.
 pub(crate) fn start(
     queue: &emq::Queue,
     dispatcher: Function<'_, String, ()>,
+    on_events: Function<'_, String, ()>,
     opts: Option<WorkerOpts>,
 ) -> napi::Result<NativeWorker> {
     let options = worker_options(opts).map_err(throw)?;
+    let events = WorkerEvents::new(on_events)?;
     let dispatch = Arc::new(Dispatch {
         state: Mutex::new(State::default()),
     });
@@ -302,6 +330,7 @@ pub(crate) fn start(
     emq::worker_registry::set_language("node");
     let started = emq::Worker::builder(queue.clone())
         .options(options)
+        .on_event(events.hook())
         .handler(JsHandler {
             dispatch: dispatch.clone(),
         })
@@ -310,6 +339,7 @@ pub(crate) fn start(
         Ok(h) => h,
         Err(e) => {
             dispatch.close();
+            events.close();
             return Err(throw(e));
         }
     };
@@ -317,6 +347,8 @@ pub(crate) fn start(
         aborter: handle.aborter(),
         handle: Mutex::new(Some(handle)),
         dispatch,
+        events,
+        queue: queue.clone(),
     })
 }
 
@@ -336,7 +368,12 @@ impl NativeWorker {
         let mut results = results.into_iter();
         let senders: Vec<_> = {
             let mut st = self.dispatch.lock();
-            seqs.iter().map(|s| st.parked.remove(s)).collect()
+            seqs.iter()
+                .map(|s| {
+                    st.contexts.remove(s);
+                    st.parked.remove(s)
+                })
+                .collect()
         };
         for tx in senders {
             let text = results.next().flatten();
@@ -378,7 +415,35 @@ impl NativeWorker {
         self.dispatch.settle(seq, Err(he));
     }
 
-    /// Its counters (once closed: as they were when the close began, running 0).
+    /// Records progress (JSON text) of the run `seq` of job `id` through its context, so the core
+    /// reports a `progress` event; once the run is settled, on the queue alone (no event).
+    #[napi]
+    pub async fn progress(&self, seq: u32, id: String, progress: String) -> napi::Result<()> {
+        let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
+        match self.dispatch.context(seq) {
+            Some(ctx) => ctx.progress(v).await.map_err(throw),
+            None => {
+                let id = JobId::parse(&id).map_err(throw)?;
+                self.queue.update_progress(id, &v).await.map_err(throw)
+            }
+        }
+    }
+
+    /// Keeps the events of the kinds in `mask` for JS (a bit each: completed 1, failed 2,
+    /// progress 4, stalled 8, error 16); the others are dropped as they happen.
+    #[napi]
+    pub fn listen(&self, mask: u32) {
+        self.events.listen(mask);
+    }
+
+    /// The events queued and not handed to JS yet, as a JSON array (`index.js` calls it once the
+    /// close has finished, so the last ones come before `'closed'`).
+    #[napi]
+    pub fn take_events(&self) -> String {
+        self.events.take()
+    }
+
+    /// Its counters (once closed: the final figures, running 0).
     #[napi]
     pub fn stats(&self) -> WorkerStats {
         let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
@@ -392,6 +457,7 @@ impl NativeWorker {
         WorkerStats {
             completed: s.completed as f64,
             failed: s.failed as f64,
+            retried: s.retried as f64,
             lease_lost: s.lease_lost as f64,
             recovered: s.recovered as f64,
             running: running as f64,
@@ -419,6 +485,7 @@ impl NativeWorker {
             }
         };
         self.dispatch.close();
+        self.events.close();
         result
     }
 

@@ -145,8 +145,8 @@ impl Worker {
         self.aborter.abort();
     }
 
-    /// Jobs completed, failed, refused for a lost lease, recovered.
-    /// Also after `close`: the final figures.
+    /// Jobs completed, jobs failed for good, runs retried, outcomes refused for a lost lease,
+    /// stalled jobs recovered. Also after `close`: the final figures.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let stats = self.aborter.stats();
         let text = serde_json::to_string(&stats).unwrap_or_else(|_| "{}".into());

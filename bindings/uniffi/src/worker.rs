@@ -8,9 +8,17 @@ use std::sync::{Arc, Mutex};
 /// Counters of one worker.
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct WorkerStats {
+    /// Jobs completed.
     pub completed: u64,
+    /// Jobs failed for good: their last attempt failed, or an unrecoverable error, a cancel or a
+    /// timeout with no attempt left ended them.
     pub failed: u64,
+    /// Runs that failed and went back for another attempt: a job with `attempts = 3` that always
+    /// fails counts `failed` 1 and `retried` 2.
+    pub retried: u64,
+    /// Completions or failures refused because the lease was lost.
     pub lease_lost: u64,
+    /// Stalled jobs this worker's sweep recovered.
     pub recovered: u64,
     /// Jobs running now.
     pub running: u64,
@@ -114,20 +122,19 @@ impl WorkerHandle {
         self.inner.lock().expect("worker handle").is_some()
     }
 
-    /// The worker's counters (zeros once shut down).
+    /// The worker's counters; once shut down, its final figures (`running` 0).
     pub fn stats(&self) -> WorkerStats {
-        match self.inner.lock().expect("worker handle").as_ref() {
-            Some(h) => {
-                let s = h.stats();
-                WorkerStats {
-                    completed: s.completed,
-                    failed: s.failed,
-                    lease_lost: s.lease_lost,
-                    recovered: s.recovered,
-                    running: h.running() as u64,
-                }
-            }
-            None => WorkerStats::default(),
+        let (s, running) = match self.inner.lock().expect("worker handle").as_ref() {
+            Some(h) => (h.stats(), h.running() as u64),
+            None => (self.aborter.stats(), 0),
+        };
+        WorkerStats {
+            completed: s.completed,
+            failed: s.failed,
+            retried: s.retried,
+            lease_lost: s.lease_lost,
+            recovered: s.recovered,
+            running,
         }
     }
 }

@@ -1,10 +1,19 @@
 //! `emq add <queue> <name> [--data JSON] [--delay-ms N] [--priority P] [--attempts A] [--dedup KEY
-//! [--dedup-ttl-ms N]] [--group G]`: adds one job and prints its id on stdout (with a dedup key held
-//! by another job, that job's id). The payload must be JSON (`invalid_payload`, exit 2, otherwise).
+//! [--dedup-ttl-ms N]] [--group G] [--remove-on-complete R] [--remove-on-fail R]`: adds one job and
+//! prints its id on stdout (with a dedup key held by another job, that job's id). The payload must
+//! be JSON (`invalid_payload`, exit 2, otherwise).
+//!
+//! The options are filled into the core's [`JobSpec`] and converted by the core, which checks every
+//! bound (`invalid_option` naming the option, exit 2). A retention `R` is read here from its text
+//! only: `true` (delete the job as it finishes), `false` (the queue's retention), a count (`100`:
+//! keep it while it is among the newest 100), an age as a human duration (`1d`, `12h`, `30m`,
+//! `90s`, `1h30m`: keep it at most that long) or both as `count,age` (`100,1d`).
 
 use crate::connect::open_queue;
+use crate::human;
 use clap::Args as ClapArgs;
-use emq::JobOptions;
+use emq::spec::{JobSpec, Millis, RemovalSpec, RetentionSpec};
+use emq::{Error, ErrorCode, JobOptions};
 
 /// `emq add` options.
 #[derive(ClapArgs, Debug)]
@@ -42,41 +51,117 @@ pub struct Args {
     /// The job's group, for the queue's per-group rate limit.
     #[arg(long)]
     pub group: Option<String>,
+
+    /// Once completed: `true` deletes the job at once, `false` leaves it to the queue's
+    /// retention; a count (`100`), an age (`1d`, `12h`, `30m`) or both (`100,1d`) keep it while
+    /// it is among the newest `count` completed jobs and younger than `age`.
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub remove_on_complete: Option<String>,
+
+    /// Once failed for good: as `--remove-on-complete`, for the failed jobs.
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub remove_on_fail: Option<String>,
 }
 
-/// Longest `--delay-ms` and `--dedup-ttl-ms`: the bound the core puts on a binding's duration
-/// (`emq::options::millis`, 10^15 ms, about 31,700 years). A larger one (up to u64::MAX) would
-/// overflow the server's clock arithmetic and park the job forever.
-pub const MAX_MS: u64 = 1_000_000_000_000_000;
+/// Reads a retention's text (`true`, `false`, a count, an age, `count,age`) into the core's spec;
+/// the core checks its values. Text that is none of those is `invalid_option` naming `flag`.
+pub fn removal(flag: &str, text: &str) -> emq::Result<RemovalSpec> {
+    let bad = || {
+        Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "{flag} takes true, false, a count (100), an age (1d, 12h, 30m, 90s) or both as count,age (100,1d); got {text:?}"
+            ),
+        )
+    };
+    let t = text.trim();
+    let count = |c: &str| c.trim().parse::<f64>().ok().filter(|n| !n.is_nan());
+    let age = |a: &str| human::parse_duration(a).map(Millis);
+    Ok(match t {
+        "true" => RemovalSpec::Flag(true),
+        "false" => RemovalSpec::Flag(false),
+        _ => match t.split_once(',') {
+            Some((c, a)) => RemovalSpec::Limits(RetentionSpec {
+                count: Some(count(c).ok_or_else(bad)?),
+                age: Some(age(a).ok_or_else(bad)?),
+            }),
+            None => match (count(t), age(t)) {
+                (Some(n), _) => RemovalSpec::Count(n),
+                (None, Some(a)) => RemovalSpec::Limits(RetentionSpec {
+                    count: None,
+                    age: Some(a),
+                }),
+                (None, None) => return Err(bad()),
+            },
+        },
+    })
+}
 
-/// `invalid_option` naming the flag and its bound when `ms` is above it.
-fn bounded(flag: &str, ms: u64) -> emq::Result<u64> {
-    if ms > MAX_MS {
-        return Err(emq::Error::new(
-            emq::ErrorCode::InvalidOption,
-            format!("{flag} must be at most {MAX_MS} ms (about 31,700 years), got {ms}"),
-        ));
-    }
-    Ok(ms)
+/// The job's options: the command line filled into the core's [`JobSpec`], converted (and every
+/// bound checked) by the core.
+pub fn job_options(args: &Args) -> emq::Result<JobOptions> {
+    let spec = JobSpec {
+        delay: Some(Millis(args.delay_ms as f64)),
+        priority: Some(f64::from(args.priority)),
+        attempts: Some(f64::from(args.attempts)),
+        dedup: args.dedup.clone(),
+        dedup_ttl: Some(Millis(args.dedup_ttl_ms as f64)),
+        group: args.group.clone(),
+        remove_on_complete: args
+            .remove_on_complete
+            .as_deref()
+            .map(|t| removal("--remove-on-complete", t))
+            .transpose()?,
+        remove_on_fail: args
+            .remove_on_fail
+            .as_deref()
+            .map(|t| removal("--remove-on-fail", t))
+            .transpose()?,
+        ..JobSpec::default()
+    };
+    JobOptions::try_from(spec)
 }
 
 /// Runs `emq add`.
 pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
-    bounded("--delay-ms", args.delay_ms)?;
-    bounded("--dedup-ttl-ms", args.dedup_ttl_ms)?;
+    let opts = job_options(args)?;
     serde_json::from_str::<serde::de::IgnoredAny>(&args.data)?;
-    let opts = JobOptions {
-        delay_ms: args.delay_ms,
-        priority: args.priority,
-        attempts: args.attempts,
-        dedup: args.dedup.clone(),
-        dedup_ttl_ms: args.dedup_ttl_ms,
-        group: args.group.clone(),
-        ..JobOptions::default()
-    };
-    opts.validate()?;
     let opened = open_queue(urls, &args.queue).await?;
     let id = opened.queue.add_json(&args.name, &args.data, opts).await?;
     outln!("{id}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_texts_become_the_cores_spec() {
+        let r = |t: &str| removal("--remove-on-complete", t).unwrap();
+        assert_eq!(r("true"), RemovalSpec::Flag(true));
+        assert_eq!(r("false"), RemovalSpec::Flag(false));
+        assert_eq!(r("100"), RemovalSpec::Count(100.0));
+        // Counts and ages are not checked here: the core names the bound.
+        assert_eq!(r("-1"), RemovalSpec::Count(-1.0));
+        assert_eq!(
+            r("1d"),
+            RemovalSpec::Limits(RetentionSpec {
+                count: None,
+                age: Some(Millis(86_400_000.0)),
+            })
+        );
+        assert_eq!(
+            r("100,12h"),
+            RemovalSpec::Limits(RetentionSpec {
+                count: Some(100.0),
+                age: Some(Millis(43_200_000.0)),
+            })
+        );
+        for bad in ["", "yes", "1x", "100,", ",1d", "1d,100", "nan"] {
+            let e = removal("--remove-on-fail", bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidOption, "{bad:?}");
+            assert!(e.message().starts_with("--remove-on-fail takes"), "{e}");
+        }
+    }
 }

@@ -1,16 +1,18 @@
 //! `emq demo [--jobs N] [--concurrency C]`: a throughput demo that checks itself.
 //!
 //! Empties the queues `demo-emails`, `demo-images` and `demo-reports`, starts one Rust
-//! [`emq::Worker`] per queue, and — where they are built — a Python and a Node child process that
-//! run one worker per queue each on the same queues at once. Every handler returns
-//! `{"lang": "rust"|"python"|"node", "id": <job id>}`. Then it adds N jobs spread over the three
+//! [`emq::Worker`] per queue, and — where they are built — a Python, a Node and a Kotlin child
+//! process that run one worker per queue each on the same queues at once. Every handler returns
+//! `{"lang": "rust"|"python"|"node"|"kotlin", "id": <job id>}`. Then it adds N jobs spread over the three
 //! queues with `add_bulk` in chunks, and shows progress on stderr: a bar with the jobs completed
 //! per language, redrawn in place on a terminal, else one line a second.
 //!
 //! The children are the scripts in `demo_workers/`, embedded in the binary and run as
 //! `$EMQ_PYTHON -c <script>` (default `python3`; used when `import emq` works with it) and
 //! `node -e <script>` with `EMQ_NODE_PACKAGE` (default `<repo>/node`, the repository found from
-//! the binary's location or else the current directory; used when `require` of it works). A
+//! the binary's location or else the current directory; used when `require` of it works), and
+//! `java -Djna.library.path=$EMQ_KOTLIN_LIBRARY_PATH -cp $EMQ_KOTLIN_CLASSPATH DemoWorkerKt`
+//! (`demo_workers/kotlin`, which scripts/demo compiles where java and mvn are on PATH). A
 //! language that is not built is skipped with the reason on stderr. Each child prints `ready`, then
 //! `done <n>` as it completes jobs, and, once the demo closes its stdin, closes its workers and
 //! prints `final {…}` (its counters and the ids it ran) and exits; every wait on it is bounded.
@@ -20,10 +22,11 @@
 //! completed by exactly one handler run (the Rust handlers and each child record the ids they ran;
 //! an id run twice, in one language or in two, is a failure), each result must name its job, the
 //! queue's invariants (`Queue::audit`) must hold and the completed count must equal the jobs added.
-//! The Python and Node workers keep the binding's default retention (the newest 1,000 completed
-//! jobs per queue): a completed job that their retention already deleted is counted from the
-//! handler's own record instead of its result, and said so on stderr. Exits 0 only if the audit
-//! passes.
+//! The Python, Node and Kotlin workers keep the binding's default retention (the newest 1,000
+//! completed jobs per queue): a completed job that their retention already deleted is counted from
+//! the handler's own record instead of its result, and said so on stderr. The summary line names
+//! the languages that ran ("by 1 worker language (rust)", "by 4 worker languages at once (rust,
+//! python, node, kotlin)"). Exits 0 only if the audit passes.
 
 use crate::connect::connect_or_embedded;
 use clap::Args as ClapArgs;
@@ -70,11 +73,24 @@ pub const PYTHON_ENV: &str = "EMQ_PYTHON";
 /// The Node package the Node worker loads.
 pub const NODE_PACKAGE_ENV: &str = "EMQ_NODE_PACKAGE";
 
+/// The class path of the Kotlin worker (its classes, the generated bindings, their dependencies).
+pub const KOTLIN_CLASSPATH_ENV: &str = "EMQ_KOTLIN_CLASSPATH";
+
+/// The folder holding `libemq_uniffi.so` for the Kotlin worker (JNA's `jna.library.path`).
+pub const KOTLIN_LIBRARY_ENV: &str = "EMQ_KOTLIN_LIBRARY_PATH";
+
+/// The Kotlin worker's main class (`demo_workers/kotlin/src/main/kotlin/DemoWorker.kt`).
+const KOTLIN_MAIN: &str = "DemoWorkerKt";
+
 /// The Python worker's script.
 const PYTHON_WORKER: &str = include_str!("demo_workers/worker.py");
 
 /// The Node worker's script.
 const NODE_WORKER: &str = include_str!("demo_workers/worker.js");
+
+/// The Kotlin worker's source (compiled by scripts/demo; here for the protocol test).
+#[cfg(test)]
+const KOTLIN_WORKER: &str = include_str!("demo_workers/kotlin/src/main/kotlin/DemoWorker.kt");
 
 /// `emq demo` options.
 #[derive(ClapArgs, Debug)]
@@ -120,13 +136,14 @@ fn human_rate(r: f64) -> String {
 }
 
 // -------------------------------------------------------------------------------------------------
-// The Python and Node children
+// The Python, Node and Kotlin children
 
 /// A worker language other than Rust.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Lang {
     Python,
     Node,
+    Kotlin,
 }
 
 impl Lang {
@@ -134,6 +151,7 @@ impl Lang {
         match self {
             Lang::Python => "python",
             Lang::Node => "node",
+            Lang::Kotlin => "kotlin",
         }
     }
 }
@@ -246,6 +264,44 @@ async fn node_launch() -> Result<Launch, String> {
         args: vec!["-e".into(), NODE_WORKER.into()],
         env,
     })
+}
+
+/// The Kotlin worker's launch, or why it is skipped.
+async fn kotlin_launch() -> Result<Launch, String> {
+    let Some(classpath) = std::env::var(KOTLIN_CLASSPATH_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+    else {
+        return Err(format!(
+            "kotlin: not built — scripts/demo builds it where java and mvn are on PATH (or set {KOTLIN_CLASSPATH_ENV} and {KOTLIN_LIBRARY_ENV})"
+        ));
+    };
+    probe("java", &["-version"], &[])
+        .await
+        .map_err(|why| format!("kotlin: `java -version` failed ({why})"))?;
+    let mut args = Vec::new();
+    if let Some(lib) = std::env::var(KOTLIN_LIBRARY_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+    {
+        args.push(format!("-Djna.library.path={lib}"));
+    }
+    args.extend(["-cp".to_string(), classpath, KOTLIN_MAIN.to_string()]);
+    Ok(Launch {
+        lang: Lang::Kotlin,
+        program: "java".into(),
+        args,
+        env: vec![],
+    })
+}
+
+/// "1 worker language (rust)", "3 worker languages at once (rust, python, node)".
+fn languages_phrase(languages: &[&str]) -> String {
+    let names = languages.join(", ");
+    match languages.len() {
+        1 => format!("1 worker language ({names})"),
+        n => format!("{n} worker languages at once ({names})"),
+    }
 }
 
 /// What a child reported on stdout.
@@ -492,9 +548,9 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         queues.push(q);
     }
 
-    // The Python and Node workers, where built; each is probed and started at once.
+    // The Python, Node and Kotlin workers, where built; each is probed and started at once.
     let child_urls = store.options().urls.clone();
-    let (py, node) = tokio::join!(
+    let (py, node, kotlin) = tokio::join!(
         async {
             match python_launch().await {
                 Ok(l) => ChildWorker::start(l, &child_urls, args.concurrency).await,
@@ -506,10 +562,16 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
                 Ok(l) => ChildWorker::start(l, &child_urls, args.concurrency).await,
                 Err(e) => Err(e),
             }
+        },
+        async {
+            match kotlin_launch().await {
+                Ok(l) => ChildWorker::start(l, &child_urls, args.concurrency).await,
+                Err(e) => Err(e),
+            }
         }
     );
     let mut children: Vec<ChildWorker> = Vec::new();
-    for started in [py, node] {
+    for started in [py, node, kotlin] {
         match started {
             Ok(c) => {
                 eprintln!("demo: {} worker started", c.lang.as_str());
@@ -786,7 +848,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     }
     if trimmed_total > 0 {
         eprintln!(
-            "demo: {trimmed_total} completed jobs were already deleted by the python/node workers' default retention (newest 1000 per queue); counted from their handlers' own records"
+            "demo: {trimmed_total} completed jobs were already deleted by the child workers' default retention (newest 1000 per queue); counted from their handlers' own records"
         );
     }
     if !duplicates.is_empty() {
@@ -840,11 +902,11 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         );
     }
     eprintln!(
-        "demo: {counted} of {total} jobs in {:.2}s ({} jobs/s) on {} queues, by {} worker languages at once",
+        "demo: {counted} of {total} jobs in {:.2}s ({} jobs/s) on {} queues, by {}",
         elapsed.as_secs_f64(),
         human_rate(rate(counted, elapsed)),
         queues.len(),
-        languages.len()
+        languages_phrase(&languages)
     );
     drop(queues);
     drop(minter);
@@ -874,6 +936,7 @@ fn leak_lang(lang: &str) -> &'static str {
         "rust" => "rust",
         "python" => "python",
         "node" => "node",
+        "kotlin" => "kotlin",
         other => Box::leak(other.to_string().into_boxed_str()),
     }
 }
@@ -913,8 +976,21 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_names_the_languages_in_the_right_number() {
+        assert_eq!(languages_phrase(&["rust"]), "1 worker language (rust)");
+        assert_eq!(
+            languages_phrase(&["rust", "python"]),
+            "2 worker languages at once (rust, python)"
+        );
+        assert_eq!(
+            languages_phrase(&["rust", "python", "node", "kotlin"]),
+            "4 worker languages at once (rust, python, node, kotlin)"
+        );
+    }
+
+    #[test]
     fn the_worker_scripts_speak_the_protocol() {
-        for script in [PYTHON_WORKER, NODE_WORKER] {
+        for script in [PYTHON_WORKER, NODE_WORKER, KOTLIN_WORKER] {
             for needle in [
                 "EMQ_DEMO_URLS",
                 "EMQ_DEMO_QUEUES",

@@ -91,6 +91,7 @@ impl WorkerBuilder {
             idle: Notify::new(),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            retried: AtomicU64::new(0),
             lease_lost: AtomicU64::new(0),
             recovered: AtomicU64::new(0),
             waiter,

@@ -186,6 +186,7 @@ fn stats_of(s: &Shared) -> WorkerStats {
     WorkerStats {
         completed: s.completed.load(Ordering::Relaxed),
         failed: s.failed.load(Ordering::Relaxed),
+        retried: s.retried.load(Ordering::Relaxed),
         lease_lost: s.lease_lost.load(Ordering::Relaxed),
         recovered: s.recovered.load(Ordering::Relaxed),
     }

@@ -149,8 +149,13 @@ impl Default for WorkerOptions {
 pub struct WorkerStats {
     /// Jobs completed.
     pub completed: u64,
-    /// Runs that failed (retried or not).
+    /// Jobs failed for good: their last attempt failed, or an unrecoverable error, a cancel or
+    /// a timeout with no attempt left ended them (a job given back at shutdown is not counted).
     pub failed: u64,
+    /// Runs that failed and were scheduled for another attempt (the job went back to wait or to
+    /// delayed for its backoff). A job with `attempts = 3` that always fails counts `retried` 2
+    /// and `failed` 1.
+    pub retried: u64,
     /// Completions or failures refused because the lease was lost.
     pub lease_lost: u64,
     /// Stalled jobs this worker recovered.
@@ -229,6 +234,7 @@ struct Shared {
     idle: Notify,
     completed: AtomicU64,
     failed: AtomicU64,
+    retried: AtomicU64,
     lease_lost: AtomicU64,
     recovered: AtomicU64,
     /// This worker's entry in the queue's `waiters` set: "<random id>|<lease ms>".

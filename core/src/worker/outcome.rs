@@ -54,7 +54,6 @@ pub(super) async fn finish_reporting(
             }
         }
         Err(err) => {
-            s.failed.fetch_add(1, Ordering::Relaxed);
             let delay = opts.backoff.delay(job.attempts_made + 1, opts.jitter);
             let failure = serde_json::json!({
                 "code": err.code, "message": err.message, "stack": err.stack,
@@ -102,6 +101,12 @@ pub(super) async fn finish_reporting(
             match r {
                 Err(e) => note_finish_error(s, job.id, e),
                 Ok(status) => {
+                    // Counted once recorded, by what the script did: a retry, or failed for good.
+                    if status == "retry" {
+                        s.retried.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        s.failed.fetch_add(1, Ordering::Relaxed);
+                    }
                     if last {
                         s.job_retention
                             .finished(JobState::Failed, opts.remove_on_fail);

@@ -69,6 +69,8 @@ export async function usage(): Promise<void> {
   const given: number = await worker.close({ timeout: 1_000 });
   await started.close();
   const done: number = worker.stats().completed;
+  const retried: number = worker.stats().retried;
+  void retried;
 
   // Worker control: signals, cancel, wait, events, retention, the registry.
   const controlled = new Worker<Email, number>(
@@ -94,7 +96,12 @@ export async function usage(): Promise<void> {
     const n: number = result;
     void [j.id, n];
   });
-  controlled.on('failed', (j, e) => void [j.id, e]);
+  controlled.on('failed', (j, e) => void [j.id, e.failureCode, e.willRetry, e.message]);
+  controlled.on('progress', (j, value) => void [j.attemptsMade, value]);
+  controlled.on('stalled', (jobId, to) => {
+    const where: 'wait' | 'failed' = to;
+    void [jobId, where];
+  });
   controlled.on('error', (e: Error) => void e.message);
   controlled.once('closed', () => undefined);
   const outcome: CancelOutcome = await q.cancel(id, 'not needed');

@@ -1066,8 +1066,12 @@ class Worker(_WorkerEvents):
         await self._end_events()
 
     def stats(self) -> Dict[str, int]:
-        """Counters: ``completed``, ``failed``, ``lease_lost``, ``recovered`` (after :meth:`close`: the
-        final figures)."""
+        """Counters (after :meth:`close`: the final figures): ``completed`` (jobs completed),
+        ``failed`` (jobs failed for good: their last attempt failed, or an unrecoverable error, a
+        cancel or a timeout ended them), ``retried`` (runs that failed and went back for another
+        attempt: a job with ``attempts=3`` that always fails counts ``failed`` 1 and ``retried``
+        2), ``lease_lost`` (outcomes refused because the lease was lost), ``recovered`` (stalled
+        jobs this worker's sweep recovered)."""
         return self._native.stats()
 
     async def __aenter__(self) -> "Worker":

@@ -349,6 +349,8 @@ class Worker(_WorkerEvents):
         self._end_events_blocking()
 
     def stats(self) -> Dict[str, int]:
+        """Counters, as :meth:`emq.Worker.stats`: ``completed``, ``failed`` (jobs failed for good),
+        ``retried`` (runs that went back for another attempt), ``lease_lost``, ``recovered``."""
         return self._native.stats()
 
     def __enter__(self) -> "Worker":

@@ -2278,7 +2278,7 @@ public protocol WorkerHandleProtocol: AnyObject, Sendable {
     func isRunning()  -> Bool
     
     /**
-     * The worker's counters (zeros once shut down).
+     * The worker's counters; once shut down, its final figures (`running` 0).
      */
     func stats()  -> WorkerStats
     
@@ -2413,7 +2413,7 @@ open func isRunning() -> Bool  {
 }
     
     /**
-     * The worker's counters (zeros once shut down).
+     * The worker's counters; once shut down, its final figures (`running` 0).
      */
 open func stats() -> WorkerStats  {
     return try!  FfiConverterTypeWorkerStats_lift(try! rustCall() {
@@ -3895,9 +3895,27 @@ public func FfiConverterTypeWorkerInfo_lower(_ value: WorkerInfo) -> RustBuffer 
  * Counters of one worker.
  */
 public struct WorkerStats: Equatable, Hashable {
+    /**
+     * Jobs completed.
+     */
     public var completed: UInt64
+    /**
+     * Jobs failed for good: their last attempt failed, or an unrecoverable error, a cancel or a
+     * timeout with no attempt left ended them.
+     */
     public var failed: UInt64
+    /**
+     * Runs that failed and went back for another attempt: a job with `attempts = 3` that always
+     * fails counts `failed` 1 and `retried` 2.
+     */
+    public var retried: UInt64
+    /**
+     * Completions or failures refused because the lease was lost.
+     */
     public var leaseLost: UInt64
+    /**
+     * Stalled jobs this worker's sweep recovered.
+     */
     public var recovered: UInt64
     /**
      * Jobs running now.
@@ -3906,12 +3924,30 @@ public struct WorkerStats: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(completed: UInt64, failed: UInt64, leaseLost: UInt64, recovered: UInt64, 
+    public init(
+        /**
+         * Jobs completed.
+         */completed: UInt64, 
+        /**
+         * Jobs failed for good: their last attempt failed, or an unrecoverable error, a cancel or a
+         * timeout with no attempt left ended them.
+         */failed: UInt64, 
+        /**
+         * Runs that failed and went back for another attempt: a job with `attempts = 3` that always
+         * fails counts `failed` 1 and `retried` 2.
+         */retried: UInt64, 
+        /**
+         * Completions or failures refused because the lease was lost.
+         */leaseLost: UInt64, 
+        /**
+         * Stalled jobs this worker's sweep recovered.
+         */recovered: UInt64, 
         /**
          * Jobs running now.
          */running: UInt64) {
         self.completed = completed
         self.failed = failed
+        self.retried = retried
         self.leaseLost = leaseLost
         self.recovered = recovered
         self.running = running
@@ -3935,6 +3971,7 @@ public struct FfiConverterTypeWorkerStats: FfiConverterRustBuffer {
             try WorkerStats(
                 completed: FfiConverterUInt64.read(from: &buf), 
                 failed: FfiConverterUInt64.read(from: &buf), 
+                retried: FfiConverterUInt64.read(from: &buf), 
                 leaseLost: FfiConverterUInt64.read(from: &buf), 
                 recovered: FfiConverterUInt64.read(from: &buf), 
                 running: FfiConverterUInt64.read(from: &buf)
@@ -3944,6 +3981,7 @@ public struct FfiConverterTypeWorkerStats: FfiConverterRustBuffer {
     public static func write(_ value: WorkerStats, into buf: inout [UInt8]) {
         FfiConverterUInt64.write(value.completed, into: &buf)
         FfiConverterUInt64.write(value.failed, into: &buf)
+        FfiConverterUInt64.write(value.retried, into: &buf)
         FfiConverterUInt64.write(value.leaseLost, into: &buf)
         FfiConverterUInt64.write(value.recovered, into: &buf)
         FfiConverterUInt64.write(value.running, into: &buf)
@@ -5339,7 +5377,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_workerhandle_is_running() != 23077) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_workerhandle_stats() != 1969) {
+    if (uniffi_emq_uniffi_checksum_method_workerhandle_stats() != 62483) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_workerevents_close() != 47700) {

@@ -304,6 +304,25 @@ class WorkerControlTest {
         w.shutdown()
         w.close()
     }
+
+    @Test
+    fun `stats count a job failed for good once, its retried runs apart, and keep them after shutdown`() = withQueue("kstats") { q ->
+        val handler = object : JobHandler {
+            override suspend fun handle(job: JobRecord): String = throw IllegalStateException("always")
+        }
+        val w = q.startWorker(handler, 1, 5_000.0, blockTimeoutMs = 500.0)
+        try {
+            val id = q.add("bad", "{}", JobOptions(attempts = 3))
+            assertThrows<EmqException.HandlerFailed> { runBlocking { q.wait(id, 15_000.0) } }
+            assertEquals(3u, q.waitFor(id, JobState.FAILED).attemptsMade)
+        } finally {
+            w.shutdown()
+        }
+        val s = w.stats()
+        assertEquals(listOf(0uL, 1uL, 2uL), listOf(s.completed, s.failed, s.retried), "$s")
+        assertEquals(0uL, s.running)
+        w.close()
+    }
 }
 
 /** The worker process of the SIGTERM test: takes jobs that never end, closes on JVM shutdown. */
