@@ -462,3 +462,64 @@ fn pages_never_scan_the_datastore_even_with_an_empty_registry() {
     }
     assert_eq!(scans(&server), before, "a page scanned the datastore");
 }
+
+#[test]
+fn a_job_whose_record_cannot_be_read_is_shown_as_unreadable_not_a_failed_page() {
+    // A record written by hand (or by another tool) with data that is not JSON: `Queue::get` and
+    // `list` refuse it with invalid_payload; the pages show it, marked, and the rest of the page.
+    let server = RedisServer::start().unwrap();
+    let name = unique("ui-unreadable");
+    let rt = rt();
+    let ids = rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::new(server.url()), &name)
+            .await
+            .unwrap();
+        let jobs = (0..3)
+            .map(|i| NewJob {
+                name: format!("n-{i}"),
+                data: json!({ "i": i }),
+                options: JobOptions::default(),
+            })
+            .collect();
+        let ids = q.add_bulk(jobs).await.unwrap();
+        // The oldest waiting job (the overview reads its age) is the broken one.
+        let record = q.name().job_key(ids[0], JobPart::Record);
+        server
+            .cli(&["HSET", record.as_str(), "data", "{not json"])
+            .unwrap();
+        assert_eq!(
+            q.get(ids[0]).await.unwrap_err().code(),
+            emq::ErrorCode::InvalidPayload,
+            "the strict read refuses it"
+        );
+        ids
+    });
+    let ui = Ui::start(&[server.url()], &[], &[]);
+    let get = |path: &str| {
+        let r = ui.request("GET", path, &[], "");
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        r.json()
+    };
+    let overview = get("/api/overview");
+    assert!(overview.to_string().contains(&name), "{overview}");
+    let page = get(&format!("/api/queues/{name}/jobs?state=waiting"));
+    let jobs = page["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 3, "{page}");
+    let broken = jobs
+        .iter()
+        .find(|j| j["id"] == ids[0].to_string().as_str())
+        .unwrap();
+    assert_eq!(broken["unreadable"]["code"], "invalid_payload", "{broken}");
+    assert!(broken["data"].is_null());
+    for j in jobs
+        .iter()
+        .filter(|j| j["id"] != ids[0].to_string().as_str())
+    {
+        assert!(j.get("unreadable").is_none(), "{j}");
+    }
+    let one = get(&format!("/api/queues/{name}/jobs/{}", ids[0]));
+    assert_eq!(one["job"]["unreadable"]["code"], "invalid_payload");
+    assert_eq!(one["job"]["state"], "waiting");
+    let found = get(&format!("/api/queues/{name}/find?by=id&text={}", ids[0]));
+    assert_eq!(found["jobs"][0]["unreadable"]["code"], "invalid_payload");
+}

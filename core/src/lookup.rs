@@ -160,7 +160,7 @@ impl Queue {
                 break;
             }
         }
-        let jobs = self.jobs_listed_in(state, &ids).await?;
+        let jobs = self.jobs_listed_in(state, &ids, true).await?;
         Ok(NameScan {
             ids,
             jobs,
@@ -181,7 +181,16 @@ impl Queue {
     /// look-up, [`Queue::get`], finds a waiting job with `LPOS`, O(its place in the list)). An id
     /// whose record is gone (removed since it was listed) is left out; a job that moved since
     /// shows `state`.
-    pub(crate) async fn jobs_listed_in(&self, state: JobState, ids: &[JobId]) -> Result<Vec<Job>> {
+    ///
+    /// `as_stored`: a job whose stored JSON field cannot be read comes back with that field null
+    /// and [`Job::unreadable`] saying why (operator views); otherwise the whole read fails with
+    /// that job's `invalid_payload`.
+    pub(crate) async fn jobs_listed_in(
+        &self,
+        state: JobState,
+        ids: &[JobId],
+        as_stored: bool,
+    ) -> Result<Vec<Job>> {
         if ids.is_empty() {
             return Ok(vec![]);
         }
@@ -195,8 +204,36 @@ impl Queue {
         ids.iter()
             .zip(records)
             .filter(|(_, record)| !record.is_empty())
-            .map(|(id, record)| Job::from_record(*id, Some(state), record).readable())
+            .map(|(id, record)| {
+                let job = Job::from_record(*id, Some(state), record);
+                if as_stored {
+                    Ok(job)
+                } else {
+                    job.readable()
+                }
+            })
             .collect()
+    }
+
+    /// One job as [`Queue::get`] reads it, for views that must show a broken job rather than fail
+    /// on it (`emq ui`): a stored JSON field that cannot be read is left null, with
+    /// [`Job::unreadable`] saying why.
+    pub async fn get_as_stored(&self, id: JobId) -> Result<Option<Job>> {
+        self.read_job(id, true).await
+    }
+
+    /// One page of the jobs in `state`, as [`Queue::list`] reads it, for views that must show a
+    /// broken job rather than fail on it (`emq ui`): a job whose stored JSON field cannot be read
+    /// (written by hand, or by another tool) comes back with that field null and
+    /// [`Job::unreadable`] saying why, where `list` fails with its `invalid_payload`.
+    pub async fn list_as_stored(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Job>> {
+        let ids = self.list_ids(state, offset, limit).await?;
+        self.jobs_listed_in(state, &ids, true).await
     }
 
     /// A flow parent's children as its record lists them: pending ones, and those done (with their

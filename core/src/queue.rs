@@ -406,6 +406,12 @@ impl Queue {
 
     /// Reads a job and its state.
     pub async fn get(&self, id: JobId) -> Result<Option<Job>> {
+        self.read_job(id, false).await
+    }
+
+    /// [`Queue::get`]; `as_stored`: a stored JSON field that cannot be read is left null with
+    /// [`Job::unreadable`] saying why, instead of failing (operator views).
+    pub(crate) async fn read_job(&self, id: JobId, as_stored: bool) -> Result<Option<Job>> {
         let flat: Vec<String> = script::JOB_STATE
             .on(&self.name, Some(id))?
             .arg(id)
@@ -418,9 +424,12 @@ impl Queue {
             .chunks(2)
             .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
             .collect();
-        Job::from_record(id, JobState::parse(state).ok(), map)
-            .readable()
-            .map(Some)
+        let job = Job::from_record(id, JobState::parse(state).ok(), map);
+        if as_stored {
+            Ok(Some(job))
+        } else {
+            job.readable().map(Some)
+        }
     }
 
     /// Counts jobs per state.
@@ -528,7 +537,7 @@ impl Queue {
     /// read, [`Queue::get`], says where it is now), one removed in between is left out.
     pub async fn list(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<Job>> {
         let ids = self.list_ids(state, offset, limit).await?;
-        self.jobs_listed_in(state, &ids).await
+        self.jobs_listed_in(state, &ids, false).await
     }
 
     /// Stops handing out jobs (adds still land, in paused).

@@ -47,6 +47,8 @@ CORE_ONLY = {
     "Queue.find_by_name": "an operator's look-up: `emq ui` (bounded scan by name) and the Rust API",
     "Queue.flow_children": "an operator's look-up: `emq ui`'s flow view and the Rust API",
     "Queue.job_events": "an operator's look-up: `emq ui`'s job timeline and the Rust API",
+    "Queue.get_as_stored": "an operator's look-up: `emq ui` shows a job whose stored data cannot be read, marked, where `get` refuses it",
+    "Queue.list_as_stored": "an operator's look-up: `emq ui`'s pages show a job whose stored data cannot be read, marked, where `list` refuses it",
     "Queue.scheduler_instants": "an operator's look-up: `emq ui`'s schedulers page and the Rust API",
     "Queue.scheduler_spec": "an operator's look-up: `emq ui`'s scheduler form and the Rust API",
     "Queue.migrated_id": "the migration's lookup, for operators: `emq migrate` and the Rust API",

@@ -59,9 +59,9 @@ pub struct QueueSummary {
 pub async fn summary(q: &Queue, now_ms: u64) -> emq::Result<QueueSummary> {
     let counts = q.counts().await?;
     let oldest = if counts.waiting > 0 {
-        q.list(JobState::Waiting, 0, 1).await?
+        q.list_as_stored(JobState::Waiting, 0, 1).await?
     } else if counts.paused > 0 {
-        q.list(JobState::Paused, 0, 1).await?
+        q.list_as_stored(JobState::Paused, 0, 1).await?
     } else {
         vec![]
     };

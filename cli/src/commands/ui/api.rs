@@ -12,7 +12,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use emq::{Error, ErrorCode, IdMinter, JobId, JobState, Queue, QueueName, Store};
+use emq::{Error, ErrorCode, IdMinter, Job, JobId, JobState, Queue, QueueName, Store};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -343,6 +343,19 @@ struct JobsQuery {
     limit: Option<u64>,
 }
 
+/// A job as the pages show it: its JSON, and `unreadable` ({code, message}) when a stored field
+/// of it could not be read (that field is null then).
+pub(crate) fn job_json(j: &Job) -> Value {
+    let mut v = j.to_json();
+    if let (Some(e), Some(o)) = (j.unreadable(), v.as_object_mut()) {
+        o.insert(
+            "unreadable".into(),
+            json!({"code": e.code().as_str(), "message": e.message()}),
+        );
+    }
+    v
+}
+
 /// One page of the jobs in one state, newest first.
 async fn jobs(
     State(app): State<Shared>,
@@ -364,12 +377,15 @@ async fn jobs(
     // removed in between is left out, one that moved shows this state until its own page is read.
     let mut list = match state {
         JobState::Completed | JobState::Failed | JobState::Stalled => {
-            q.list(state, offset, limit).await.map_err(e)?
+            q.list_as_stored(state, offset, limit).await.map_err(e)?
         }
         _ => {
             let end = in_state.saturating_sub(offset);
             let start = end.saturating_sub(limit);
-            let mut v = q.list(state, start, end - start).await.map_err(e)?;
+            let mut v = q
+                .list_as_stored(state, start, end - start)
+                .await
+                .map_err(e)?;
             v.reverse();
             v
         }
@@ -384,7 +400,7 @@ async fn jobs(
         "offset": offset,
         "limit": limit,
         "in_state": in_state,
-        "jobs": list.iter().map(|j| j.to_json()).collect::<Vec<_>>(),
+        "jobs": list.iter().map(job_json).collect::<Vec<_>>(),
     })))
 }
 
@@ -394,7 +410,7 @@ async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)
     let e = |e| api_err(&app, e);
     let q = app.queue(&queue).map_err(e)?;
     let id = JobId::parse(&id).map_err(e)?;
-    let Some(job) = q.get(id).await.map_err(e)? else {
+    let Some(job) = q.get_as_stored(id).await.map_err(e)? else {
         return Err(e(crate::commands::job::not_found(&queue, id)));
     };
     let logs = q.logs(id).await.map_err(e)?;
@@ -402,7 +418,7 @@ async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)
     let timeline = ops::timeline(&q, &job).await.map_err(e)?;
     let flow = ops::flow(&app, &q, &job).await.map_err(e)?;
     Ok(Json(json!({
-        "job": job.to_json(),
+        "job": job_json(&job),
         "logs": logs,
         "timeline": timeline,
         "flow": flow,

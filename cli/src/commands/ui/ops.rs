@@ -229,11 +229,11 @@ pub async fn find(
     let mut jobs: Vec<Value> = listed
         .unwrap_or_default()
         .iter()
-        .map(Job::to_json)
+        .map(super::api::job_json)
         .collect();
     for id in ids {
-        if let Some(j) = q.get(id).await.map_err(e)? {
-            jobs.push(j.to_json());
+        if let Some(j) = q.get_as_stored(id).await.map_err(e)? {
+            jobs.push(super::api::job_json(&j));
         }
     }
     let now = server_time_ms(&app.store).await.map_err(e)?;

@@ -289,7 +289,7 @@ const VIEWS = {
     const rows = jobs.map(j => h('tr', { 'data-job': j.id },
       h('td', {}, box(j.id)),
       h('td', {}, h('a', { href: jobHref(r.queue, j.id) }, j.id)),
-      h('td', {}, j.name),
+      h('td', {}, j.name, j.unreadable ? h('span', { class: 'badge failed', 'data-unreadable': j.id, title: j.unreadable.message }, 'unreadable') : null),
       searching ? h('td', {}, h('span', { class: 'badge ' + (j.state || '') }, j.state || '-')) : null,
       h('td', { class: 'num' }, j.attempts_made + '/' + j.attempts),
       h('td', {}, stamp(j.created_ms, now)),
@@ -427,6 +427,7 @@ const VIEWS = {
         j.failure.stack ? h('pre', { id: 'failure-stack' }, j.failure.stack) : h('p', { class: 'muted' }, 'no stack')));
     }
     if (j.result !== null && j.result !== undefined) parts.push(h('h2', {}, 'Result'), h('pre', { id: 'result' }, json(j.result)));
+    if (j.unreadable) parts.push(h('p', { class: 'error', id: 'unreadable' }, '[' + j.unreadable.code + '] ' + j.unreadable.message));
     parts.push(h('h2', {}, 'Data'), h('pre', { id: 'data' }, json(j.data)));
     parts.push(h('h2', {}, 'Options'), h('pre', { id: 'options' }, json(j.options)));
     parts.push(h('h2', {}, 'Logs (' + d.logs.length + ')'), d.logs.length ? h('pre', { id: 'logs' }, d.logs.join('\n')) : h('p', { class: 'muted' }, 'no log lines'));
