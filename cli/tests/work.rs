@@ -28,7 +28,11 @@ async fn work_echoes_jobs_fails_by_name_and_stops_after_max_jobs() {
         .add(
             "boom",
             json!({ "message": "it broke — ✗" }),
-            JobOptions::default(),
+            // Two attempts: the first failed run is retried, the second fails it for good.
+            JobOptions {
+                attempts: 2,
+                ..JobOptions::default()
+            },
         )
         .await
         .expect("add");
@@ -51,7 +55,10 @@ async fn work_echoes_jobs_fails_by_name_and_stops_after_max_jobs() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
     let summary: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
-    assert_eq!(summary, json!({ "completed": 1, "failed": 1 }));
+    assert_eq!(
+        summary,
+        json!({ "completed": 1, "failed": 1, "retried": 1 })
+    );
 
     let job = q.get(ok).await.expect("get").expect("the job");
     assert_eq!(job.state, Some(emq::JobState::Completed));

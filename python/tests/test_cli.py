@@ -121,7 +121,7 @@ async def test_worker_runs_jobs_logs_failures_and_stops_gracefully_on_sigterm(st
     lines = err.splitlines()
     assert any("started" in line and qname in line for line in lines), err
     # The final figures (stats() kept them after the close): five jobs done, one failed.
-    assert any("stopped: 5 completed, 1 failed" in line for line in lines), err
+    assert any("stopped: 5 completed, 1 failed, 0 retried" in line for line in lines), err
     failures = [line for line in lines if "failed" in line and boom in line]
     assert len(failures) == 1 and "it went boom" in failures[0] and "attempt 1/1" in failures[0], err
     assert out == "", out  # logs go to stderr

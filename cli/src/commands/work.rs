@@ -8,7 +8,8 @@
 //! string `message`, else `job <id> failed on request`. The worker keeps every finished job (no
 //! retention trim), so callers can read them back. It runs until it has handled `--max-jobs` jobs
 //! (completed or failed), or until SIGINT/SIGTERM; then it closes the worker and prints one JSON
-//! line on stdout: `{"completed": N, "failed": M}`.
+//! line on stdout: `{"completed": N, "failed": M, "retried": R}` (jobs completed, jobs failed for
+//! good, runs that failed and were retried).
 
 use crate::connect::open_queue;
 use clap::Args as ClapArgs;
@@ -116,7 +117,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     worker.close().await?;
     outln!(
         "{}",
-        json!({ "completed": stats.completed, "failed": stats.failed })
+        json!({ "completed": stats.completed, "failed": stats.failed, "retried": stats.retried })
     );
     Ok(())
 }

@@ -159,7 +159,12 @@ async def _serve(args: argparse.Namespace, handler: Callable[..., Any]) -> None:
         )
         await worker.run()
         stats = worker.stats()
-        log.info("stopped: %d completed, %d failed", stats.get("completed", 0), stats.get("failed", 0))
+        log.info(
+            "stopped: %d completed, %d failed, %d retried",
+            stats.get("completed", 0),
+            stats.get("failed", 0),
+            stats.get("retried", 0),
+        )
     finally:
         await queue.close()
 
