@@ -356,6 +356,16 @@ impl Job {
         }
     }
 
+    /// The job as read, or (unless `as_stored`, for operator views that show a broken job) the
+    /// error of a stored field that could not be read.
+    pub(crate) fn readable_unless(self, as_stored: bool) -> Result<Job> {
+        if as_stored {
+            Ok(self)
+        } else {
+            self.readable()
+        }
+    }
+
     /// Why a stored JSON field of this job could not be read, if one could not.
     pub fn unreadable(&self) -> Option<&Error> {
         self.unreadable.as_ref()

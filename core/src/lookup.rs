@@ -205,12 +205,7 @@ impl Queue {
             .zip(records)
             .filter(|(_, record)| !record.is_empty())
             .map(|(id, record)| {
-                let job = Job::from_record(*id, Some(state), record);
-                if as_stored {
-                    Ok(job)
-                } else {
-                    job.readable()
-                }
+                Job::from_record(*id, Some(state), record).readable_unless(as_stored)
             })
             .collect()
     }

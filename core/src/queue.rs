@@ -424,12 +424,9 @@ impl Queue {
             .chunks(2)
             .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
             .collect();
-        let job = Job::from_record(id, JobState::parse(state).ok(), map);
-        if as_stored {
-            Ok(Some(job))
-        } else {
-            job.readable().map(Some)
-        }
+        Job::from_record(id, JobState::parse(state).ok(), map)
+            .readable_unless(as_stored)
+            .map(Some)
     }
 
     /// Counts jobs per state.
