@@ -12,7 +12,7 @@
 
 mod control;
 
-use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker};
+use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker, WorkerEvent};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -358,15 +358,21 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// (e) end-to-end latency with an idle worker: one job at a time, closed loop.
 /// add -> start: the handler's first line stamps an Instant and signals a Notify.
-/// add -> completed: a `queue.events(None)` subscriber (XREAD BLOCK on its own connection)
-/// stamps the `completed` event of the job.
+/// add -> completed: the worker's own `completed` event ([`Worker::builder`]'s `on_event` hook,
+/// called once the completion is recorded), the in-process event BullMQ's side is timed by too.
 async fn latency(cfg: &Cfg, name: &str, n: u64) -> BResult<Map<String, Value>> {
     let q = open(cfg, name).await?;
     let starts: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; n as usize]));
     let started = Arc::new(Notify::new());
     let (s2, st2) = (starts.clone(), started.clone());
+    let (tx, mut rx) = mpsc::unbounded_channel::<(emq::JobId, Instant)>();
     let worker = Worker::builder(q.clone())
         .concurrency(1)
+        .on_event(Arc::new(move |e: WorkerEvent| {
+            if let WorkerEvent::Completed { job, .. } = e {
+                let _ = tx.send((job.id, Instant::now()));
+            }
+        }))
         .handler(move |job: JobContext| {
             let t = Instant::now();
             if let Some(i) = job.data()["i"].as_u64() {
@@ -380,30 +386,6 @@ async fn latency(cfg: &Cfg, name: &str, n: u64) -> BResult<Map<String, Value>> {
         .run()
         .map_err(e2s)?;
 
-    let mut events = q.events(None).await.map_err(e2s)?;
-    let (tx, mut rx) = mpsc::unbounded_channel::<(emq::JobId, Instant)>();
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let sub = tokio::spawn(async move {
-        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-            match events.next_batch(Duration::from_millis(200), 100).await {
-                Ok(batch) => {
-                    let t = Instant::now();
-                    for e in batch {
-                        if e.kind == "completed" {
-                            if let Some(id) = e.job_id {
-                                let _ = tx.send((id, t));
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    eprintln!("emq-bench: events: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    });
     tokio::time::sleep(Duration::from_millis(200)).await; // worker reaches its blocking wait
 
     let mut add_rtt = Vec::with_capacity(n as usize);
@@ -446,8 +428,6 @@ async fn latency(cfg: &Cfg, name: &str, n: u64) -> BResult<Map<String, Value>> {
         Ok(())
     }
     .await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = sub.await;
     worker.close().await.map_err(e2s)?;
     q.close().await.map_err(e2s)?;
     result?;
@@ -460,7 +440,7 @@ async fn latency(cfg: &Cfg, name: &str, n: u64) -> BResult<Map<String, Value>> {
     }
     m.insert(
         "done_observed_by".into(),
-        json!("queue.events(None) subscriber"),
+        json!("the worker's own completed event (on_event)"),
     );
     Ok(m)
 }
