@@ -10,10 +10,9 @@ Writes one JSON object per scenario run (one line each) with the field names emq
 SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (1: CONFIG RESETSTAT before and INFO commandstats
 after each timed section, like emq-bench; 0 to skip).
 
-Measurement differences from BullMQ Python, which has an in-process `completed` event that emq's
-Python worker does not offer: processing ends when the worker's own `stats()["completed"]` counter
-reaches N (polled every ~1 ms); in latency, add -> completed is stamped by a `queue.events()`
-subscriber seeing the job's `completed` event (as emq-bench does in Rust).
+Measurement: processing ends when the worker's own `stats()["completed"]` counter reaches N
+(polled every ~1 ms; BullMQ Python counts its worker's `completed` events); in latency,
+add -> completed is stamped by the worker's own `completed` event (`worker.on`), as on BullMQ's side.
 """
 import asyncio
 import json
@@ -239,21 +238,16 @@ async def latency(name, n):
         return None
 
     worker = emq.Worker(q, handler, concurrency=1)
-    # Completion as an event, like emq Rust: a Queue.events() subscriber (XREAD BLOCK on its own
-    # connection) stamps each `completed` event. (Queue.wait reads the record first, and a job
-    # removed on completion may be gone by then.)
-    events = await q.events()
+    # Completion as an event, like BullMQ's side: the worker's own "completed" event (called on
+    # this loop once the completion is recorded).
     completed = {}
     seen = asyncio.Event()
 
-    async def follow():
-        while True:
-            batch = await events.next_batch(0.2, 100)
-            t = now()
-            for e in batch:
-                if e["kind"] == "completed" and e["job_id"]:
-                    completed[e["job_id"]] = t
-                    seen.set()
+    def on_completed(job, _result):
+        completed[job.id] = now()
+        seen.set()
+
+    worker.on("completed", on_completed)
 
     async def done_at(job_id):
         while job_id not in completed:
@@ -261,7 +255,6 @@ async def latency(name, n):
             await seen.wait()
         return completed.pop(job_id)
 
-    follower = asyncio.create_task(follow())
     try:
         await asyncio.sleep(0.3)  # let the worker connect and reach its blocking wait
         dl = Deadline(CFG["scenarioTimeoutS"], "latency")
@@ -290,9 +283,8 @@ async def latency(name, n):
         return {"add_rtt_p50_ms": a50, "add_rtt_p99_ms": a99,
                 "start_p50_ms": s50, "start_p99_ms": s99,
                 "done_p50_ms": d50, "done_p99_ms": d99,
-                "done_observed_by": "queue.events() subscriber"}
+                "done_observed_by": "the worker's own completed event (worker.on)"}
     finally:
-        follower.cancel()
         await worker.close()
         await q.close()
 

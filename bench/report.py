@@ -398,10 +398,10 @@ def main():
     L.append(f"## Latency, idle worker (ms, {n_lat} jobs per run)\n")
     L.append("Closed loop: t0, add, wait for the handler's first line and for completion, pause 2 ms, "
              "repeat. add → handler start is stamped on the handler's first line everywhere. add → "
-             "completed: emq Rust, a `queue.events(None)` subscriber (XREAD BLOCK on its own connection) "
-             "seeing the job's `completed` event; emq Python, a `queue.events()` subscriber the same way; "
-             "emq Node, the worker's in-process `completed` event; "
-             "BullMQ, the worker's in-process `completed` event.\n")
+             "completed, the same way on every side: the worker's own in-process `completed` event, "
+             "called once the completion is recorded (emq Rust: `WorkerBuilder::on_event`; emq Python: "
+             "`worker.on('completed')`; emq Node: `worker.on('completed')`; BullMQ: the worker's "
+             "`completed` event).\n")
     L.append("| interval | " + " | ".join(f"{n} p50" for n, _ in IMPLS) + " | "
              + " | ".join(f"{n} p99" for n, _ in IMPLS) + " |")
     L.append("|---|" + "---:|" * (2 * len(IMPLS)))
