@@ -280,6 +280,12 @@ def main():
                 L.append(f"`uptime` at the {name[7:-4]} of the repetitions: `{f.read().strip()}`\n")
         except OSError:
             pass
+    if os.environ.get("BENCH_AWAKE", "0") == "1":
+        L.append("**Cores kept awake** (BENCH_AWAKE=1): during the repetitions one busy loop per core ran "
+                 "at the idle scheduling class (`chrt --idle 0`), which gets a core only when nothing "
+                 "else wants it, so no core halted between a request and its reply. The load average "
+                 f"below includes those {os.cpu_count()} loops. The same measurements without them: "
+                 "bench/RESULTS.md.\n")
     if loads:
         L.append("Load average (1/5/15 min) during the run: " + "; ".join(loads) + ". A load well "
                  f"above nproc = {os.cpu_count()} means other processes competed for the cores, which "

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: emq (bench/, binary emq-bench) against the BullMQ anchors
 # (shared/bench/anchors: BullMQ Node and BullMQ Python) on one private Redis, in one run.
-# Run by hand, never in CI. Writes bench/RESULTS.md; raw samples go to bench/out/ (git-ignored).
+# Run by hand, never in CI. Writes bench/RESULTS.md; raw samples go to bench/out/ (git-ignored;
+# with BENCH_AWAKE=1, bench/RESULTS-awake.md and bench/out-awake/).
 #
 # Knobs (like the anchors'): REPS (default 5; the targets want at least 5), N_JOBS (20000), N_LATENCY (1000),
 # SCENARIO_TIMEOUT_S (120). Also: ANCHORS_SRC (where the read-only anchors live),
 # EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo),
 # EMQ_PY_VENV (venv for emq's Python package; default /tmp/emq-bench-venv),
-# BENCH_KOTLIN=1 (also run bindings/uniffi's Kotlin BenchTest each repetition; off by default).
+# BENCH_KOTLIN=1 (also run bindings/uniffi's Kotlin BenchTest each repetition; off by default),
+# BENCH_AWAKE=1 (keep every core awake for the run: one busy loop per core at the idle scheduling
+# class, `chrt --idle 0`, which runs only when nothing else wants that core, so a core never halts
+# between one request and its reply; writes bench/RESULTS-awake.md and bench/out-awake/ instead. On
+# a virtual machine waking a halted core costs far more than a context switch, and that cost falls
+# on whichever side goes idle more often per request; RESULTS.md's hand-written section compares
+# the two runs).
 #
 # Builds: emq-bench (cargo, release), emq's Python package (`pip install ./python`, maturin's
 # default release profile) into EMQ_PY_VENV, and the Node addon (`bash node/build.sh`, release).
@@ -25,7 +32,14 @@ ANCHORS_SRC="${ANCHORS_SRC:-$ROOT/../shared/bench/anchors}"
 ANCHORS=/tmp/anchors
 PORT=6390
 PIDFILE=/tmp/bench-redis.pid
-OUT="$HERE/out"
+BENCH_AWAKE="${BENCH_AWAKE:-0}"
+if [ "$BENCH_AWAKE" = 1 ]; then
+  OUT="$HERE/out-awake"
+  RESULTS="$HERE/RESULTS-awake.md"
+else
+  OUT="$HERE/out"
+  RESULTS="$HERE/RESULTS.md"
+fi
 export REDIS_PORT=$PORT
 REPS="${REPS:-5}"
 export N_JOBS="${N_JOBS:-20000}"
@@ -36,11 +50,14 @@ EMQ_PY_VENV="${EMQ_PY_VENV:-/tmp/emq-bench-venv}"
 BENCH_KOTLIN="${BENCH_KOTLIN:-0}"
 COMMAND="REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY${EMQ_BENCH_BIN:+ EMQ_BENCH_BIN=$EMQ_BENCH_BIN}${EMQ_PY_VENV_SET:+ EMQ_PY_VENV=$EMQ_PY_VENV} bash bench/run.sh"
 [ "$BENCH_KOTLIN" = 1 ] && COMMAND="BENCH_KOTLIN=1 $COMMAND"
+[ "$BENCH_AWAKE" = 1 ] && COMMAND="BENCH_AWAKE=1 $COMMAND"
 T0="$(date +%s)"
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
 
-for tool in redis-server redis-cli node npm python3 timeout; do
+tools="redis-server redis-cli node npm python3 timeout"
+[ "$BENCH_AWAKE" = 1 ] && tools="$tools chrt"
+for tool in $tools; do
   command -v "$tool" >/dev/null 2>&1 || die "missing '$tool' (see shared/bench/anchors/README.md, Setup)"
 done
 
@@ -112,7 +129,14 @@ stop_redis() {
     echo "bench/run.sh: stopped redis-server (pid $REDIS_PID)" >&2
   fi
 }
-trap stop_redis EXIT
+SPINNERS=()
+stop_spinners() {
+  # Only the busy loops this script started, by pid.
+  for pid in "${SPINNERS[@]}"; do kill "$pid" 2>/dev/null; done
+  [ "${#SPINNERS[@]}" -gt 0 ] && echo "bench/run.sh: stopped ${#SPINNERS[@]} idle-class busy loops" >&2
+  SPINNERS=()
+}
+trap 'stop_redis; stop_spinners' EXIT
 trap 'exit 130' INT TERM
 
 # Exactly as shared/bench/anchors/run.sh starts it.
@@ -140,6 +164,13 @@ step() {
   fi
 }
 
+if [ "$BENCH_AWAKE" = 1 ]; then
+  for _ in $(seq 1 "$(nproc)"); do
+    chrt --idle 0 sh -c 'while :; do :; done' &
+    SPINNERS+=("$!")
+  done
+  echo "bench/run.sh: BENCH_AWAKE=1: ${#SPINNERS[@]} idle-class busy loops (pids ${SPINNERS[*]})" >&2
+fi
 cat /proc/loadavg >"$OUT/loadavg_start.txt" 2>/dev/null || true
 uptime >"$OUT/uptime_start.txt" 2>/dev/null || true
 run_bullmq() {
@@ -171,8 +202,9 @@ done
 
 cat /proc/loadavg >"$OUT/loadavg_end.txt" 2>/dev/null || true
 uptime >"$OUT/uptime_end.txt" 2>/dev/null || true
+stop_spinners
 BENCH_COMMAND="$COMMAND" BENCH_T0="$T0" BENCH_REPS="$REPS" BENCH_KOTLIN="$BENCH_KOTLIN" \
-  python3 "$HERE/report.py" "$OUT" "$HERE/RESULTS.md"
+  BENCH_AWAKE="$BENCH_AWAKE" python3 "$HERE/report.py" "$OUT" "$RESULTS"
 rc=$?
-echo "bench/run.sh: wrote bench/RESULTS.md ($(( $(date +%s) - T0 ))s)" >&2
+echo "bench/run.sh: wrote ${RESULTS#"$ROOT"/} ($(( $(date +%s) - T0 ))s)" >&2
 exit $rc
