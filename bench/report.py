@@ -280,12 +280,19 @@ def main():
                 L.append(f"`uptime` at the {name[7:-4]} of the repetitions: `{f.read().strip()}`\n")
         except OSError:
             pass
-    if os.environ.get("BENCH_AWAKE", "0") == "1":
-        L.append("**Cores kept awake** (BENCH_AWAKE=1): during the repetitions one busy loop per core ran "
-                 "at the idle scheduling class (`chrt --idle 0`), which gets a core only when nothing "
-                 "else wants it, so no core halted between a request and its reply. The load average "
-                 f"below includes those {os.cpu_count()} loops. The same measurements without them: "
-                 "bench/RESULTS.md.\n")
+    if os.environ.get("BENCH_PIN", "0") == "1":
+        L.append(f"**Pinned** (BENCH_PIN=1, the default where nproc ≥ 2): redis-server on core 0, every "
+                 "benchmark client (BullMQ's and emq's) on "
+                 + (f"cores 1–{os.cpu_count() - 1}" if os.cpu_count() > 2 else "core 1")
+                 + " (`taskset`), so "
+                 "every request crosses between cores, as to a Redis on its own host. Unpinned, the "
+                 "scheduler put Redis and the client on one core in some runs and on two in others, and "
+                 "on this virtual machine the two modes differ by several times (see \"Where the time "
+                 "goes\" below: one-core and cross-core runs of the same loop). The Kotlin row's "
+                 "harness Redis runs on the clients' cores.\n")
+    else:
+        L.append("**Unpinned** (BENCH_PIN=0): the scheduler places Redis and the clients, as the "
+                 "anchors' run.sh does; figures jump between a one-core and a cross-core mode.\n")
     if loads:
         L.append("Load average (1/5/15 min) during the run: " + "; ".join(loads) + ". A load well "
                  f"above nproc = {os.cpu_count()} means other processes competed for the cores, which "

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: emq (bench/, binary emq-bench) against the BullMQ anchors
 # (shared/bench/anchors: BullMQ Node and BullMQ Python) on one private Redis, in one run.
-# Run by hand, never in CI. Writes bench/RESULTS.md; raw samples go to bench/out/ (git-ignored;
-# with BENCH_AWAKE=1, bench/RESULTS-awake.md and bench/out-awake/).
+# Run by hand, never in CI. Writes bench/RESULTS.md; raw samples go to bench/out/ (git-ignored).
 #
 # Knobs (like the anchors'): REPS (default 5; the targets want at least 5), N_JOBS (20000), N_LATENCY (1000),
 # SCENARIO_TIMEOUT_S (120). Also: ANCHORS_SRC (where the read-only anchors live),
 # EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo),
 # EMQ_PY_VENV (venv for emq's Python package; default /tmp/emq-bench-venv),
 # BENCH_KOTLIN=1 (also run bindings/uniffi's Kotlin BenchTest each repetition; off by default),
-# BENCH_AWAKE=1 (keep every core awake for the run: one busy loop per core at the idle scheduling
-# class, `chrt --idle 0`, which runs only when nothing else wants that core, so a core never halts
-# between one request and its reply; writes bench/RESULTS-awake.md and bench/out-awake/ instead. On
-# a virtual machine waking a halted core costs far more than a context switch, and that cost falls
-# on whichever side goes idle more often per request; RESULTS.md's hand-written section compares
-# the two runs).
+# BENCH_PIN (default 1 where nproc >= 2: redis-server runs on core 0 and every benchmark client on
+# the other cores, `taskset`; 0: unpinned, as the anchors' run.sh runs them). Why: on this kind of
+# virtual machine a request and its reply between two processes on different cores cost each side
+# ~25-30 us more CPU than on one core (redis-benchmark PING, one at a time: RTT 12.5 us on one core,
+# 80-128 us across cores), and unpinned, the scheduler puts Redis and the client on one core in some
+# runs and on two in others, so every figure jumped between two modes; pinned, every run is in the
+# cross-core mode (Redis on its own core, as on its own host).
 #
 # Builds: emq-bench (cargo, release), emq's Python package (`pip install ./python`, maturin's
 # default release profile) into EMQ_PY_VENV, and the Node addon (`bash node/build.sh`, release).
@@ -32,13 +32,15 @@ ANCHORS_SRC="${ANCHORS_SRC:-$ROOT/../shared/bench/anchors}"
 ANCHORS=/tmp/anchors
 PORT=6390
 PIDFILE=/tmp/bench-redis.pid
-BENCH_AWAKE="${BENCH_AWAKE:-0}"
-if [ "$BENCH_AWAKE" = 1 ]; then
-  OUT="$HERE/out-awake"
-  RESULTS="$HERE/RESULTS-awake.md"
-else
-  OUT="$HERE/out"
-  RESULTS="$HERE/RESULTS.md"
+OUT="$HERE/out"
+RESULTS="$HERE/RESULTS.md"
+NCPU="$(nproc)"
+BENCH_PIN="${BENCH_PIN:-$([ "$NCPU" -ge 2 ] && echo 1 || echo 0)}"
+PIN_REDIS=()
+PIN_CLIENT=()
+if [ "$BENCH_PIN" = 1 ]; then
+  PIN_REDIS=(taskset -c 0)
+  PIN_CLIENT=(taskset -c "1-$((NCPU - 1))")
 fi
 export REDIS_PORT=$PORT
 REPS="${REPS:-5}"
@@ -50,13 +52,13 @@ EMQ_PY_VENV="${EMQ_PY_VENV:-/tmp/emq-bench-venv}"
 BENCH_KOTLIN="${BENCH_KOTLIN:-0}"
 COMMAND="REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY${EMQ_BENCH_BIN:+ EMQ_BENCH_BIN=$EMQ_BENCH_BIN}${EMQ_PY_VENV_SET:+ EMQ_PY_VENV=$EMQ_PY_VENV} bash bench/run.sh"
 [ "$BENCH_KOTLIN" = 1 ] && COMMAND="BENCH_KOTLIN=1 $COMMAND"
-[ "$BENCH_AWAKE" = 1 ] && COMMAND="BENCH_AWAKE=1 $COMMAND"
+[ "$BENCH_PIN" = 0 ] && COMMAND="BENCH_PIN=0 $COMMAND"
 T0="$(date +%s)"
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
 
 tools="redis-server redis-cli node npm python3 timeout"
-[ "$BENCH_AWAKE" = 1 ] && tools="$tools chrt"
+[ "$BENCH_PIN" = 1 ] && tools="$tools taskset"
 for tool in $tools; do
   command -v "$tool" >/dev/null 2>&1 || die "missing '$tool' (see shared/bench/anchors/README.md, Setup)"
 done
@@ -129,18 +131,11 @@ stop_redis() {
     echo "bench/run.sh: stopped redis-server (pid $REDIS_PID)" >&2
   fi
 }
-SPINNERS=()
-stop_spinners() {
-  # Only the busy loops this script started, by pid.
-  for pid in "${SPINNERS[@]}"; do kill "$pid" 2>/dev/null; done
-  [ "${#SPINNERS[@]}" -gt 0 ] && echo "bench/run.sh: stopped ${#SPINNERS[@]} idle-class busy loops" >&2
-  SPINNERS=()
-}
-trap 'stop_redis; stop_spinners' EXIT
+trap stop_redis EXIT
 trap 'exit 130' INT TERM
 
 # Exactly as shared/bench/anchors/run.sh starts it.
-redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
+"${PIN_REDIS[@]}" redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
   --daemonize yes --pidfile "$PIDFILE" >/dev/null || die "redis-server did not start"
 for _ in $(seq 1 50); do
   if [ -s "$PIDFILE" ] && redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1; then break; fi
@@ -149,14 +144,14 @@ done
 REDIS_PID="$(cat "$PIDFILE" 2>/dev/null || true)"
 [ -n "$REDIS_PID" ] || die "no pid in $PIDFILE"
 redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1 || die "redis-server is not answering on 127.0.0.1:$PORT"
-echo "bench/run.sh: redis-server pid $REDIS_PID on 127.0.0.1:$PORT, REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY" >&2
+echo "bench/run.sh: redis-server pid $REDIS_PID on 127.0.0.1:$PORT, REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY, BENCH_PIN=$BENCH_PIN${PIN_REDIS[*]:+ (redis: ${PIN_REDIS[*]}; clients: ${PIN_CLIENT[*]})}" >&2
 
 # step NAME TIME_LIMIT_S COMMAND...: log to out/NAME.log, note a failure and go on.
 step() {
   local name=$1 limit=$2
   shift 2
   echo "bench/run.sh: step '$name' (limit ${limit}s)" >&2
-  timeout "$limit" "$@" 2>"$OUT/$name.log"
+  "${PIN_CLIENT[@]}" timeout "$limit" "$@" 2>"$OUT/$name.log"
   local rc=$?
   tail -n 3 "$OUT/$name.log" >&2
   if [ "$rc" -ne 0 ]; then
@@ -164,13 +159,6 @@ step() {
   fi
 }
 
-if [ "$BENCH_AWAKE" = 1 ]; then
-  for _ in $(seq 1 "$(nproc)"); do
-    chrt --idle 0 sh -c 'while :; do :; done' &
-    SPINNERS+=("$!")
-  done
-  echo "bench/run.sh: BENCH_AWAKE=1: ${#SPINNERS[@]} idle-class busy loops (pids ${SPINNERS[*]})" >&2
-fi
 cat /proc/loadavg >"$OUT/loadavg_start.txt" 2>/dev/null || true
 uptime >"$OUT/uptime_start.txt" 2>/dev/null || true
 run_bullmq() {
@@ -202,9 +190,8 @@ done
 
 cat /proc/loadavg >"$OUT/loadavg_end.txt" 2>/dev/null || true
 uptime >"$OUT/uptime_end.txt" 2>/dev/null || true
-stop_spinners
 BENCH_COMMAND="$COMMAND" BENCH_T0="$T0" BENCH_REPS="$REPS" BENCH_KOTLIN="$BENCH_KOTLIN" \
-  BENCH_AWAKE="$BENCH_AWAKE" python3 "$HERE/report.py" "$OUT" "$RESULTS"
+  BENCH_PIN="$BENCH_PIN" python3 "$HERE/report.py" "$OUT" "$RESULTS"
 rc=$?
 echo "bench/run.sh: wrote ${RESULTS#"$ROOT"/} ($(( $(date +%s) - T0 ))s)" >&2
 exit $rc
