@@ -281,7 +281,7 @@ def main():
         except OSError:
             pass
     if os.environ.get("BENCH_PIN", "0") == "1":
-        L.append(f"**Pinned** (BENCH_PIN=1, the default where nproc ≥ 2): redis-server on core 0, every "
+        L.append(f"**Pinned** (BENCH_PIN=1): redis-server on core 0, every "
                  "benchmark client (BullMQ's and emq's) on "
                  + (f"cores 1–{os.cpu_count() - 1}" if os.cpu_count() > 2 else "core 1")
                  + " (`taskset`), so "
@@ -291,8 +291,11 @@ def main():
                  "goes\" below: one-core and cross-core runs of the same loop). The Kotlin row's "
                  "harness Redis runs on the clients' cores.\n")
     else:
-        L.append("**Unpinned** (BENCH_PIN=0): the scheduler places Redis and the clients, as the "
-                 "anchors' run.sh does; figures jump between a one-core and a cross-core mode.\n")
+        L.append("Unpinned (the default; BENCH_PIN=1 pins Redis to core 0 and the clients to the others): "
+                 "the scheduler places Redis and the clients, as the anchors' run.sh does. On this "
+                 "virtual machine a request between two cores costs each side several times the CPU of "
+                 "one on a single core, so figures jump between a one-core and a cross-core mode from run "
+                 "to run (see \"Where the time goes\" below).\n")
     if loads:
         L.append("Load average (1/5/15 min) during the run: " + "; ".join(loads) + ". A load well "
                  f"above nproc = {os.cpu_count()} means other processes competed for the cores, which "

@@ -8,13 +8,14 @@
 # EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo),
 # EMQ_PY_VENV (venv for emq's Python package; default /tmp/emq-bench-venv),
 # BENCH_KOTLIN=1 (also run bindings/uniffi's Kotlin BenchTest each repetition; off by default),
-# BENCH_PIN (default 1 where nproc >= 2: redis-server runs on core 0 and every benchmark client on
-# the other cores, `taskset`; 0: unpinned, as the anchors' run.sh runs them). Why: on this kind of
-# virtual machine a request and its reply between two processes on different cores cost each side
-# ~25-30 us more CPU than on one core (redis-benchmark PING, one at a time: RTT 12.5 us on one core,
-# 80-128 us across cores), and unpinned, the scheduler puts Redis and the client on one core in some
-# runs and on two in others, so every figure jumped between two modes; pinned, every run is in the
-# cross-core mode (Redis on its own core, as on its own host).
+# BENCH_PIN=1 (redis-server on core 0 and every benchmark client on the other cores, `taskset`;
+# default 0: unpinned, as the anchors' run.sh runs them). On this kind of virtual machine a request
+# and its reply between processes on two cores cost each side ~25-30 us more CPU than on one core
+# (redis-benchmark PING one at a time: RTT 12.5 us on one core, 80-128 us across cores), and
+# unpinned, the scheduler puts Redis and a client on one core in some runs and on two in others, so
+# figures jump between two modes. Pinned, every request crosses cores, but on 2 cores all clients
+# then share one core, which costs emq's two-thread bindings (language thread + tokio) more than
+# BullMQ's one thread; bench/RESULTS.md's hand-written section compares the modes.
 #
 # Builds: emq-bench (cargo, release), emq's Python package (`pip install ./python`, maturin's
 # default release profile) into EMQ_PY_VENV, and the Node addon (`bash node/build.sh`, release).
@@ -35,7 +36,7 @@ PIDFILE=/tmp/bench-redis.pid
 OUT="$HERE/out"
 RESULTS="$HERE/RESULTS.md"
 NCPU="$(nproc)"
-BENCH_PIN="${BENCH_PIN:-$([ "$NCPU" -ge 2 ] && echo 1 || echo 0)}"
+BENCH_PIN="${BENCH_PIN:-0}"
 PIN_REDIS=()
 PIN_CLIENT=()
 if [ "$BENCH_PIN" = 1 ]; then
@@ -52,10 +53,11 @@ EMQ_PY_VENV="${EMQ_PY_VENV:-/tmp/emq-bench-venv}"
 BENCH_KOTLIN="${BENCH_KOTLIN:-0}"
 COMMAND="REPS=$REPS N_JOBS=$N_JOBS N_LATENCY=$N_LATENCY${EMQ_BENCH_BIN:+ EMQ_BENCH_BIN=$EMQ_BENCH_BIN}${EMQ_PY_VENV_SET:+ EMQ_PY_VENV=$EMQ_PY_VENV} bash bench/run.sh"
 [ "$BENCH_KOTLIN" = 1 ] && COMMAND="BENCH_KOTLIN=1 $COMMAND"
-[ "$BENCH_PIN" = 0 ] && COMMAND="BENCH_PIN=0 $COMMAND"
+[ "$BENCH_PIN" = 1 ] && COMMAND="BENCH_PIN=1 $COMMAND"
 T0="$(date +%s)"
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
+[ "$BENCH_PIN" = 1 ] && [ "$NCPU" -lt 2 ] && die "BENCH_PIN=1 needs at least 2 cores"
 
 tools="redis-server redis-cli node npm python3 timeout"
 [ "$BENCH_PIN" = 1 ] && tools="$tools taskset"
