@@ -38,6 +38,17 @@ fn joined<T>(r: std::result::Result<Result<T>, tokio::task::JoinError>) -> Resul
 /// The `spec` argument of `add.lua` for a job with every one of its options at the default.
 const PLAIN_SPEC: &str = "1|0|0||0|";
 
+/// A job `add_one.lua` can add: no delay, priority, LIFO, dedup key or group (any attempts and
+/// retention; a parent is checked by the caller).
+fn is_plain(o: &JobOptions) -> bool {
+    o.delay_ms == 0
+        && o.priority == 0
+        && !o.lifo
+        && o.dedup_ttl_ms == 0
+        && o.dedup.is_none()
+        && o.group.is_none()
+}
+
 /// Calls `f` with the compact JSON of `options` ([`JobOptions::compact_json`]). The text of the
 /// options last seen on this thread is kept: an application's adds mostly repeat one set of
 /// options, and serialising them (through a `serde_json::Value`, compared with the defaults) was a
@@ -153,6 +164,11 @@ impl Queue {
         batch: &[(JobId, &NewJob, String)],
         parent: &str,
     ) -> Result<Invocation> {
+        if let ([(id, job, data)], "") = (batch, parent) {
+            if is_plain(&job.options) {
+                return self.add_one_invocation(*id, job, data);
+            }
+        }
         let k = &self.keys;
         let mut inv = script::ADD
             .prepare()
@@ -203,6 +219,33 @@ impl Queue {
             inv = inv.arg(parent).arg(o.group.as_deref().unwrap_or(""));
         }
         Ok(inv)
+    }
+
+    /// One call of `add_one.lua` for a plain job (see [`is_plain`]): add.lua's transition for it
+    /// with only the keys and arguments it can touch, which costs the server about a third less.
+    fn add_one_invocation(&self, id: JobId, job: &NewJob, data: &str) -> Result<Invocation> {
+        job.options.validate()?;
+        let k = &self.keys;
+        let inv = script::ADD_ONE
+            .prepare()
+            .key(&k.wait)
+            .key(&k.paused)
+            .key(&k.prioritized)
+            .key(&k.delayed)
+            .key(&k.meta)
+            .key(&k.events)
+            .key(&k.marker)
+            .key(&k.waiters)
+            .key(&k.handoff)
+            .key(&k.active)
+            .key(&k.leases)
+            .key(&self.name.job_key(id, JobPart::Record))
+            .arg(self.max_events)
+            .arg(id)
+            .arg(&job.name)
+            .arg(data);
+        let inv = with_compact_json(&job.options, |compact| inv.arg(compact));
+        Ok(inv.arg(job.options.attempts))
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).

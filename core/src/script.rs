@@ -176,7 +176,13 @@ pub fn assemble(body: &str, guarded: bool) -> String {
     s.push('\n');
     s.push_str(GUARD);
     s.push('\n');
-    s.push_str(&key_table(body));
+    // A script that reads its keys only as `K.<name>` gets them as `KEYS[i]` in its text and no
+    // table: building the table on every call cost the server ~5,800 instructions for 12 keys
+    // (bench/RESULTS.md). A script that passes `K` to a library keeps the table.
+    let inlined = inline_keys(body);
+    if inlined.is_none() {
+        s.push_str(&key_table(body));
+    }
     for line in body.lines().take_while(|l| l.starts_with("--")) {
         if let Some(lib) = line.strip_prefix("-- uses ") {
             let lib = lib.trim();
@@ -188,8 +194,49 @@ pub fn assemble(body: &str, guarded: bool) -> String {
             s.push('\n');
         }
     }
-    s.push_str(body);
+    s.push_str(inlined.as_deref().unwrap_or(body));
     s
+}
+
+/// `body` with every `K.<name>` outside comments written as `KEYS[<i>]` (its header's position),
+/// or None when the script uses `K` any other way (passes it to a library) or names a key its
+/// header does not (the lint reports that; the table then stays, as without inlining).
+fn inline_keys(body: &str) -> Option<String> {
+    let h = parse_header(body).ok()?;
+    let fixed = h.keys.len() - usize::from(h.keys_repeat);
+    let names = &h.keys[..fixed];
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(body.len());
+    for line in body.split_inclusive('\n') {
+        let (code, comment) = match line.find("--") {
+            Some(i) => line.split_at(i),
+            None => (line, ""),
+        };
+        let chars: Vec<char> = code.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let starts_token = i == 0 || !is_ident(chars[i - 1]);
+            if c == 'K' && starts_token && !chars.get(i + 1).is_some_and(|n| is_ident(*n)) {
+                if chars.get(i + 1) != Some(&'.') {
+                    return None; // `K` itself: passed on, so the table is needed
+                }
+                let mut j = i + 2;
+                while j < chars.len() && is_ident(chars[j]) {
+                    j += 1;
+                }
+                let name: String = chars[i + 2..j].iter().collect();
+                let at = names.iter().position(|n| *n == name)?;
+                out.push_str(&format!("KEYS[{}]", at + 1));
+                i = j;
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        }
+        out.push_str(comment);
+    }
+    Some(out)
 }
 
 /// The table `K` a script reads its keys from by their header names: `local K = {wait = KEYS[1],
@@ -672,6 +719,8 @@ scripts! {
     NODE_RELEASE => "node_release",
     /// Adds a batch of jobs.
     ADD => "add",
+    /// Adds one plain job (no delay, priority, dedup, group, parent or LIFO).
+    ADD_ONE => "add_one",
     /// Leases ready jobs to a worker.
     CLAIM => "claim",
     /// Leases the job a wake-up marker named and returns its record.
@@ -817,6 +866,30 @@ mod tests {
             key_table("-- KEYS[1] wait\n-- KEYS[2] meta\n-- KEYS[3..] record\n"),
             "local K = {wait = KEYS[1], meta = KEYS[2]}\n"
         );
+    }
+
+    #[test]
+    fn keys_read_by_name_are_inlined_and_a_table_passed_on_is_kept() {
+        let h = "-- KEYS[1] wait\n-- KEYS[2] meta\n-- KEYS[3..] record\n";
+        let body =
+            format!("{h}call('LLEN', K.wait) -- K.meta in a comment, and K\nreturn K.meta\n");
+        assert_eq!(
+            inline_keys(&body).unwrap(),
+            format!("{h}call('LLEN', KEYS[1]) -- K.meta in a comment, and K\nreturn KEYS[2]\n")
+        );
+        // `K` passed to a library, or a name the header lacks: the table stays.
+        assert_eq!(
+            inline_keys(&format!("{h}return emq_ready(K, {{}})\n")),
+            None
+        );
+        assert_eq!(inline_keys(&format!("{h}return K.record\n")), None);
+        assert!(!assemble(&body, false).contains("local K = {"));
+        assert!(
+            assemble(&format!("{h}emq_ready(K)\n"), false).contains("local K = {wait = KEYS[1]")
+        );
+        // KEYS itself and names that merely start with K are not the table.
+        let other = format!("{h}local KEYS_n, Kx = #KEYS, 1\n");
+        assert_eq!(inline_keys(&other).unwrap(), other);
     }
 
     fn q() -> crate::QueueName {
