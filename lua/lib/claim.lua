@@ -23,9 +23,10 @@
 -- a start (started.lua, or complete.lua's reports) the sweep gives them back uncounted. With `wake`, pushes
 -- a marker to wake another worker when the batch came back full, and clears the markers when it did
 -- not. `freed` jobs just left active: with a concurrency limit, another worker is woken for them.
+-- The clock comes in the forms of `now_clock()` (lib/guard.lua): `us_text`, the server's
+-- microseconds as text, `now_text` and `now`, its milliseconds as text and as a number.
 -- Returns {next due in ms or -1, id, token, …}.
-local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed, start)
-  local now = math.floor(now_us / 1000)
+local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events, wake, freed, start)
   local m = call('HMGET', k.meta, 'paused', 'concurrency', 'rl_max', 'rl_window_ms', 'grl_max', 'grl_window_ms')
   local paused = m[1] == '1'
   local maxc, rl, grl, gwin = tonumber(m[2]), tonumber(m[3]), tonumber(m[5]), tonumber(m[6])
@@ -161,14 +162,17 @@ local function emq_claim(k, now_us, count, lease_ms, max_events, wake, freed, st
   if rl then
     if call('INCRBY', k.limiter, #ids) == #ids then call('PEXPIRE', k.limiter, tonumber(m[4])) end
   end
-  local expiry = now + lease_ms
+  -- Numbers formatted once per call, not per job (each number Lua turns into text, or hands to a
+  -- command, costs the server a printf).
+  local expiry = string.format('%d', now + lease_ms)
+  local from_now, ahead = '|' .. now_text, '|' .. now_text .. '|a'
   local scored, leased = {}, {}
   for i = 1, #ids do
-    local token = now_us .. '.' .. i
+    local token = string.format('%s.%d', us_text, i)
     scored[#scored + 1] = expiry
     scored[#scored + 1] = ids[i]
     leased[#leased + 1] = ids[i]
-    leased[#leased + 1] = i <= start and (token .. '|' .. now) or (token .. '|' .. now .. '|a')
+    leased[#leased + 1] = token .. (i <= start and from_now or ahead)
     out[#out + 1] = ids[i]
     out[#out + 1] = token
   end
