@@ -170,3 +170,45 @@ async fn starts_reported_together_mark_only_the_callers_leases() {
     assert_eq!(lease_of(&q, fourth.0).await, None);
     audit_ok(&q).await;
 }
+
+async fn encoding(q: &Queue, key: &str) -> Option<String> {
+    redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(key)
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_claim_keeps_active_and_leases_hashed() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "hashed").await;
+    q.add_bulk(common::jobs("h", 3)).await.unwrap();
+    let leased = claim(&q, 3, 3).await;
+    assert_eq!(leased.len(), 3);
+    // Small enough for a listpack, yet hashed: each lease, start and completion touches them in
+    // O(1) / O(log n) instead of a scan of all entries.
+    let k = q.keys();
+    assert_eq!(
+        encoding(&q, k.active.as_str()).await.as_deref(),
+        Some("skiplist")
+    );
+    assert_eq!(
+        encoding(&q, k.leases.as_str()).await.as_deref(),
+        Some("hashtable")
+    );
+    // Nothing but the three jobs is left in them.
+    let active: u64 = redis::cmd("ZCARD")
+        .arg(k.active.as_str())
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap();
+    let leases: u64 = redis::cmd("HLEN")
+        .arg(k.leases.as_str())
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap();
+    assert_eq!((active, leases), (3, 3));
+    audit_ok(&q).await;
+}

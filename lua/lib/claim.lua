@@ -176,8 +176,21 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
     out[#out + 1] = ids[i]
     out[#out + 1] = token
   end
+  -- active and leases hold an entry per leased job, touched several times per job (leased,
+  -- started, completed). A small hash or sorted set is a listpack, where each touch scans every
+  -- entry (~2,500 instructions at 30 leases; an HSET of n new leases into one is O(n^2)); a
+  -- hashed one costs O(1) (hash) or O(log n) (sorted set) a touch and is never turned back while
+  -- the key exists. So while either is a listpack, or absent, one entry too long for a listpack is
+  -- written first and removed at once: the key changes encoding, nothing else sees it.
+  local wide_active = call('OBJECT', 'ENCODING', k.active) ~= 'skiplist'
+  local wide_leases = call('OBJECT', 'ENCODING', k.leases) ~= 'hashtable'
+  local wide = (wide_active or wide_leases) and string.rep('~', 1024)
+  if wide_active then call('ZADD', k.active, 0, wide) end
   call('ZADD', k.active, unpack(scored))
+  if wide_active then call('ZREM', k.active, wide) end
+  if wide_leases then call('HSET', k.leases, wide, '') end
   call('HSET', k.leases, unpack(leased))
+  if wide_leases then call('HDEL', k.leases, wide) end
   call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'active', 'ids', table.concat(ids, ' '))
   if wake then
     if #ids == count or more then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end
