@@ -39,17 +39,29 @@ local EVENT_VALUE_CAP, EVENT_ENTRY_CAP = 512, 4096
 local us_text, now_text, now = now_clock()
 -- The starts first (one read, one write for all of them): a job reported here may complete in
 -- this same call.
-if ARGV[5] ~= '' then
+-- (Plain finds and byte compares, no patterns: Lua's pattern matcher costs ~3,000 instructions
+-- a lease.)
+local function leased_with(lease, token)
+  return string.byte(lease, #token + 1) == 124 and string.find(lease, token, 1, true) == 1 -- '|'
+end
+local reports = ARGV[5]
+if reports ~= '' then
   local sids, stokens = {}, {}
-  for sid, stoken in string.gmatch(ARGV[5], '(%S+) (%S+)') do
-    sids[#sids + 1] = sid
-    stokens[#stokens + 1] = stoken
+  local at, len = 1, #reports
+  while at <= len do
+    local gap = string.find(reports, ' ', at, true)
+    if not gap then break end
+    local stop = string.find(reports, ' ', gap + 1, true) or (len + 1)
+    sids[#sids + 1] = string.sub(reports, at, gap - 1)
+    stokens[#stokens + 1] = string.sub(reports, gap + 1, stop - 1)
+    at = stop + 1
   end
   local current = call('HMGET', K.leases, unpack(sids))
   local marks = {}
   for i = 1, #sids do
     local lease = current[i]
-    if lease and string.sub(lease, -2) == '|a' and string.match(lease, '^([^|]*)|') == stokens[i] then
+    if lease and string.byte(lease, -1) == 97 and string.byte(lease, -2) == 124 -- '|a'
+        and leased_with(lease, stokens[i]) then
       marks[#marks + 1] = sids[i]
       marks[#marks + 1] = stokens[i] .. '|' .. now_text
     end
@@ -67,7 +79,7 @@ for j = 0, n - 1 do
   local a = base + j * 4
   local id = ARGV[a]
   local lease = leases[j + 1]
-  if lease and string.match(lease, '^([^|]*)|') == ARGV[a + 1] then
+  if lease and leased_with(lease, ARGV[a + 1]) then
     done[#done + 1] = id
     local result = ARGV[a + 2]
     if #result <= EVENT_VALUE_CAP and #result <= budget then

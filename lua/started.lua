@@ -18,7 +18,10 @@ local scores = call('ZMSCORE', K.active, unpack(ids))
 local lost, marks = {}, {}
 for i = 1, #ids do
   local lease = leases[i]
-  if lease and string.match(lease, '^([^|]*)|') == tokens[i] and scores[i] then
+  local token = tokens[i]
+  -- "<token>|…", by a plain find and a byte compare (no pattern).
+  if lease and string.byte(lease, #token + 1) == 124 and string.find(lease, token, 1, true) == 1
+      and scores[i] then
     if string.sub(lease, -2) == '|a' then
       marks[#marks + 1] = ids[i]
       marks[#marks + 1] = tokens[i] .. '|' .. now_text
