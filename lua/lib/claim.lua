@@ -26,6 +26,17 @@
 -- The clock comes in the forms of `now_clock()` (lib/guard.lua): `us_text`, the server's
 -- microseconds as text, `now_text` and `now`, its milliseconds as text and as a number.
 -- Returns {next due in ms or -1, id, token, …}.
+-- A job's place in its batch as text, for its token: up to 999 without printf (string.format
+-- costs ~2,600 instructions), by digits.
+local function emq_place(i)
+  if i < 10 then return string.char(48 + i) end
+  if i < 100 then return string.char(48 + (i - i % 10) / 10, 48 + i % 10) end
+  if i < 1000 then
+    return string.char(48 + (i - i % 100) / 100, 48 + (i % 100 - i % 10) / 10, 48 + i % 10)
+  end
+  return string.format('%d', i)
+end
+
 local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events, wake, freed, start)
   local m = call('HMGET', k.meta, 'paused', 'concurrency', 'rl_max', 'rl_window_ms', 'grl_max', 'grl_window_ms')
   local paused = m[1] == '1'
@@ -168,7 +179,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
   local from_now, ahead = '|' .. now_text, '|' .. now_text .. '|a'
   local scored, leased = {}, {}
   for i = 1, #ids do
-    local token = string.format('%s.%d', us_text, i)
+    local token = us_text .. '.' .. emq_place(i)
     scored[#scored + 1] = expiry
     scored[#scored + 1] = ids[i]
     leased[#leased + 1] = ids[i]
