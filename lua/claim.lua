@@ -23,4 +23,6 @@
 -- ARGV[3] max_events   stream cap
 -- ARGV[4] start        how many of the jobs start at once (the rest are leased ahead, lib/claim.lua)
 -- Returns {next due in ms or -1, id, token, id, token, …}.
-return emq_claim(K, now_us(), tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0, tonumber(ARGV[4]))
+local us_text, now_text, now = now_clock()
+return emq_claim(K, us_text, now_text, now, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true, 0,
+  tonumber(ARGV[4]))

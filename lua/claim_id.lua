@@ -21,11 +21,10 @@ local id = ARGV[1]
 local m = call('HMGET', K.meta, 'paused', 'concurrency', 'rl_max', 'grl_max')
 if m[1] == '1' or m[2] or m[3] or m[4] or call('ZCARD', K.prioritized) > 0 then return {0} end
 if call('LREM', K.wait, -1, id) == 0 then return {0} end
-local now_us_ = now_us()
-local now = math.floor(now_us_ / 1000)
-local token = now_us_ .. '.1'
-call('ZADD', K.active, now + tonumber(ARGV[2]), id)
-call('HSET', K.leases, id, token .. '|' .. now .. (ARGV[4] == '1' and '' or '|a'))
+local us_text, now_text, now = now_clock()
+local token = us_text .. '.1'
+call('ZADD', K.active, string.format('%d', now + tonumber(ARGV[2])), id)
+call('HSET', K.leases, id, token .. '|' .. now_text .. (ARGV[4] == '1' and '' or '|a'))
 call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'active', 'ids', id)
 if call('LLEN', K.wait) > 0 then call('LPUSH', K.marker, '1') end
 local fields = {}

@@ -5,15 +5,30 @@
 -- KEYS[2] leases       HASH id -> "<token>|<start ms>" or "<token>|<start ms>|a"
 -- ARGV[1..] job        id, token pairs
 -- Returns the ids whose lease is not this worker's any more (token changed, or not active).
-local now = now_ms()
-local lost = {}
+if #ARGV == 0 then return {} end
+local now_text = now_ms_text()
+local ids, tokens = {}, {}
 for i = 1, #ARGV, 2 do
-  local id = ARGV[i]
-  local lease = call('HGET', K.leases, id)
-  if lease and string.match(lease, '^([^|]*)|') == ARGV[i + 1] and call('ZSCORE', K.active, id) then
-    if string.sub(lease, -2) == '|a' then call('HSET', K.leases, id, ARGV[i + 1] .. '|' .. now) end
+  ids[#ids + 1] = ARGV[i]
+  tokens[#tokens + 1] = ARGV[i + 1]
+end
+-- One read of the leases and one of active for all of them, one write.
+local leases = call('HMGET', K.leases, unpack(ids))
+local scores = call('ZMSCORE', K.active, unpack(ids))
+local lost, marks = {}, {}
+for i = 1, #ids do
+  local lease = leases[i]
+  local token = tokens[i]
+  -- "<token>|…", by a plain find and a byte compare (no pattern).
+  if lease and string.byte(lease, #token + 1) == 124 and string.find(lease, token, 1, true) == 1
+      and scores[i] then
+    if string.sub(lease, -2) == '|a' then
+      marks[#marks + 1] = ids[i]
+      marks[#marks + 1] = tokens[i] .. '|' .. now_text
+    end
   else
-    lost[#lost + 1] = id
+    lost[#lost + 1] = ids[i]
   end
 end
+if #marks > 0 then call('HSET', K.leases, unpack(marks)) end
 return lost

@@ -23,7 +23,8 @@
 //!   leased it knew it would not start at once, or an add handed it over) carries an "ahead" lease
 //!   (`<token>|<ms>|a`) until the worker reports its start, and comes back uncounted if the worker
 //!   dies first. The start is reported in the `complete.lua` call of the job the slot ran before
-//!   it (no call of its own on the hot path), else by a `started.lua` call sent beside the run.
+//!   it (no call of its own on the hot path), else by a `started.lua` call sent beside the run
+//!   (one call for all the slots a batch of leased jobs starts at once, see `dispatch`).
 //!   The bound, honestly: a job whose start report had not reached the server when its worker
 //!   died (at most that one call's round trip after its handler began, longer only if the call
 //!   failed) comes back uncounted although it ran. So that a job that kills its worker cannot loop

@@ -218,17 +218,17 @@ pub(super) async fn complete_loop(
                     .join(" "),
             );
         for c in &batch {
+            let keep = if c.removal.is_now() { "0" } else { "1" };
             inv = inv
                 .arg(c.id)
                 .arg(c.token.as_str())
                 .arg(c.result.as_str())
-                .arg(if c.removal.is_now() { "0" } else { "1" })
-                .arg(c.dedup.as_str());
+                .arg(format!("{keep}{}", c.dedup));
         }
         let reply = inv
             .invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store())
             .await
-            .and_then(|(status, claim)| Ok((status, parse_claim(claim)?.1)));
+            .and_then(|(lost, claim)| Ok((lost, parse_claim(claim)?.1)));
         match reply {
             Err(e) => {
                 unreserve(&s, want);
@@ -240,9 +240,10 @@ pub(super) async fn complete_loop(
                     note_finish_error(&s, c.id, e.clone());
                 }
             }
-            Ok((status, next)) => {
-                for (c, st) in batch.iter_mut().zip(&status) {
-                    if *st == 1 {
+            Ok((lost, next)) => {
+                // The reply names the (1-based) places of the jobs whose leases were lost.
+                for (place, c) in (1..).zip(batch.iter_mut()) {
+                    if !lost.contains(&place) {
                         s.completed.fetch_add(1, Ordering::Relaxed);
                         s.job_retention.finished(JobState::Completed, c.removal);
                         if let Some((job, result)) = c.event.take() {

@@ -76,15 +76,32 @@ pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>, reported: usiz
             );
         }
     }
-    let mut ready = s.ready.lock().expect("ready");
-    ready.jobs.extend(jobs);
-    // Once stopping, they wait here for `close` to release them.
-    while ready.slots < s.opts.concurrency && !s.stopping.load(Ordering::SeqCst) {
-        let Some((job, token)) = ready.jobs.pop_front() else {
-            break;
-        };
-        ready.slots += 1;
-        s.running.store(ready.slots, Ordering::SeqCst);
+    let mut starting = Vec::new();
+    {
+        let mut ready = s.ready.lock().expect("ready");
+        ready.jobs.extend(jobs);
+        // Once stopping, they wait here for `close` to release them.
+        while ready.slots < s.opts.concurrency && !s.stopping.load(Ordering::SeqCst) {
+            let Some(next) = ready.jobs.pop_front() else {
+                break;
+            };
+            ready.slots += 1;
+            s.running.store(ready.slots, Ordering::SeqCst);
+            starting.push(next);
+        }
+    }
+    // The starts of leased-ahead jobs that get a slot now go in one call for all of them, not one
+    // call per slot (a job with strands reports its own before its handler runs, see `run_slot`).
+    let reports: Vec<(JobId, String)> = starting
+        .iter()
+        .filter(|(job, _)| job.strands == 0 && claim_report(s, job.id))
+        .map(|(job, token)| (job.id, token.clone()))
+        .collect();
+    if !reports.is_empty() {
+        let s2 = s.clone();
+        tokio::spawn(async move { report_started(&s2, &reports).await });
+    }
+    for (job, token) in starting {
         tokio::spawn(run_slot(s.clone(), job, token));
     }
 }
