@@ -113,7 +113,8 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
       end
       local waiter = can_hand and call('ZPOPMAX', K.waiters) or {}
       if waiter[1] then
-        local token = now_us_ .. '.h' .. j
+        -- The server's microseconds as TIME's digits (a Lua number prints only 14 of its 16).
+        local token = time_[1] .. string.sub('00000' .. time_[2], -6) .. '.h' .. j
         call('ZADD', K.active, now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
         -- Leased ahead: the worker reports the start when a slot takes it (lib/claim.lua).
         call('HSET', K.leases, id, token .. '|' .. now .. '|a')

@@ -37,14 +37,14 @@ call('HSET', K.record, unpack(fields))
 call('HINCRBY', K.meta, 'added', '1')
 if not (paused or m[2] or m[3] or m[4]) and call('LLEN', K.wait) == 0
   and call('ZCARD', K.prioritized) == 0 then
-  local now_us_ = tonumber(time_[1]) * 1000000 + tonumber(time_[2])
-  local now = math.floor(now_us_ / 1000)
+  local now = tonumber(time_[1]) * 1000 + math.floor(tonumber(time_[2]) / 1000)
   call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
   local due = call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
   -- A delayed job already due goes first: the worker's claim promotes it.
   local waiter = not (due[2] and tonumber(due[2]) <= now) and call('ZPOPMAX', K.waiters) or {}
   if waiter[1] then
-    local token = now_us_ .. '.h0'
+    -- The server's microseconds as TIME's digits (a Lua number prints only 14 of its 16).
+    local token = time_[1] .. string.sub('00000' .. time_[2], -6) .. '.h0'
     call('ZADD', K.active, now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
     -- Leased ahead: the worker reports the start when a slot takes it (lib/claim.lua).
     call('HSET', K.leases, id, token .. '|' .. now .. '|a')

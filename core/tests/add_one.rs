@@ -163,3 +163,67 @@ async fn a_single_plain_add_writes_what_a_batch_writes() {
         assert!(r.ok(), "{:?}", r.problems);
     }
 }
+
+/// A lease an add handed over: "<16 digits of the server's microseconds>.h<place>|<ms>|a".
+fn assert_handoff_lease(lease: &str, place: usize) {
+    let (token, rest) = lease.split_once('|').expect(lease);
+    let (clock, at) = token.split_once('.').expect(lease);
+    assert!(
+        clock.len() == 16 && clock.bytes().all(|b| b.is_ascii_digit()),
+        "{lease}"
+    );
+    assert_eq!(at, format!("h{place}"), "{lease}");
+    let (ms, ahead) = rest.split_once('|').expect(lease);
+    assert_eq!(ahead, "a", "{lease}");
+    assert_eq!(
+        ms.parse::<u64>().unwrap(),
+        clock.parse::<u64>().unwrap() / 1000,
+        "{lease}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_over_job_is_leased_with_the_servers_exact_microseconds() {
+    let server = RedisServer::start().expect("redis-server");
+    let url = server.url();
+    let mut c = conn(&url).await;
+    for (name, n) in [("hand-one", 1usize), ("hand-bulk", 2)] {
+        let q = Queue::connect(ConnectOptions::new(url.clone()).guarded(true), name)
+            .await
+            .unwrap();
+        // Registrations as wait_register.lua writes them ("<worker>|<lease_ms>" -> end of the
+        // wait), one per job, so each add hands its job over.
+        for w in 0..n {
+            let _: i64 = redis::cmd("ZADD")
+                .arg(format!("emq:{{{name}}}:waiters"))
+                .arg(4_102_444_800_000u64)
+                .arg(format!("w{w}|30000"))
+                .query_async(&mut c)
+                .await
+                .unwrap();
+        }
+        let ids = if n == 1 {
+            vec![q.add("h", json!(1), JobOptions::default()).await.unwrap()]
+        } else {
+            let job = |i: i64| NewJob {
+                name: "h".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            };
+            q.add_bulk(vec![job(1), job(2)]).await.unwrap()
+        };
+        assert_eq!(
+            list(&mut c, &format!("emq:{{{name}}}:handoff")).await.len(),
+            n
+        );
+        assert!(list(&mut c, &format!("emq:{{{name}}}:wait"))
+            .await
+            .is_empty());
+        for (place, id) in ids.iter().enumerate() {
+            let lease = hget(&mut c, &format!("emq:{{{name}}}:leases"), &id.to_string())
+                .await
+                .expect("a lease");
+            assert_handoff_lease(&lease, place);
+        }
+    }
+}
