@@ -112,6 +112,9 @@ if [ "$BENCH_KOTLIN" = 1 ]; then
   (cd "$ROOT" && cargo build --release -p emq-uniffi -p emq-harness -p emq-cli >&2) || die "cargo build (Kotlin) failed"
   (cd "$ROOT" && bash bindings/uniffi/generate.sh "${CARGO_TARGET_DIR:-$ROOT/target}/release/libemq_uniffi.so" >&2) \
     || die "bindings/uniffi/generate.sh failed"
+  # Classes compiled from sources that are gone (a type that moved to dev.emq.core) would stay on
+  # the test class path and break the compile: start from no compiled classes.
+  rm -rf "$ROOT/bindings/uniffi/kotlin/target/classes" "$ROOT/bindings/uniffi/kotlin/target/test-classes"
 fi
 
 if redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1; then
