@@ -222,7 +222,8 @@ impl Queue {
     }
 
     /// One call of `add_one.lua` for a plain job (see [`is_plain`]): add.lua's transition for it
-    /// with only the keys and arguments it can touch, which costs the server about a third less.
+    /// with only the keys and arguments it can touch (the server runs ~16 % fewer instructions for
+    /// it; bench/RESULTS.md).
     fn add_one_invocation(&self, id: JobId, job: &NewJob, data: &str) -> Result<Invocation> {
         job.options.validate()?;
         let k = &self.keys;
