@@ -33,16 +33,8 @@
 -- Costs counted per call (bench/RESULTS.md, "where the time goes"): every KEYS/ARGV entry and every
 -- number <-> text conversion costs the server more than most of the commands below, so a plain job
 -- (spec "1|0|0||0|") is read with string compares only, the created stamp is the server's TIME as
--- text, and the numeric clock is computed only when a delay, dedup TTL or hand-off needs it.
-local now_text, time_ = now_ms_text()
-local now_us_, now = nil, nil
-local function clock()
-  if not now then
-    now_us_ = tonumber(time_[1]) * 1000000 + tonumber(time_[2])
-    now = math.floor(now_us_ / 1000)
-  end
-  return now
-end
+-- text, and the clock is read once, in the forms of now_clock() (lib/guard.lua).
+local us_text, now_text, now = now_clock()
 local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max')
 local paused = m[1] == '1'
 local grouped = m[2] ~= false
@@ -72,12 +64,12 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
     holder = call('HGET', K.dedup, dedup)
     if holder then
       local held, ends = string.match(holder, '^([^|]+)|(%d+)$')
-      if held then holder = tonumber(ends) > clock() and held or nil end
+      if held then holder = tonumber(ends) > now and held or nil end
     end
     if not holder then
       if ttl > 0 then
-        call('HSET', K.dedup, dedup, id .. '|' .. (clock() + ttl))
-        call('ZADD', K.dedup_expiry, clock() + ttl, dedup)
+        call('HSET', K.dedup, dedup, id .. '|' .. (now + ttl))
+        call('ZADD', K.dedup_expiry, now + ttl, dedup)
       else
         call('HSET', K.dedup, dedup, id)
       end
@@ -105,7 +97,7 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
         can_hand = not (paused or m[2] or m[3] or m[4]) and call('LLEN', K.wait) == 0
           and call('ZCARD', K.prioritized) == 0
         if can_hand then
-          call('ZREMRANGEBYSCORE', K.waiters, '-inf', clock())
+          call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
           local due = call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
           -- A delayed job already due goes first: the worker's claim promotes it.
           if due[2] and tonumber(due[2]) <= now then can_hand = false end
@@ -114,10 +106,10 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
       local waiter = can_hand and call('ZPOPMAX', K.waiters) or {}
       if waiter[1] then
         -- The server's microseconds as TIME's digits (a Lua number prints only 14 of its 16).
-        local token = time_[1] .. string.sub('00000' .. time_[2], -6) .. '.h' .. j
+        local token = us_text .. '.h' .. j
         call('ZADD', K.active, now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
         -- Leased ahead: the worker reports the start when a slot takes it (lib/claim.lua).
-        call('HSET', K.leases, id, token .. '|' .. now .. '|a')
+        call('HSET', K.leases, id, token .. '|' .. now_text .. '|a')
         call('LPUSH', K.handoff, emq_handoff_entry(id, token, fields))
         handed[#handed + 1] = id
       else
@@ -127,7 +119,7 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
     if handed[#handed] == id then
       -- handed over above
     elseif delay > 0 then
-      call('ZADD', K.delayed, clock() + delay, id)
+      call('ZADD', K.delayed, now + delay, id)
       -- Its priority counts from when it is due (lib/claim.lua promotes it into prioritized).
       if priority > 0 then call('HSET', K.delayed_priority, id, priority) end
       -- A new earliest due time: wake a blocked worker so its next wait ends when this job is due.

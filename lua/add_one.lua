@@ -27,7 +27,7 @@
 -- Returns {} when the job was added, {"0", id} when its record already existed (add.lua's reply).
 local id = ARGV[2]
 if call('EXISTS', K.record) == 1 then return {'0', id} end
-local now_text, time_ = now_ms_text()
+local us_text, now_text, now = now_clock()
 local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max')
 local paused = m[1] == '1'
 local fields = {'name', ARGV[3], 'data', ARGV[4], 'created_ms', now_text}
@@ -37,17 +37,16 @@ call('HSET', K.record, unpack(fields))
 call('HINCRBY', K.meta, 'added', '1')
 if not (paused or m[2] or m[3] or m[4]) and call('LLEN', K.wait) == 0
   and call('ZCARD', K.prioritized) == 0 then
-  local now = tonumber(time_[1]) * 1000 + math.floor(tonumber(time_[2]) / 1000)
   call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
   local due = call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
   -- A delayed job already due goes first: the worker's claim promotes it.
   local waiter = not (due[2] and tonumber(due[2]) <= now) and call('ZPOPMAX', K.waiters) or {}
   if waiter[1] then
     -- The server's microseconds as TIME's digits (a Lua number prints only 14 of its 16).
-    local token = time_[1] .. string.sub('00000' .. time_[2], -6) .. '.h0'
+    local token = us_text .. '.h0'
     call('ZADD', K.active, now + tonumber(string.match(waiter[1], '|(%d+)$')), id)
     -- Leased ahead: the worker reports the start when a slot takes it (lib/claim.lua).
-    call('HSET', K.leases, id, token .. '|' .. now .. '|a')
+    call('HSET', K.leases, id, token .. '|' .. now_text .. '|a')
     call('LPUSH', K.handoff, emq_handoff_entry(id, token, fields))
     call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids', id)
     call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'active', 'ids', id)
