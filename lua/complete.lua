@@ -37,92 +37,123 @@
 -- EVENT_ENTRY_CAP bytes in all; a result left out is read from the record (core/src/events.rs).
 local EVENT_VALUE_CAP, EVENT_ENTRY_CAP = 512, 4096
 local us_text, now_text, now = now_clock()
--- The starts first (one read, one write for all of them): a job reported here may complete in
--- this same call.
+local argv, keys = ARGV, KEYS
+local find, byte, sub = string.find, string.byte, string.sub
 -- (Plain finds and byte compares, no patterns: Lua's pattern matcher costs ~3,000 instructions
--- a lease.)
-local function leased_with(lease, token)
-  return string.byte(lease, #token + 1) == 124 and string.find(lease, token, 1, true) == 1 -- '|'
-end
-local reports = ARGV[5]
+-- a lease. Counters, not `#t + 1`, and locals, not globals: each costs the interpreter per job.)
+local base = 6
+local n = (#argv - base + 1) / 4
+-- One read of the leases for the call: the completions' first, then the reported starts'.
+local ids = {}
+for j = 1, n do ids[j] = argv[base - 4 + j * 4] end
+local reports = argv[5]
+local ns, sids, stokens, reported = 0, nil, nil, nil
 if reports ~= '' then
-  local sids, stokens = {}, {}
+  sids, stokens, reported = {}, {}, {}
   local at, len = 1, #reports
   while at <= len do
-    local gap = string.find(reports, ' ', at, true)
+    local gap = find(reports, ' ', at, true)
     if not gap then break end
-    local stop = string.find(reports, ' ', gap + 1, true) or (len + 1)
-    sids[#sids + 1] = string.sub(reports, at, gap - 1)
-    stokens[#stokens + 1] = string.sub(reports, gap + 1, stop - 1)
+    local stop = find(reports, ' ', gap + 1, true) or (len + 1)
+    local sid = sub(reports, at, gap - 1)
+    ns = ns + 1
+    sids[ns] = sid
+    stokens[ns] = sub(reports, gap + 1, stop - 1)
+    reported[sid] = ns
+    ids[n + ns] = sid
     at = stop + 1
   end
-  local current = call('HMGET', K.leases, unpack(sids))
-  local marks = {}
-  for i = 1, #sids do
-    local lease = current[i]
-    if lease and string.byte(lease, -1) == 97 and string.byte(lease, -2) == 124 -- '|a'
-        and leased_with(lease, stokens[i]) then
-      marks[#marks + 1] = sids[i]
-      marks[#marks + 1] = stokens[i] .. '|' .. now_text
-    end
-  end
-  if #marks > 0 then call('HSET', K.leases, unpack(marks)) end
 end
-local base = 6
-local n = (#ARGV - base + 1) / 4
-local ids = {}
-for j = 0, n - 1 do ids[#ids + 1] = ARGV[base + j * 4] end
 local leases = call('HMGET', K.leases, unpack(ids))
-local lost, done, kept, dropped, dropped_keys = {}, {}, {}, 0, {}
-local results, budget = {}, EVENT_ENTRY_CAP
-for j = 0, n - 1 do
-  local a = base + j * 4
-  local id = ARGV[a]
-  local lease = leases[j + 1]
-  if lease and leased_with(lease, ARGV[a + 1]) then
-    done[#done + 1] = id
-    local result = ARGV[a + 2]
+local lost, nlost, done, kept, nkept, dropped, dropped_keys = {}, 0, ids, {}, 0, 0, {}
+local results, nresults, budget = {}, 0, EVENT_ENTRY_CAP
+-- Reported starts of jobs this call completes need no mark: their leases go below.
+local finished
+for j = 1, n do
+  local a = base - 4 + j * 4
+  local id, token, lease = ids[j], argv[a + 1], leases[j]
+  if lease and byte(lease, #token + 1) == 124 and find(lease, token, 1, true) == 1 then -- '|'
+    local result = argv[a + 2]
     if #result <= EVENT_VALUE_CAP and #result <= budget then
       budget = budget - #result
-      results[#results + 1] = 'r:' .. id
-      results[#results + 1] = result
+      results[nresults + 1] = 'r:' .. id
+      results[nresults + 2] = result
+      nresults = nresults + 2
     end
-    local record, logs = KEYS[19 + j * 2], KEYS[20 + j * 2]
-    local flags = ARGV[a + 3]
+    local place = reported and reported[id]
+    if place then
+      finished = finished or {}
+      finished[place] = true
+    end
+    local flags = argv[a + 3]
     if #flags > 1 then
-      local dedup = string.sub(flags, 2)
+      local dedup = sub(flags, 2)
       if call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
     end
-    if string.byte(flags, 1) == 49 then -- '1'
+    if byte(flags, 1) == 49 then -- '1'
+      local record = keys[17 + j * 2]
       call('HINCRBY', record, 'atts', 1)
-      call('HSET', record, 'result', ARGV[a + 2], 'processed_ms', string.match(lease, '|(%d+)'), 'finished_ms', now_text)
-      kept[#kept + 1] = now_text
-      kept[#kept + 1] = id
+      -- "<token>|<start ms>[|a]"; a start reported in this same call (of a job leased ahead) began
+      -- now.
+      local processed
+      if place and byte(lease, -1) == 97 and byte(lease, -2) == 124 then
+        processed = now_text
+      else
+        processed = sub(lease, #token + 2, (find(lease, '|', #token + 2, true) or 0) - 1)
+      end
+      call('HSET', record, 'result', result, 'processed_ms', processed, 'finished_ms', now_text)
+      kept[nkept + 1] = now_text
+      kept[nkept + 2] = id
+      nkept = nkept + 2
     else
       dropped = dropped + 1
-      dropped_keys[#dropped_keys + 1] = record
-      dropped_keys[#dropped_keys + 1] = logs
+      dropped_keys[dropped * 2 - 1] = keys[17 + j * 2]
+      dropped_keys[dropped * 2] = keys[18 + j * 2]
     end
   else
-    lost[#lost + 1] = j + 1
+    nlost = nlost + 1
+    lost[nlost] = j
   end
 end
-if #done > 0 then
-  call('ZREM', K.active, unpack(done))
-  if #kept > 0 then call('ZADD', K.completed, unpack(kept)) end
+local ndone = n - nlost
+if nlost > 0 then
+  -- Rare: the completed ones in a table of their own.
+  done = {}
+  local at = 1
+  for j = 1, n do
+    if lost[at] == j then at = at + 1 else done[#done + 1] = ids[j] end
+  end
+end
+if ns > 0 then
+  local marks, nmarks = {}, 0
+  for i = 1, ns do
+    local lease = leases[n + i]
+    local token = stokens[i]
+    if lease and not (finished and finished[i]) and byte(lease, -1) == 97 and byte(lease, -2) == 124 -- '|a'
+        and byte(lease, #token + 1) == 124 and find(lease, token, 1, true) == 1 then
+      marks[nmarks + 1] = sids[i]
+      marks[nmarks + 2] = token .. '|' .. now_text
+      nmarks = nmarks + 2
+    end
+  end
+  if nmarks > 0 then call('HSET', K.leases, unpack(marks)) end
+end
+if ndone > 0 then
+  call('ZREM', K.active, unpack(done, 1, ndone))
+  if nkept > 0 then call('ZADD', K.completed, unpack(kept)) end
   if dropped > 0 then
     call('DEL', unpack(dropped_keys))
     call('HINCRBY', K.meta, 'gone', dropped)
   end
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' '),
+  call('XADD', K.events, 'MAXLEN', '~', argv[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' ', 1, ndone),
     unpack(results))
-  call('HINCRBY', K.metrics, 'c:' .. math.floor(now / 60000), #done)
+  call('HINCRBY', K.metrics, 'c:' .. math.floor(now / 60000), ndone)
 end
-if #done < n then call('HINCRBY', K.meta, 'lease_lost', n - #done) end
-local next_jobs = emq_claim(K, us_text, now_text, now, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], false, #done,
-  tonumber(ARGV[4]))
+if nlost > 0 then call('HINCRBY', K.meta, 'lease_lost', nlost) end
+local next_jobs = emq_claim(K, us_text, now_text, now, tonumber(argv[1]), tonumber(argv[2]), argv[3], false, ndone,
+  tonumber(argv[4]))
 -- The finished jobs' leases go after the next jobs' are written: a leases hash emptied here would
 -- be rebuilt from scratch as a listpack, where each new field costs a scan of all the others
 -- (O(n^2) for a batch of n; ~3.7 million instructions per call at concurrency 100).
-if #done > 0 then call('HDEL', K.leases, unpack(done)) end
+if ndone > 0 then call('HDEL', K.leases, unpack(done, 1, ndone)) end
 return {lost, next_jobs}

@@ -212,3 +212,132 @@ async fn a_claim_keeps_active_and_leases_hashed() {
     assert_eq!((active, leases), (3, 3));
     audit_ok(&q).await;
 }
+
+#[tokio::test]
+async fn tokens_name_places_past_ten_and_a_hundred() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "places").await;
+    q.add_bulk(common::jobs("p", 120)).await.unwrap();
+    let leased = claim(&q, 120, 120).await;
+    assert_eq!(leased.len(), 120);
+    let clock = leased[0].1.split_once('.').expect("a dot").0.to_string();
+    for (i, (id, token)) in leased.iter().enumerate() {
+        // One clock per call; each job's place in decimal, without leading zeros.
+        assert_eq!(*token, format!("{clock}.{}", i + 1));
+        let lease = lease_of(&q, *id).await.expect("a lease");
+        assert!(lease.starts_with(&format!("{token}|")), "{lease}");
+        assert!(!lease.ends_with("|a"), "{lease}");
+    }
+    audit_ok(&q).await;
+}
+
+async fn record_field(q: &Queue, id: JobId, field: &str) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(q.name().job_key(id, JobPart::Record))
+        .arg(field)
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap()
+}
+
+async fn zscore(q: &Queue, key: &str, id: JobId) -> Option<String> {
+    redis::cmd("ZSCORE")
+        .arg(key)
+        .arg(id.to_string())
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_start_reported_and_completed_in_one_call_and_a_lost_one_between() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "oneread").await;
+    q.add_bulk(common::jobs("o", 4)).await.unwrap();
+    let leased = claim(&q, 4, 1).await;
+    assert_eq!(leased.len(), 4);
+    let (first, second, third, fourth) = (&leased[0], &leased[1], &leased[2], &leased[3]);
+    let claimed_ms = lease_of(&q, first.0).await.unwrap();
+    let claimed_ms = claimed_ms.split('|').nth(1).unwrap().to_string();
+    // Started later than the claim, on the server's clock.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+
+    // One call: the second's and the fourth's starts are reported; the first (started at its
+    // claim), the second (reported here) and the third (a stale token) are completed, kept.
+    let (lost, next): (Vec<i64>, Vec<redis::Value>) = script::COMPLETE
+        .on(q.name(), None)
+        .unwrap()
+        .key(&q.name().job_key(first.0, JobPart::Record))
+        .key(&q.name().job_key(first.0, JobPart::Logs))
+        .key(&q.name().job_key(third.0, JobPart::Record))
+        .key(&q.name().job_key(third.0, JobPart::Logs))
+        .key(&q.name().job_key(second.0, JobPart::Record))
+        .key(&q.name().job_key(second.0, JobPart::Logs))
+        .arg(0)
+        .arg(LEASE_MS)
+        .arg(MAX_EVENTS)
+        .arg(0)
+        .arg(format!(
+            "{} {} {} {}",
+            second.0, second.1, fourth.0, fourth.1
+        ))
+        .arg(first.0)
+        .arg(&first.1)
+        .arg("1")
+        .arg("1")
+        .arg(third.0)
+        .arg("1.1")
+        .arg("3")
+        .arg("1")
+        .arg(second.0)
+        .arg(&second.1)
+        .arg("2")
+        .arg("1")
+        .invoke(q.store())
+        .await
+        .unwrap();
+    assert_eq!(lost, vec![2], "the third, at place 2, was not completed");
+    assert_eq!(next.len(), 1, "no next job asked for: {next:?}");
+    let k = q.keys();
+    for job in [first, second] {
+        assert_eq!(lease_of(&q, job.0).await, None);
+        assert_eq!(zscore(&q, k.active.as_str(), job.0).await, None);
+        assert!(zscore(&q, k.completed.as_str(), job.0).await.is_some());
+    }
+    // The first ran from its claim; the second from its start reported in this call.
+    assert_eq!(
+        record_field(&q, first.0, "processed_ms").await.as_deref(),
+        Some(claimed_ms.as_str())
+    );
+    let finished = record_field(&q, second.0, "finished_ms").await.unwrap();
+    assert_eq!(
+        record_field(&q, second.0, "processed_ms").await.as_deref(),
+        Some(finished.as_str())
+    );
+    assert_ne!(finished, claimed_ms);
+    assert_eq!(
+        record_field(&q, first.0, "result").await.as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        record_field(&q, second.0, "result").await.as_deref(),
+        Some("2")
+    );
+    // The third keeps its lease, still ahead (its start was not reported) and active; the
+    // fourth's start is marked.
+    let third_lease = lease_of(&q, third.0).await.unwrap();
+    assert!(
+        third_lease.starts_with(&format!("{}|", third.1)),
+        "{third_lease}"
+    );
+    assert!(third_lease.ends_with("|a"), "{third_lease}");
+    assert!(zscore(&q, k.active.as_str(), third.0).await.is_some());
+    assert_eq!(record_field(&q, third.0, "result").await, None);
+    let fourth_lease = lease_of(&q, fourth.0).await.unwrap();
+    assert!(
+        fourth_lease.starts_with(&format!("{}|", fourth.1)),
+        "{fourth_lease}"
+    );
+    assert!(!fourth_lease.ends_with("|a"), "{fourth_lease}");
+    audit_ok(&q).await;
+}
