@@ -117,8 +117,9 @@ pub struct WorkerOptions {
     pub failed: Retention,
     /// How often retention is applied.
     pub trim_interval: Duration,
-    /// Jobs leased ahead of the handlers (None: twice `concurrency`, clamped to 16..=256; `Some(0)`:
-    /// none).
+    /// Jobs leased ahead of the handlers (None: twice `concurrency`, clamped to 16..=256, the floor
+    /// of 16 raised to up to 64 for jobs short enough that those hold at most 50 ms of work;
+    /// `Some(0)`: none).
     /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
     /// average.
     pub prefetch: Option<usize>,

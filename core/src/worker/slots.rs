@@ -5,12 +5,32 @@ use super::*;
 /// Capacity: the jobs a worker may hold (running or buffered).
 pub(super) fn capacity(s: &Shared) -> usize {
     let c = s.opts.concurrency;
-    let ahead = s.opts.prefetch.unwrap_or_else(|| (2 * c).clamp(16, 256));
-    if s.job_us.load(Ordering::Relaxed) > PREFETCH_MAX_JOB.as_micros() as u64 {
+    let job_us = s.job_us.load(Ordering::Relaxed);
+    if job_us > PREFETCH_MAX_JOB.as_micros() as u64 {
         c
     } else {
-        c + ahead
+        c + s.opts.prefetch.unwrap_or_else(|| default_ahead(c, job_us))
     }
+}
+
+/// Fewest jobs a worker leases ahead by default, whatever its jobs take.
+const AHEAD_FLOOR: usize = 16;
+/// Most jobs leased ahead by default at a low concurrency, for jobs short enough that they hold
+/// at most [`AHEAD_HOLD`] of work.
+const AHEAD_SHORT: usize = 64;
+/// Work (by the recent average job) the floor's jobs above [`AHEAD_FLOOR`] may hold back from
+/// other workers.
+const AHEAD_HOLD: Duration = Duration::from_millis(50);
+
+/// The default prefetch: twice the concurrency, within 256 and at least a floor. The floor is 16,
+/// raised for short jobs to as many as take [`AHEAD_HOLD`] on average (at most 64, reached under
+/// ~0.8 ms a job). Each `complete.lua` call has a fixed cost (~190,000 server instructions,
+/// counted) shared by the jobs it completes and refills, about half the buffer at concurrency 1;
+/// the raised floor never makes the buffer hold more work than 16 jobs of 3 ms (50 ms), so
+/// other workers are kept from no more than before (see bench/notes/processed.md).
+pub(super) fn default_ahead(concurrency: usize, job_us: u64) -> usize {
+    let by_time = (AHEAD_HOLD.as_micros() as u64 / job_us.max(1)).min(AHEAD_SHORT as u64) as usize;
+    (2 * concurrency).clamp(by_time.max(AHEAD_FLOOR), 256)
 }
 
 /// Reserves room for up to `max` more leased jobs; returns how many (0 when full or stopping).
@@ -146,5 +166,44 @@ pub(super) fn job_lease_ms(s: &Shared, job: &Job) -> u64 {
         own
     } else {
         s.opts.lease.as_millis() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_prefetch_holds_bounded_work() {
+        let floor_work = |job_us: u64| AHEAD_FLOOR as u64 * job_us;
+        let hold = AHEAD_HOLD.as_micros() as u64;
+        for c in [1, 2, 7, 8, 10, 31, 32, 100, 128, 200] {
+            for job_us in [0, 1, 20, 500, 780, 1_000, 2_000, 3_125, 10_000, 50_000] {
+                let ahead = default_ahead(c, job_us);
+                // Never fewer than twice the concurrency (within 256) or the floor.
+                assert!(
+                    ahead >= (2 * c).min(256).max(AHEAD_FLOOR),
+                    "c {c}, {job_us} µs"
+                );
+                assert!(
+                    ahead <= (2 * c).max(AHEAD_SHORT).min(256),
+                    "c {c}, {job_us} µs"
+                );
+                // Beyond twice the concurrency, the buffer holds no more work than the floor's
+                // jobs or AHEAD_HOLD, whichever is more.
+                if ahead > 2 * c {
+                    assert!(
+                        ahead as u64 * job_us <= floor_work(job_us).max(hold),
+                        "c {c}, {job_us} µs: {ahead} ahead"
+                    );
+                }
+                // Shorter jobs never get a smaller buffer.
+                assert!(default_ahead(c, job_us / 2) >= ahead, "c {c}, {job_us} µs");
+            }
+        }
+        // Short jobs at concurrency 1 get the larger buffer; jobs of 3 ms or more the floor.
+        assert!(default_ahead(1, 20) > AHEAD_FLOOR);
+        assert_eq!(default_ahead(1, 3_125), AHEAD_FLOOR);
+        assert_eq!(default_ahead(1, 50_000), AHEAD_FLOOR);
     }
 }
