@@ -143,13 +143,13 @@ if ndone > 0 then
   if nkept > 0 then call('ZADD', K.completed, unpack(kept)) end
   if dropped > 0 then
     call('DEL', unpack(dropped_keys))
-    call('HINCRBY', K.meta, 'gone', dropped)
+    call('HINCRBY', K.meta, 'gone', emq_count_text(dropped))
   end
   call('XADD', K.events, 'MAXLEN', '~', argv[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' ', 1, ndone),
     unpack(results))
-  call('HINCRBY', K.metrics, 'c:' .. math.floor(now / 60000), ndone)
+  call('HINCRBY', K.metrics, 'c:' .. string.format('%d', math.floor(now / 60000)), emq_count_text(ndone))
 end
-if nlost > 0 then call('HINCRBY', K.meta, 'lease_lost', nlost) end
+if nlost > 0 then call('HINCRBY', K.meta, 'lease_lost', emq_count_text(nlost)) end
 local next_jobs = emq_claim(K, us_text, now_text, now, tonumber(argv[1]), tonumber(argv[2]), argv[3], false, ndone,
   tonumber(argv[4]))
 -- The finished jobs' leases go after the next jobs' are written: a leases hash emptied here would

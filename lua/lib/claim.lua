@@ -26,10 +26,14 @@
 -- The clock comes in the forms of `now_clock()` (lib/guard.lua): `us_text`, the server's
 -- microseconds as text, `now_text` and `now`, its milliseconds as text and as a number.
 -- Returns {next due in ms or -1, id, token, …}.
--- A job's place in its batch as text, for its token: without printf (string.format costs ~2,600
--- instructions, string.char a C call), by digits (EMQ_DIGITS[d + 1] is the digit d).
+-- A count as text, for a job's place in its token and for a command's count: without printf (a
+-- number Lua turns into text, or hands to a command, is printed with sprintf, ~2,500
+-- instructions; string.format('%d') costs ~1,500 and string.char is a C call), by digits
+-- (EMQ_DIGITS[d + 1] is the digit d).
 local EMQ_DIGITS = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9'}
-local function emq_place(i)
+local function emq_count_text(i)
+  if i < 10 then return EMQ_DIGITS[i + 1] end
+  if i < 100 then return EMQ_DIGITS[(i - i % 10) / 10 + 1] .. EMQ_DIGITS[i % 10 + 1] end
   if i < 1000 then
     return EMQ_DIGITS[(i - i % 100) / 100 + 1] .. EMQ_DIGITS[(i % 100 - i % 10) / 10 + 1] .. EMQ_DIGITS[i % 10 + 1]
   end
@@ -41,7 +45,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
   local paused = m[1] == '1'
   local maxc, rl, grl, gwin = tonumber(m[2]), tonumber(m[3]), tonumber(m[5]), tonumber(m[6])
   local out = {-1}
-  local head = call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
+  local head = call('ZRANGE', k.delayed, '0', '0', 'WITHSCORES')
   if head[2] and tonumber(head[2]) <= now then
     local due = call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, 1000)
     call('ZREM', k.delayed, unpack(due))
@@ -51,7 +55,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
       call('HDEL', k.delayed_priority, unpack(due))
     end
     emq_ready(k, due, priorities, false, paused)
-    head = call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
+    head = call('ZRANGE', k.delayed, '0', '0', 'WITHSCORES')
     if wake and not paused then call('LPUSH', k.marker, '1') end
   end
   if head[2] then out[1] = math.max(0, tonumber(head[2]) - now) end
@@ -99,14 +103,14 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
     -- list of ids itself when nothing came before it).
     local nids = #ids
     if nids < count then
-      local popped = call('ZPOPMIN', k.prioritized, count - nids)
+      local popped = call('ZPOPMIN', k.prioritized, emq_count_text(count - nids))
       for i = 1, #popped, 2 do
         nids = nids + 1
         ids[nids] = popped[i]
       end
     end
     if nids < count then
-      local more = call('RPOP', k.wait, count - nids)
+      local more = call('RPOP', k.wait, emq_count_text(count - nids))
       if more then
         if nids == 0 then
           ids = more
@@ -211,7 +215,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
     elseif i < 100 then
       token = us_text .. '.' .. EMQ_DIGITS[(i - i % 10) / 10 + 1] .. EMQ_DIGITS[i % 10 + 1]
     else
-      token = us_text .. '.' .. emq_place(i)
+      token = us_text .. '.' .. emq_count_text(i)
     end
     scored[i * 2 - 1] = expiry
     scored[i * 2] = id
