@@ -182,11 +182,11 @@ mod tests {
                 let ahead = default_ahead(c, job_us);
                 // Never fewer than twice the concurrency (within 256) or the floor.
                 assert!(
-                    ahead >= (2 * c).min(256).max(AHEAD_FLOOR),
+                    ahead >= (2 * c).clamp(AHEAD_FLOOR, 256),
                     "c {c}, {job_us} µs"
                 );
                 assert!(
-                    ahead <= (2 * c).max(AHEAD_SHORT).min(256),
+                    ahead <= (2 * c).clamp(AHEAD_SHORT, 256),
                     "c {c}, {job_us} µs"
                 );
                 // Beyond twice the concurrency, the buffer holds no more work than the floor's
