@@ -6,6 +6,11 @@
 -- from EMQ_KEYSPEC (generated from COMMAND INFO, see keyspec.lua) and fails the script with an
 -- `undeclared_key` error naming any key that is not exactly one of KEYS. Unguarded, `call` is
 -- redis.call itself: no cost on the hot path.
+-- Of this file (and of every lib/ file) a script gets only the top-level definitions it names,
+-- directly or through another one it gets (core/src/script.rs, `prologue`): a definition is a
+-- column-0 `local` line with everything up to the next one, so whatever changes a definition (the
+-- guarded `call` below) sits right under it. Unguarded, the `if EMQ_GUARDED then … end` blocks are
+-- left out.
 -- KEYS: none of its own. ARGV: none of its own.
 
 local function emq_guard_check(argv)
@@ -69,12 +74,14 @@ local function emq_guard_check(argv)
 end
 
 local call = redis.call
-local try_call = redis.pcall
 if EMQ_GUARDED then
   call = function(...)
     emq_guard_check({...})
     return redis.call(...)
   end
+end
+local try_call = redis.pcall
+if EMQ_GUARDED then
   try_call = function(...)
     emq_guard_check({...})
     return redis.pcall(...)
