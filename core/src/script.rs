@@ -1129,12 +1129,13 @@ mod tests {
 
     #[test]
     fn a_script_gets_only_the_guard_helpers_it_names() {
-        // add_one.lua names call, now_clock and emq_handoff_entry; unguarded, its text has those
-        // and none of the other helpers (each a closure made on every call).
+        // add_one.lua names call, now_ms_text, us_text_of and emq_handoff_entry; unguarded, its
+        // text has those and none of the other helpers (each a closure made on every call).
         let plain = assemble(ADD_ONE.body(), false);
         for kept in [
             "local call = redis.call\n",
-            "local function now_clock()",
+            "local function now_ms_text()",
+            "local function us_text_of(t)",
             "local function emq_handoff_entry(",
         ] {
             assert!(plain.contains(kept), "{kept} missing:\n{plain}");
@@ -1144,7 +1145,7 @@ mod tests {
             "try_call",
             "local function now_us(",
             "local function now_ms(",
-            "local function now_ms_text(",
+            "local function now_clock(",
             "local function fail(",
             "emq_handoff_id",
             "EMQ_KEYSPEC",
@@ -1173,7 +1174,7 @@ mod tests {
         let body = "-- x\n-- KEYS: none\nreturn now_ms()\n";
         let s = assemble(body, false);
         assert!(s.contains("local function now_us()") && s.contains("local function now_ms()"));
-        assert!(!s.contains("local call") && !s.contains("now_clock") && !s.contains("fail"));
+        assert!(!s.contains("local call") && !s.contains("now_clock") && !s.contains("fail("));
         // A name in a comment or a string is not a use.
         let s = assemble("-- x\n-- KEYS: none\nreturn 'fail' -- now_us()\n", false);
         assert!(

@@ -105,6 +105,11 @@ local function now_ms_text()
   local t = redis.call('TIME')
   return t[1] .. string.sub('00000' .. t[2], -6, -4), t
 end
+-- TIME's reply (now_ms_text's second value) as microseconds in text: now_clock's first value, for
+-- a script that read the clock as text and finds it needs a lease token after all.
+local function us_text_of(t)
+  return t[1] .. string.sub('00000' .. t[2], -6)
+end
 -- The clock once, in the three forms a lease needs: microseconds as text (a lease token's
 -- prefix: exact, where a number of 16 digits would be printed with 14), milliseconds as text
 -- (a stamp stored as is) and milliseconds as a number (arithmetic). Made from TIME's digits, so
