@@ -241,6 +241,7 @@ impl Queue {
             .key(&k.active)
             .key(&k.leases)
             .key(&self.name.job_key(id, JobPart::Record))
+            .reserve_arg_bytes(job.name.len() + data.len() + 64)
             .arg(&job.name)
             .arg(data);
         // The tail (opts, attempts, max_events) stops at the last one that is not its default:

@@ -123,10 +123,19 @@ impl Script {
 
     /// Starts a call of this script.
     pub fn prepare(&'static self) -> Invocation {
+        // Room for the header's keys and arguments (a repeating group's first round), so a call
+        // does not grow its vectors as it is built.
+        let (keys, args) = self
+            .header()
+            .map(|h| (h.keys.len(), h.argv.len()))
+            .unwrap_or_default();
         Invocation {
             script: self,
-            keys: Vec::new(),
-            args: ArgBuf::default(),
+            keys: Vec::with_capacity(keys),
+            args: ArgBuf {
+                bytes: Vec::new(),
+                ends: Vec::with_capacity(args),
+            },
         }
     }
 
@@ -582,6 +591,12 @@ impl Invocation {
     /// Adds the next `KEYS` entry. Only a [`Key`] from the keyspace builders is accepted.
     pub fn key(mut self, key: &Key) -> Self {
         self.keys.push(key.clone());
+        self
+    }
+
+    /// Makes room for `bytes` more bytes of `ARGV` (their total, when the caller knows it).
+    pub(crate) fn reserve_arg_bytes(mut self, bytes: usize) -> Self {
+        self.args.bytes.reserve(bytes);
         self
     }
 

@@ -149,3 +149,37 @@ async fn unguarded_scripts_run_a_jobs_life() {
     let r = q.audit().await.unwrap();
     assert!(r.ok(), "audit: {:?}", r.problems);
 }
+
+#[tokio::test]
+async fn the_clock_helpers_give_times_digits_padded_or_not() {
+    // now_ms_text, now_clock and us_text_of as the assembler emits them, with TIME's reply given
+    // as the arguments: six-digit microseconds take the short way, fewer are padded; both must
+    // give the server's milliseconds and microseconds exactly.
+    let body = "-- clock check\n-- KEYS: none\nlocal ms, t = now_ms_text()\n\
+                local us, ms2, n = now_clock()\n\
+                return {ms, us, ms2, tostring(n), us_text_of(t)}\n";
+    let source = script::assemble(body, false).replace("redis.call('TIME')", "{ARGV[1], ARGV[2]}");
+    assert!(!source.contains("redis.call"), "{source}");
+    let store = store(false).await;
+    let mut conn = store.conn();
+    for micros in [
+        0u64, 7, 42, 999, 1_000, 12_345, 99_999, 100_000, 123_456, 999_999,
+    ] {
+        let secs = 1_796_000_000u64;
+        let got: Vec<String> = redis::cmd("EVAL")
+            .arg(&source)
+            .arg(0)
+            .arg(secs)
+            .arg(micros)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let ms = (secs * 1000 + micros / 1000).to_string();
+        let us = (secs * 1_000_000 + micros).to_string();
+        assert_eq!(
+            got,
+            [&ms, &us, &ms, &ms, &us].map(String::as_str),
+            "{micros} µs"
+        );
+    }
+}

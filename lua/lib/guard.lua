@@ -101,14 +101,19 @@ end
 -- (a number would be formatted with snprintf on its way into a command, which costs the server
 -- more than the command), and the TIME reply itself, {seconds, microseconds}, for a script that
 -- needs the numbers later.
+-- (TIME's microseconds have six digits nine times in ten: padded only when they are fewer.)
 local function now_ms_text()
   local t = redis.call('TIME')
-  return t[1] .. string.sub('00000' .. t[2], -6, -4), t
+  local us = t[2]
+  if #us == 6 then return t[1] .. string.sub(us, 1, 3), t end
+  return t[1] .. string.sub('00000' .. us, -6, -4), t
 end
 -- TIME's reply (now_ms_text's second value) as microseconds in text: now_clock's first value, for
 -- a script that read the clock as text and finds it needs a lease token after all.
 local function us_text_of(t)
-  return t[1] .. string.sub('00000' .. t[2], -6)
+  local us = t[2]
+  if #us == 6 then return t[1] .. us end
+  return t[1] .. string.sub('00000' .. us, -6)
 end
 -- The clock once, in the three forms a lease needs: microseconds as text (a lease token's
 -- prefix: exact, where a number of 16 digits would be printed with 14), milliseconds as text
@@ -116,7 +121,8 @@ end
 -- no number is formatted on the way.
 local function now_clock()
   local t = redis.call('TIME')
-  local us6 = string.sub('00000' .. t[2], -6)
+  local us6 = t[2]
+  if #us6 < 6 then us6 = string.sub('00000' .. us6, -6) end
   local ms_text = t[1] .. string.sub(us6, 1, 3)
   return t[1] .. us6, ms_text, tonumber(ms_text)
 end
