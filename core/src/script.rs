@@ -225,9 +225,10 @@ pub fn assemble(body: &str, guarded: bool) -> String {
 /// `function ` (with the comment lines right above it) and runs to the next such line, so a
 /// function's indented body, its closing `end` and a column-0 `if … end` below a definition stay
 /// with it. A unit defines the names its first line declares (`local function f`, `local a, b =`);
-/// it is kept when a kept unit after it or the body names one of them as a variable (not a field:
-/// `redis.call` names no `call`), and a unit that defines nothing is always kept. Lua's locals are
-/// lexical, so a name not in the text is never reached. Unguarded, a column-0
+/// it is kept when the body or a kept unit names one of them as a variable (not a field:
+/// `redis.call` names no `call`), when it names a kept unit's definition itself (it may assign to
+/// it), or when it defines nothing. Lua's locals are lexical, so a name not in the text is never
+/// reached. Unguarded, a column-0
 /// `if EMQ_GUARDED then … end` block is dead code and is left out first (so the unguarded `call`,
 /// `redis.call` itself, needs no `emq_guard_check`); guarded, every unit's text is kept as it is.
 fn prologue(sources: &[&str], body: &str, guarded: bool) -> String {
