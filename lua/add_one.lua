@@ -29,15 +29,15 @@
 -- Each KEYS/ARGV entry, table and string the common path (the wait list not empty) makes costs the
 -- server on every call, so it sends no id (the record key has it) and no default, builds the
 -- record's fields only for a hand-off, pushes before it looks whether the list was empty (the
--- LPUSH reply says, where an LLEN cost a command) and reads the clock as text only.
+-- LPUSH reply says, where an LLEN cost a command), reads the queue's limits only then (the
+-- common path reads `paused` alone) and reads the clock as text only.
 local id = string.sub(K.record, #K.wait - 3) -- emq:{q}:wait and emq:{q}:<id>
 if call('EXISTS', K.record) == 1 then return {'0', id} end
 local opts, attempts, cap = ARGV[3], ARGV[4], ARGV[5] or '10000'
 if opts == '{}' then opts = nil end -- sent as defaults only to reach a later one
 if attempts == '1' then attempts = nil end
 local now_text, time = now_ms_text()
-local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max')
-local paused = m[1] == '1'
+local paused = call('HGET', K.meta, 'paused') == '1'
 if opts and attempts then
   call('HSET', K.record, 'name', ARGV[1], 'data', ARGV[2], 'created_ms', now_text, 'opts', opts,
     'attempts', attempts)
@@ -53,7 +53,8 @@ call('HINCRBY', K.meta, 'added', '1')
 if call('LPUSH', paused and K.paused or K.wait, id) == 1 and not paused then
   -- The list was empty. With no limit and nothing prioritized, a worker blocked in waiters takes
   -- the job at once (a delayed job already due goes first: the worker's claim promotes it).
-  if not (m[2] or m[3] or m[4]) and call('ZCARD', K.prioritized) == 0 then
+  local m = call('HMGET', K.meta, 'grl_max', 'concurrency', 'rl_max')
+  if not (m[1] or m[2] or m[3]) and call('ZCARD', K.prioritized) == 0 then
     local now = tonumber(now_text)
     call('ZREMRANGEBYSCORE', K.waiters, '-inf', now)
     local due = call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')

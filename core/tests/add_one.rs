@@ -469,3 +469,73 @@ async fn a_handed_over_job_carries_add_luas_entry_and_events() {
     assert_eq!(seen[0][..2], ["name", "h"]);
     assert!(seen[0].contains(&"opts".to_string()) && seen[0].contains(&"attempts".to_string()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limited_queue_hands_nothing_off_and_an_unlimited_one_does() {
+    // add_one.lua reads the queue's limits only once the job made the wait list non-empty; with
+    // any limit set (or the queue paused) a blocked worker is not handed the job: it waits, and
+    // the marker (unless paused) names it. Without a limit the same add is handed off.
+    use emq::{GroupRateLimit, RateLimit};
+    let server = RedisServer::start().expect("redis-server");
+    let url = server.url();
+    let mut c = conn(&url).await;
+    let window = std::time::Duration::from_secs(60);
+    for case in ["concurrency", "rate", "group_rate", "paused", "none"] {
+        let q = Queue::connect(ConnectOptions::new(url.clone()).guarded(true), case)
+            .await
+            .unwrap();
+        match case {
+            "concurrency" => q.set_global_concurrency(Some(5)).await.unwrap(),
+            "rate" => q
+                .set_rate_limit(Some(RateLimit { max: 5, window }))
+                .await
+                .unwrap(),
+            "group_rate" => q
+                .set_group_rate_limit(Some(GroupRateLimit { max: 5, window }))
+                .await
+                .unwrap(),
+            "paused" => q.pause().await.unwrap(),
+            _ => {}
+        }
+        let _: i64 = redis::cmd("ZADD")
+            .arg(format!("emq:{{{case}}}:waiters"))
+            .arg(4_102_444_800_000u64)
+            .arg("w0|30000")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let id = q.add("n", json!(1), JobOptions::default()).await.unwrap();
+        let handoff = list(&mut c, &format!("emq:{{{case}}}:handoff")).await;
+        let wait = list(&mut c, &format!("emq:{{{case}}}:wait")).await;
+        let paused = list(&mut c, &format!("emq:{{{case}}}:paused")).await;
+        let marker = list(&mut c, &format!("emq:{{{case}}}:marker")).await;
+        let waiters: u64 = redis::cmd("ZCARD")
+            .arg(format!("emq:{{{case}}}:waiters"))
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let ids = vec![id.to_string()];
+        match case {
+            "none" => {
+                assert_eq!(handoff.len(), 1, "{case}");
+                assert!(wait.is_empty() && marker.is_empty(), "{case}");
+                assert_eq!(waiters, 0, "{case}");
+            }
+            "paused" => {
+                assert!(
+                    handoff.is_empty() && wait.is_empty() && marker.is_empty(),
+                    "{case}"
+                );
+                assert_eq!(paused, ids, "{case}");
+                assert_eq!(waiters, 1, "{case}");
+            }
+            _ => {
+                assert!(handoff.is_empty(), "{case}");
+                assert_eq!((wait, marker), (ids.clone(), ids), "{case}");
+                assert_eq!(waiters, 1, "{case}");
+            }
+        }
+        let r = q.audit().await.unwrap();
+        assert!(r.ok(), "{case}: {:?}", r.problems);
+    }
+}
