@@ -49,23 +49,43 @@ fn is_plain(o: &JobOptions) -> bool {
         && o.group.is_none()
 }
 
+/// How many of add_one.lua's optional arguments (opts, attempts, max_events) a call sends: up to
+/// the last that is not its default.
+fn add_one_tail(compact: &str, attempts: u32, max_events: u64) -> usize {
+    if max_events != DEFAULT_MAX_EVENTS {
+        3
+    } else if attempts != 1 {
+        2
+    } else {
+        usize::from(compact != "{}")
+    }
+}
+
 /// Calls `f` with the compact JSON of `options` ([`JobOptions::compact_json`]). The text of the
 /// options last seen on this thread is kept: an application's adds mostly repeat one set of
 /// options, and serialising them (through a `serde_json::Value`, compared with the defaults) was a
 /// quarter of the client's instructions per one-at-a-time add.
 fn with_compact_json<R>(options: &JobOptions, f: impl FnOnce(&str) -> R) -> R {
+    f(&compact_json_cached(options))
+}
+
+/// [`JobOptions::compact_json`] of `options`, from the per-thread copy of the last options seen
+/// (shared text: a count, not a copy).
+fn compact_json_cached(options: &JobOptions) -> Arc<str> {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(JobOptions, String)>> =
+        static LAST: std::cell::RefCell<Option<(JobOptions, Arc<str>)>> =
             const { std::cell::RefCell::new(None) };
     }
     LAST.with(|last| {
         let mut last = last.borrow_mut();
-        let hit = matches!(&*last, Some((prev, _)) if prev == options);
-        if !hit {
-            *last = Some((options.clone(), options.compact_json()));
+        match &*last {
+            Some((prev, text)) if prev == options => text.clone(),
+            _ => {
+                let text: Arc<str> = options.compact_json().into();
+                *last = Some((options.clone(), text.clone()));
+                text
+            }
         }
-        let (_, text) = last.as_ref().expect("set above");
-        f(text)
     })
 }
 
@@ -95,6 +115,8 @@ pub struct Queue {
     pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
     /// The waits of [`Queue::wait`] on this handle and its clones, and their one follower.
     pub(crate) waiters: Arc<crate::waiters::Waiters>,
+    /// add_one.lua's checked front (its sha and eleven queue keys), made on the first one-job add.
+    add_one_prefix: Arc<std::sync::OnceLock<script::Prefix>>,
 }
 
 impl Queue {
@@ -120,6 +142,7 @@ impl Queue {
             max_events: DEFAULT_MAX_EVENTS,
             registered: Arc::default(),
             waiters: Arc::default(),
+            add_one_prefix: Arc::default(),
         }
     }
 
@@ -241,12 +264,57 @@ impl Queue {
             .key(&k.active)
             .key(&k.leases)
             .key(&self.name.job_key(id, JobPart::Record))
-            .arg(self.max_events)
-            .arg(id)
+            .reserve_arg_bytes(job.name.len() + data.len() + 64)
             .arg(&job.name)
             .arg(data);
-        let inv = with_compact_json(&job.options, |compact| inv.arg(compact));
-        Ok(inv.arg(job.options.attempts))
+        // The tail (opts, attempts, max_events) stops at the last one that is not its default:
+        // every argument costs the server ~1,400 instructions (bench/notes/addpath.md).
+        let attempts = job.options.attempts;
+        let cap = self.max_events;
+        Ok(with_compact_json(&job.options, |compact| {
+            let tail = add_one_tail(compact, attempts, cap);
+            let mut inv = inv;
+            if tail >= 1 {
+                inv = inv.arg(compact);
+            }
+            if tail >= 2 {
+                inv = inv.arg(attempts);
+            }
+            if tail >= 3 {
+                inv = inv.arg(cap);
+            }
+            inv
+        }))
+    }
+
+    /// The call [`Queue::add_one_invocation`] makes, sent through the queue's checked prefix of
+    /// add_one.lua (its sha and fixed keys written once, not cloned, checked and written on every
+    /// add): only the record key and the arguments are added per call.
+    async fn add_one_call(&self, id: JobId, job: &NewJob, data: &str) -> Result<Vec<String>> {
+        job.options.validate()?;
+        let prefix = match self.add_one_prefix.get() {
+            Some(p) => p,
+            None => {
+                let sample = self.add_one_invocation(id, job, data)?;
+                let p = script::Prefix::new(&sample, self.store.guarded())?;
+                self.add_one_prefix.get_or_init(|| p)
+            }
+        };
+        let compact = compact_json_cached(&job.options);
+        let (attempts, cap) = (job.options.attempts, self.max_events);
+        let tail = add_one_tail(&compact, attempts, cap);
+        // (no allocation for the defaults, which are not sent)
+        let text = |n: u64, sent: bool| if sent { n.to_string() } else { String::new() };
+        let (attempts, cap) = (text(attempts.into(), tail >= 2), text(cap, tail >= 3));
+        let all: [&[u8]; 5] = [
+            job.name.as_bytes(),
+            data.as_bytes(),
+            compact.as_bytes(),
+            attempts.as_bytes(),
+            cap.as_bytes(),
+        ];
+        let record = self.name.job_key(id, JobPart::Record);
+        prefix.call(&self.store, &record, &all[..2 + tail]).await
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
@@ -306,12 +374,19 @@ impl Queue {
     ) -> Result<Vec<String>> {
         let mut pause = Duration::from_millis(50);
         loop {
-            let inv = self.add_invocation(batch)?;
-            let sent = match &self.store.options().durable {
-                Some(d) => {
+            let sent = match (&self.store.options().durable, batch) {
+                (None, [(id, job, data)]) if is_plain(&job.options) => {
+                    self.add_one_call(*id, job, data).await
+                }
+                (Some(d), _) => {
+                    let inv = self.add_invocation(batch)?;
                     crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, batch).await
                 }
-                None => inv.invoke::<Vec<String>>(&self.store).await,
+                (None, _) => {
+                    self.add_invocation(batch)?
+                        .invoke::<Vec<String>>(&self.store)
+                        .await
+                }
             };
             match sent {
                 Err(e) if e.code() == ErrorCode::ServerUnavailable => {

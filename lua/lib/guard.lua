@@ -6,6 +6,11 @@
 -- from EMQ_KEYSPEC (generated from COMMAND INFO, see keyspec.lua) and fails the script with an
 -- `undeclared_key` error naming any key that is not exactly one of KEYS. Unguarded, `call` is
 -- redis.call itself: no cost on the hot path.
+-- Of this file (and of every lib/ file) a script gets only the top-level definitions it names,
+-- directly or through another one it gets (core/src/script.rs, `prologue`): a definition is a
+-- column-0 `local` line with everything up to the next one, so whatever changes a definition (the
+-- guarded `call` below) sits right under it. Unguarded, the `if EMQ_GUARDED then … end` blocks are
+-- left out.
 -- KEYS: none of its own. ARGV: none of its own.
 
 local function emq_guard_check(argv)
@@ -69,12 +74,14 @@ local function emq_guard_check(argv)
 end
 
 local call = redis.call
-local try_call = redis.pcall
 if EMQ_GUARDED then
   call = function(...)
     emq_guard_check({...})
     return redis.call(...)
   end
+end
+local try_call = redis.pcall
+if EMQ_GUARDED then
   try_call = function(...)
     emq_guard_check({...})
     return redis.pcall(...)
@@ -94,9 +101,19 @@ end
 -- (a number would be formatted with snprintf on its way into a command, which costs the server
 -- more than the command), and the TIME reply itself, {seconds, microseconds}, for a script that
 -- needs the numbers later.
+-- (TIME's microseconds have six digits nine times in ten: padded only when they are fewer.)
 local function now_ms_text()
   local t = redis.call('TIME')
-  return t[1] .. string.sub('00000' .. t[2], -6, -4), t
+  local us = t[2]
+  if #us == 6 then return t[1] .. string.sub(us, 1, 3), t end
+  return t[1] .. string.sub('00000' .. us, -6, -4), t
+end
+-- TIME's reply (now_ms_text's second value) as microseconds in text: now_clock's first value, for
+-- a script that read the clock as text and finds it needs a lease token after all.
+local function us_text_of(t)
+  local us = t[2]
+  if #us == 6 then return t[1] .. us end
+  return t[1] .. string.sub('00000' .. us, -6)
 end
 -- The clock once, in the three forms a lease needs: microseconds as text (a lease token's
 -- prefix: exact, where a number of 16 digits would be printed with 14), milliseconds as text
@@ -104,7 +121,8 @@ end
 -- no number is formatted on the way.
 local function now_clock()
   local t = redis.call('TIME')
-  local us6 = string.sub('00000' .. t[2], -6)
+  local us6 = t[2]
+  if #us6 < 6 then us6 = string.sub('00000' .. us6, -6) end
   local ms_text = t[1] .. string.sub(us6, 1, 3)
   return t[1] .. us6, ms_text, tonumber(ms_text)
 end
