@@ -49,15 +49,45 @@ fn is_plain(o: &JobOptions) -> bool {
         && o.group.is_none()
 }
 
-/// How many of add_one.lua's optional arguments (opts, attempts, max_events) a call sends: up to
-/// the last that is not its default.
-fn add_one_tail(compact: &str, attempts: u32, max_events: u64) -> usize {
-    if max_events != DEFAULT_MAX_EVENTS {
-        3
-    } else if attempts != 1 {
-        2
-    } else {
-        usize::from(compact != "{}")
+/// add_one.lua's optional arguments after the name and data (opts, attempts, max_events), as the
+/// call sends them: up to the last that is not its default (every argument costs the server
+/// ~1,400 instructions, bench/notes/addpath.md). One value for both ways the call is made
+/// ([`Queue::add_one_invocation`] and the prefix of [`Queue::add_one_call`]).
+struct AddOneTail {
+    compact: Arc<str>,
+    attempts: String,
+    max_events: String,
+    sent: usize,
+}
+
+impl AddOneTail {
+    fn new(options: &JobOptions, max_events: u64) -> Self {
+        let compact = compact_json_cached(options);
+        let sent = if max_events != DEFAULT_MAX_EVENTS {
+            3
+        } else if options.attempts != 1 {
+            2
+        } else {
+            usize::from(&*compact != "{}")
+        };
+        // (no allocation for the defaults, which are not sent)
+        let text = |n: u64, sent: bool| if sent { n.to_string() } else { String::new() };
+        AddOneTail {
+            attempts: text(options.attempts.into(), sent >= 2),
+            max_events: text(max_events, sent >= 3),
+            compact,
+            sent,
+        }
+    }
+
+    /// The arguments sent, in order.
+    fn args(&self) -> ([&[u8]; 3], usize) {
+        let all = [
+            self.compact.as_bytes(),
+            self.attempts.as_bytes(),
+            self.max_events.as_bytes(),
+        ];
+        (all, self.sent)
     }
 }
 
@@ -267,24 +297,9 @@ impl Queue {
             .reserve_arg_bytes(job.name.len() + data.len() + 64)
             .arg(&job.name)
             .arg(data);
-        // The tail (opts, attempts, max_events) stops at the last one that is not its default:
-        // every argument costs the server ~1,400 instructions (bench/notes/addpath.md).
-        let attempts = job.options.attempts;
-        let cap = self.max_events;
-        Ok(with_compact_json(&job.options, |compact| {
-            let tail = add_one_tail(compact, attempts, cap);
-            let mut inv = inv;
-            if tail >= 1 {
-                inv = inv.arg(compact);
-            }
-            if tail >= 2 {
-                inv = inv.arg(attempts);
-            }
-            if tail >= 3 {
-                inv = inv.arg(cap);
-            }
-            inv
-        }))
+        let tail = AddOneTail::new(&job.options, self.max_events);
+        let (args, sent) = tail.args();
+        Ok(args[..sent].iter().fold(inv, |inv, a| inv.arg(*a)))
     }
 
     /// The call [`Queue::add_one_invocation`] makes, sent through the queue's checked prefix of
@@ -300,21 +315,17 @@ impl Queue {
                 self.add_one_prefix.get_or_init(|| p)
             }
         };
-        let compact = compact_json_cached(&job.options);
-        let (attempts, cap) = (job.options.attempts, self.max_events);
-        let tail = add_one_tail(&compact, attempts, cap);
-        // (no allocation for the defaults, which are not sent)
-        let text = |n: u64, sent: bool| if sent { n.to_string() } else { String::new() };
-        let (attempts, cap) = (text(attempts.into(), tail >= 2), text(cap, tail >= 3));
+        let tail = AddOneTail::new(&job.options, self.max_events);
+        let (args, sent) = tail.args();
         let all: [&[u8]; 5] = [
             job.name.as_bytes(),
             data.as_bytes(),
-            compact.as_bytes(),
-            attempts.as_bytes(),
-            cap.as_bytes(),
+            args[0],
+            args[1],
+            args[2],
         ];
         let record = self.name.job_key(id, JobPart::Record);
-        prefix.call(&self.store, &record, &all[..2 + tail]).await
+        prefix.call(&self.store, &record, &all[..2 + sent]).await
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
