@@ -49,6 +49,25 @@ fn is_plain(o: &JobOptions) -> bool {
         && o.group.is_none()
 }
 
+/// add_one.lua with its twelve keys bound (the queue's eleven, then `id`'s record), before any
+/// argument: the one list of them, for the call and the tests of its checked prefix.
+pub(crate) fn add_one_keyed(name: &QueueName, k: &QueueKeys, id: JobId) -> Invocation {
+    script::ADD_ONE
+        .prepare()
+        .key(&k.wait)
+        .key(&k.paused)
+        .key(&k.prioritized)
+        .key(&k.delayed)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.marker)
+        .key(&k.waiters)
+        .key(&k.handoff)
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&name.job_key(id, JobPart::Record))
+}
+
 /// add_one.lua's optional arguments after the name and data (opts, attempts, max_events), as the
 /// call sends them: up to the last that is not its default (every argument costs the server
 /// ~1,400 instructions, bench/notes/addpath.md). One value for both ways the call is made
@@ -279,21 +298,7 @@ impl Queue {
     /// it; bench/RESULTS.md).
     fn add_one_invocation(&self, id: JobId, job: &NewJob, data: &str) -> Result<Invocation> {
         job.options.validate()?;
-        let k = &self.keys;
-        let inv = script::ADD_ONE
-            .prepare()
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.prioritized)
-            .key(&k.delayed)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.marker)
-            .key(&k.waiters)
-            .key(&k.handoff)
-            .key(&k.active)
-            .key(&k.leases)
-            .key(&self.name.job_key(id, JobPart::Record))
+        let inv = add_one_keyed(&self.name, &self.keys, id)
             .reserve_arg_bytes(job.name.len() + data.len() + 64)
             .arg(&job.name)
             .arg(data);

@@ -1358,20 +1358,7 @@ mod tests {
         let q = crate::QueueName::new("prefixed").unwrap();
         let k = q.keys();
         let full = |id: crate::JobId, args: &[&str]| {
-            let mut inv = ADD_ONE
-                .prepare()
-                .key(&k.wait)
-                .key(&k.paused)
-                .key(&k.prioritized)
-                .key(&k.delayed)
-                .key(&k.meta)
-                .key(&k.events)
-                .key(&k.marker)
-                .key(&k.waiters)
-                .key(&k.handoff)
-                .key(&k.active)
-                .key(&k.leases)
-                .key(&q.job_key(id, JobPart::Record));
+            let mut inv = crate::queue::add_one_keyed(&q, &k, id);
             for a in args {
                 inv = inv.arg(*a);
             }

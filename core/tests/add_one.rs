@@ -55,6 +55,21 @@ async fn added_events(c: &mut redis::aio::MultiplexedConnection, q: &str) -> Vec
         .collect()
 }
 
+/// Registers `n` blocked workers `w0`… on queue `q` as wait_register.lua writes them
+/// ("<worker>|<lease_ms>" -> end of the wait, far ahead), so each of the next `n` adds to an
+/// empty queue hands its job over.
+async fn register_waiters(c: &mut redis::aio::MultiplexedConnection, q: &str, n: usize) {
+    for w in 0..n {
+        let _: i64 = redis::cmd("ZADD")
+            .arg(format!("emq:{{{q}}}:waiters"))
+            .arg(4_102_444_800_000u64)
+            .arg(format!("w{w}|30000"))
+            .query_async(c)
+            .await
+            .unwrap();
+    }
+}
+
 fn options() -> JobOptions {
     JobOptions {
         attempts: 3,
@@ -194,15 +209,7 @@ async fn a_handed_over_job_is_leased_with_the_servers_exact_microseconds() {
             .unwrap();
         // Registrations as wait_register.lua writes them ("<worker>|<lease_ms>" -> end of the
         // wait), one per job, so each add hands its job over.
-        for w in 0..n {
-            let _: i64 = redis::cmd("ZADD")
-                .arg(format!("emq:{{{name}}}:waiters"))
-                .arg(4_102_444_800_000u64)
-                .arg(format!("w{w}|30000"))
-                .query_async(&mut c)
-                .await
-                .unwrap();
-        }
+        register_waiters(&mut c, name, n).await;
         let ids = if n == 1 {
             vec![q.add("h", json!(1), JobOptions::default()).await.unwrap()]
         } else {
@@ -409,15 +416,7 @@ async fn a_handed_over_job_carries_add_luas_entry_and_events() {
         let q = Queue::connect(ConnectOptions::new(url.clone()).guarded(true), name)
             .await
             .unwrap();
-        for w in 0..n {
-            let _: i64 = redis::cmd("ZADD")
-                .arg(format!("emq:{{{name}}}:waiters"))
-                .arg(4_102_444_800_000u64)
-                .arg(format!("w{w}|30000"))
-                .query_async(&mut c)
-                .await
-                .unwrap();
-        }
+        register_waiters(&mut c, name, n).await;
         let job = |i: i64| NewJob {
             name: "h".into(),
             data: json!(i),
@@ -497,13 +496,7 @@ async fn a_limited_queue_hands_nothing_off_and_an_unlimited_one_does() {
             "paused" => q.pause().await.unwrap(),
             _ => {}
         }
-        let _: i64 = redis::cmd("ZADD")
-            .arg(format!("emq:{{{case}}}:waiters"))
-            .arg(4_102_444_800_000u64)
-            .arg("w0|30000")
-            .query_async(&mut c)
-            .await
-            .unwrap();
+        register_waiters(&mut c, case, 1).await;
         let id = q.add("n", json!(1), JobOptions::default()).await.unwrap();
         let handoff = list(&mut c, &format!("emq:{{{case}}}:handoff")).await;
         let wait = list(&mut c, &format!("emq:{{{case}}}:wait")).await;
