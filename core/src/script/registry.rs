@@ -1,0 +1,231 @@
+//! The registry: [`Script`] (one file of `lua/`, its parsed header and its two compiled texts,
+//! guarded and plain, each with its SHA) and the list of every script ([`ALL`] and one static per
+//! file).
+
+use super::{assemble::*, header::*, invocation::*};
+use crate::error::{Error, ErrorCode, Result};
+use crate::job_id::JobId;
+use crate::keyspace::{Family, JobPart, QueueName};
+use crate::store::Store;
+use std::sync::OnceLock;
+
+/// One script of `lua/`.
+pub struct Script {
+    pub(super) name: &'static str,
+    pub(super) body: &'static str,
+    pub(super) header: OnceLock<Result<Header, String>>,
+    pub(super) compiled: [OnceLock<Compiled>; 2],
+}
+
+pub(super) struct Compiled {
+    pub(super) source: String,
+    pub(super) sha: String,
+}
+
+impl Script {
+    /// A script from its file name (without `.lua`) and body.
+    pub const fn new(name: &'static str, body: &'static str) -> Script {
+        Script {
+            name,
+            body,
+            header: OnceLock::new(),
+            compiled: [OnceLock::new(), OnceLock::new()],
+        }
+    }
+
+    /// The file name, without `.lua`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The script's own text (without the guard).
+    pub fn body(&self) -> &'static str {
+        self.body
+    }
+
+    /// The parsed header.
+    pub fn header(&self) -> Result<&Header> {
+        self.header
+            .get_or_init(|| parse_header(self.body))
+            .as_ref()
+            .map_err(|e| Error::new(ErrorCode::Internal, format!("{}.lua: {e}", self.name)))
+    }
+
+    fn compiled(&self, guarded: bool) -> &Compiled {
+        self.compiled[guarded as usize].get_or_init(|| {
+            let source = assemble(self.body, guarded);
+            let sha = redis::Script::new(&source).get_hash().to_string();
+            Compiled { source, sha }
+        })
+    }
+
+    /// The full source sent to the server in the given mode.
+    pub fn source(&self, guarded: bool) -> &str {
+        &self.compiled(guarded).source
+    }
+
+    /// Its SHA1 in the given mode.
+    pub fn sha(&self, guarded: bool) -> &str {
+        &self.compiled(guarded).sha
+    }
+
+    /// Loads this script in the store's mode (on a cluster, SCRIPT LOAD is routed to every node).
+    pub async fn load(&self, store: &Store) -> Result<()> {
+        let mut conn = store.conn();
+        let _: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(self.source(store.guarded()))
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Starts a call of this script.
+    pub fn prepare(&'static self) -> Invocation {
+        // Room for the header's keys and arguments (a repeating group's first round), so a call
+        // does not grow its vectors as it is built.
+        let (keys, args) = self
+            .header()
+            .map(|h| (h.keys.len(), h.argv.len()))
+            .unwrap_or_default();
+        Invocation {
+            script: self,
+            keys: Vec::with_capacity(keys),
+            args: ArgBuf {
+                bytes: Vec::new(),
+                ends: Vec::with_capacity(args),
+            },
+        }
+    }
+
+    /// Starts a call with every fixed key bound by its header name: a family's key of `queue`
+    /// for a family's name, `record` / `logs` of `job`. A caller adds only the repeating group's
+    /// keys (if any) and the args. Refused (`internal`) when the header names a key that is not one
+    /// role (`finished=completed|failed`: bind those with [`Script::prepare`] and
+    /// [`Invocation::key`]) or a job part without a `job`.
+    pub fn on(&'static self, queue: &QueueName, job: Option<JobId>) -> Result<Invocation> {
+        let h = self.header()?;
+        let fixed = h.keys.len() - usize::from(h.keys_repeat);
+        let mut inv = self.prepare();
+        for (name, roles) in h.keys[..fixed].iter().zip(&h.key_roles) {
+            let refuse = |why: &str| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("{}.lua: KEYS {name}: {why}", self.name),
+                )
+            };
+            let [role] = roles.as_slice() else {
+                return Err(refuse("takes one of several keys; bind it with .key()"));
+            };
+            let key = match (role.as_str(), job) {
+                ("record", Some(id)) => queue.job_key(id, JobPart::Record),
+                ("logs", Some(id)) => queue.job_key(id, JobPart::Logs),
+                ("record" | "logs", None) => return Err(refuse("a job's key, and no job given")),
+                (role, _) => match Family::ALL.iter().find(|f| f.role() == role) {
+                    Some(f) => queue.key(*f),
+                    None => return Err(refuse("not a queue family")),
+                },
+            };
+            inv.keys.push(key);
+        }
+        Ok(inv)
+    }
+}
+
+/// Builds the text the server runs: mode flag, then of the key table (guarded only), the guard and
+/// the libraries the header names (`-- uses lib/<name>.lua`) only the top-level definitions the
+
+macro_rules! scripts {
+    ($($(#[$doc:meta])* $ident:ident => $file:literal,)*) => {
+        $( $(#[$doc])* pub static $ident: Script = Script::new($file, include_str!(concat!("../../lua/", $file, ".lua")));)*
+        /// Every script in `lua/`.
+        pub static ALL: &[&Script] = &[$(&$ident),*];
+    };
+}
+
+scripts! {
+    /// Writes the wire version on first connect, returns the stored one.
+    VERSION_CHECK => "version_check",
+    /// Leases a node id for minting job ids.
+    NODE_ACQUIRE => "node_acquire",
+    /// Renews a node-id lease.
+    NODE_RENEW => "node_renew",
+    /// Releases a node-id lease.
+    NODE_RELEASE => "node_release",
+    /// Adds a batch of jobs.
+    ADD => "add",
+    /// Adds one plain job (no delay, priority, dedup, group, parent or LIFO).
+    ADD_ONE => "add_one",
+    /// Leases ready jobs to a worker.
+    CLAIM => "claim",
+    /// Leases the job a wake-up marker named and returns its record.
+    CLAIM_ID => "claim_id",
+    /// Registers a worker that is about to block, so an add may hand it a job.
+    WAIT_REGISTER => "wait_register",
+    /// Completes a batch of jobs and leases the next ones.
+    COMPLETE => "complete",
+    /// Fails a job: retry or move to failed.
+    FAIL => "fail",
+    /// Renews leases of in-flight jobs.
+    RENEW => "renew",
+    /// Marks leased-ahead jobs as started (their stalls are charged from then on).
+    STARTED => "started",
+    /// Puts a running job back to delayed at its handler's request.
+    DELAY_JOB => "delay_job",
+    /// Gives unfinished jobs back on shutdown.
+    RELEASE => "release",
+    /// Selects stalled jobs (one sweeper at a time).
+    SWEEP => "sweep",
+    /// Recovers one stalled job.
+    RECOVER => "recover",
+    /// Reads a job and its state.
+    JOB_STATE => "job_state",
+    /// Removes one job.
+    REMOVE_JOB => "remove_job",
+    /// Selects finished jobs to trim or clean.
+    SELECT_FINISHED => "select_finished",
+    /// Removes a batch of finished jobs.
+    REMOVE_FINISHED => "remove_finished",
+    /// Pauses a queue.
+    PAUSE => "pause",
+    /// Resumes a queue.
+    RESUME => "resume",
+    /// Records progress.
+    PROGRESS => "progress",
+    /// Appends a log line.
+    LOG => "log",
+    /// Retries a failed job.
+    RETRY_JOB => "retry_job",
+    /// Promotes a delayed job.
+    PROMOTE_JOB => "promote_job",
+    /// Gives a job that has not finished a new priority.
+    CHANGE_PRIORITY => "change_priority",
+    /// Cancels a job: one not running yet ends cancelled, a running one's worker is told.
+    CANCEL => "cancel",
+    /// Replaces a delayed dedup holder's data and pushes its due time.
+    DEBOUNCE => "debounce",
+    /// Drops dedup keys whose TTL hold has ended.
+    DEDUP_EXPIRE => "dedup_expire",
+    /// Creates or replaces a job scheduler.
+    SCHEDULER_UPSERT => "scheduler_upsert",
+    /// Deletes a job scheduler.
+    SCHEDULER_REMOVE => "scheduler_remove",
+    /// Selects due schedulers.
+    SCHEDULERS_DUE => "schedulers_due",
+    /// Fires one due scheduler.
+    SCHEDULER_FIRE => "scheduler_fire",
+    /// Adds a flow's parent, waiting for its children.
+    ADD_PARENT => "add_parent",
+    /// Records a child's outcome in its parent (the second, idempotent step).
+    CHILD_DONE => "child_done",
+    /// Registers or heartbeats a worker in the queue's worker registry.
+    WORKER_BEAT => "worker_beat",
+    /// Removes a closing worker from the registry.
+    WORKER_GONE => "worker_gone",
+    /// Lists the queue's live workers.
+    WORKERS_LIST => "workers_list",
+    /// Inserts one finished job copied by `emq migrate`, and marks its source migrated.
+    MIGRATE_FINISHED => "migrate_finished",
+    /// Reads the clock of the node that owns the queue.
+    SERVER_TIME => "server_time",
+}
