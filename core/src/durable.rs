@@ -18,103 +18,12 @@
 //! [`add_durably`]). After a broken link the master's idle connections are dropped too (they most
 //! likely broke with it: a restart, a failover).
 
+use crate::durable_pool::{Durability, CONNECTIONS_PER_MASTER};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
 use crate::keyspace::Key;
 use crate::script::Invocation;
 use crate::store::Store;
-use redis::aio::MultiplexedConnection;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// Most dedicated connections a store keeps to one master for durable adds, and so the most
-/// durable add calls in flight to one master at a time (a further call waits for one to come free,
-/// within its deadline).
-pub const CONNECTIONS_PER_MASTER: usize = 4;
-
-/// The dedicated connections of one store for durable adds, by master URL.
-#[derive(Default)]
-pub(crate) struct Pool {
-    masters: Mutex<HashMap<String, Arc<Master>>>,
-}
-
-/// One master's connections: `permits` bounds the calls in flight (each holds one connection:
-/// taken from `idle`, or opened when none is idle), so idle + in use never exceeds
-/// [`CONNECTIONS_PER_MASTER`].
-struct Master {
-    permits: tokio::sync::Semaphore,
-    idle: Mutex<Vec<MultiplexedConnection>>,
-}
-
-impl Pool {
-    fn master(&self, url: &str) -> Arc<Master> {
-        let mut masters = self.masters.lock().unwrap_or_else(|e| e.into_inner());
-        masters
-            .entry(url.to_string())
-            .or_insert_with(|| {
-                Arc::new(Master {
-                    permits: tokio::sync::Semaphore::new(CONNECTIONS_PER_MASTER),
-                    idle: Mutex::new(Vec::new()),
-                })
-            })
-            .clone()
-    }
-}
-
-impl Master {
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<MultiplexedConnection>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// How many replicas must acknowledge an add, and for how long to wait for them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Durability {
-    /// Replicas that must have the write (1..=[`Durability::MAX_REPLICAS`]).
-    pub replicas: u32,
-    /// Longest wait for them (1 ms..=[`Durability::MAX_TIMEOUT`]; `WAIT 0` would block forever).
-    pub timeout: Duration,
-}
-
-impl Durability {
-    /// Most replicas an add can wait for.
-    pub const MAX_REPLICAS: u32 = 64;
-    /// Longest wait.
-    pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
-
-    /// A checked durability: `invalid_option` naming the bound when out of range.
-    pub fn new(replicas: u32, timeout: Duration) -> Result<Durability> {
-        let d = Durability { replicas, timeout };
-        d.validate()?;
-        Ok(d)
-    }
-
-    /// Checks the bounds.
-    pub fn validate(&self) -> Result<()> {
-        if self.replicas == 0 || self.replicas > Self::MAX_REPLICAS {
-            return Err(Error::new(
-                ErrorCode::InvalidOption,
-                format!(
-                    "durable replicas must be 1..={} (got {})",
-                    Self::MAX_REPLICAS,
-                    self.replicas
-                ),
-            ));
-        }
-        if self.timeout.is_zero() || self.timeout > Self::MAX_TIMEOUT {
-            return Err(Error::new(
-                ErrorCode::InvalidOption,
-                format!(
-                    "durable timeout must be 1..={} ms (got {} ms)",
-                    Self::MAX_TIMEOUT.as_millis(),
-                    self.timeout.as_millis()
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Sends one add call and its WAIT on a dedicated connection to the master that owns `meta`'s
 /// slot (from the store's pool; no reconnect, no fallback to another node: a WAIT that the
@@ -131,9 +40,8 @@ pub(crate) async fn add_durably<T: redis::FromRedisValue>(
     meta: &Key,
     inv: Invocation,
     d: &Durability,
-    batch: &[(JobId, &crate::queue::NewJob, String)],
+    ids: Vec<JobId>,
 ) -> Result<T> {
-    let ids: Vec<JobId> = batch.iter().map(|(id, _, _)| *id).collect();
     let limit = store.options().response_timeout + d.timeout;
     let url = store.master_url_for(meta).await?;
     let master = store.durable_pool().master(&url);

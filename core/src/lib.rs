@@ -15,7 +15,9 @@
 
 pub mod audit;
 mod clock;
+mod connect;
 pub mod durable;
+pub mod durable_pool;
 pub mod error;
 pub mod events;
 pub mod flow;
@@ -43,7 +45,7 @@ pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
 
-pub use durable::Durability;
+pub use durable_pool::Durability;
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
 pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};

@@ -268,7 +268,59 @@ pub mod worker_bounds {
     pub const MAX_PREFETCH: usize = 10_000;
 }
 
-impl crate::worker::WorkerOptions {
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Lease length (renewed every third of it while the handler runs).
+    pub lease: Duration,
+    /// How often the stalled sweep runs (one worker at a time).
+    pub stalled_interval: Duration,
+    /// Stalls allowed before a job fails.
+    pub max_stalls: u32,
+    /// Longest single wait for work.
+    pub block_timeout: Duration,
+    /// The shutdown grace period: how long `close` lets running handlers finish before it tells
+    /// them to stop and releases their jobs (uncounted). Bindings call it `shutdown_timeout`
+    /// (Python: seconds; Node: `shutdownTimeout`, ms).
+    pub shutdown_deadline: Duration,
+    /// Retention of completed jobs.
+    pub completed: Retention,
+    /// Retention of failed jobs.
+    pub failed: Retention,
+    /// How often retention is applied.
+    pub trim_interval: Duration,
+    /// Jobs leased ahead of the handlers (None: twice `concurrency`, clamped to 16..=256, the floor
+    /// of 16 raised to up to 64 for jobs short enough that those hold at most 50 ms of work;
+    /// `Some(0)`: none).
+    /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
+    /// average.
+    pub prefetch: Option<usize>,
+}
+
+/// Prefetch pauses while the worker's jobs average longer than this: a long job would keep the
+/// buffered ones from other workers for its whole run.
+pub const PREFETCH_MAX_JOB: Duration = Duration::from_millis(50);
+
+impl Default for WorkerOptions {
+    fn default() -> WorkerOptions {
+        WorkerOptions {
+            concurrency: 1,
+            lease: Duration::from_secs(30),
+            stalled_interval: Duration::from_secs(15),
+            max_stalls: 1,
+            block_timeout: Duration::from_secs(5),
+            shutdown_deadline: Duration::from_secs(10),
+            completed: Retention::COMPLETED,
+            failed: Retention::FAILED,
+            trim_interval: Duration::from_secs(5),
+            prefetch: None,
+        }
+    }
+}
+
+impl WorkerOptions {
     /// Checks every option against [`worker_bounds`]; `invalid_option` names the option and its
     /// bound.
     pub fn validate(&self) -> Result<()> {
@@ -442,7 +494,6 @@ mod tests {
 
     #[test]
     fn worker_options_hold_their_bounds() {
-        use crate::worker::WorkerOptions;
         assert!(WorkerOptions::default().validate().is_ok());
         let bad = [
             (

@@ -396,7 +396,8 @@ impl Queue {
                 }
                 (Some(d), _) => {
                     let inv = self.add_invocation(batch)?;
-                    crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, batch).await
+                    let ids = batch.iter().map(|(id, _, _)| *id).collect();
+                    crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, ids).await
                 }
                 (None, _) => {
                     self.add_invocation(batch)?

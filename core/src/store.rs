@@ -1,5 +1,5 @@
-//! The connection to the datastore: standalone or cluster behind one type, the guard mode and the
-//! wire version check (scripts are loaded and called by `script`).
+//! The connection to the datastore: standalone or cluster behind one type, and the guard mode
+//! (scripts are loaded and called by `script`; the wire-version check at connect is `connect.rs`).
 //!
 //! [`Store::connect`] takes one URL (standalone, or a cluster node: it asks the server and switches to
 //! a cluster client when `cluster_enabled:1`) or several seed URLs (a cluster). `rediss://` URLs use
@@ -7,8 +7,7 @@
 //! connect it writes `{emq}:version` if absent and refuses a keyspace of another wire version.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::keyspace::{CoreKey, Key};
-use crate::script;
+use crate::keyspace::Key;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
@@ -40,7 +39,7 @@ pub struct ConnectOptions {
     pub retry_unavailable: Duration,
     /// Opt-in durable adds: every add waits for this many replicas (`WAIT`) and fails with
     /// `not_replicated` when they did not acknowledge in time (see [`crate::durable`]). Default: none.
-    pub durable: Option<crate::durable::Durability>,
+    pub durable: Option<crate::durable_pool::Durability>,
 }
 
 impl ConnectOptions {
@@ -73,7 +72,7 @@ impl ConnectOptions {
 
     /// Makes every add wait for `replicas` replicas, at most `timeout` (checked at connect).
     pub fn durable(mut self, replicas: u32, timeout: Duration) -> ConnectOptions {
-        self.durable = Some(crate::durable::Durability { replicas, timeout });
+        self.durable = Some(crate::durable_pool::Durability { replicas, timeout });
         self
     }
 
@@ -268,7 +267,7 @@ struct Inner {
     topology: Topology,
     single: Option<redis::Client>,
     /// The dedicated connections of durable adds (crate::durable), per master.
-    durable_pool: crate::durable::Pool,
+    durable_pool: crate::durable_pool::Pool,
 }
 
 /// A connected datastore.
@@ -345,8 +344,9 @@ fn tls_hint(url: &str, opts: &ConnectOptions, e: Error) -> Error {
 }
 
 impl Store {
-    /// Connects, detects the topology, and checks the wire version.
-    pub async fn connect(options: ConnectOptions) -> Result<Store> {
+    /// Connects and detects the topology; [`Store::connect`] (in `connect.rs`) adds the wire-version
+    /// check.
+    pub(crate) async fn open(options: ConnectOptions) -> Result<Store> {
         let first = options
             .urls
             .first()
@@ -420,32 +420,11 @@ impl Store {
                 },
                 options,
                 single,
-                durable_pool: crate::durable::Pool::default(),
+                durable_pool: crate::durable_pool::Pool::default(),
             }),
             conn: conn.expect("one branch connected"),
         };
-        store.check_version().await?;
         Ok(store)
-    }
-
-    async fn check_version(&self) -> Result<()> {
-        let stored: String = script::VERSION_CHECK
-            .prepare()
-            .key(&CoreKey::Version.key())
-            .arg(WIRE_VERSION)
-            .invoke(self)
-            .await?;
-        if stored != WIRE_VERSION.to_string() {
-            return Err(Error::new(
-                ErrorCode::IncompatibleVersion,
-                format!(
-                    "{} holds wire version {stored:?}, this emq speaks {WIRE_VERSION}; use an emq of \
-                     that version, or another datastore (or database number) for this one",
-                    CoreKey::Version.key()
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// True when scripts run under the undeclared-key guard.
@@ -505,7 +484,7 @@ impl Store {
     }
 
     /// The durable adds' connections.
-    pub(crate) fn durable_pool(&self) -> &crate::durable::Pool {
+    pub(crate) fn durable_pool(&self) -> &crate::durable_pool::Pool {
         &self.inner.durable_pool
     }
 

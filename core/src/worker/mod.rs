@@ -80,6 +80,7 @@ mod outcome;
 mod run;
 mod slots;
 
+pub use crate::options::{WorkerOptions, PREFETCH_MAX_JOB};
 pub use builder::{Worker, WorkerBuilder};
 use cancel::*;
 use events::emit;
@@ -93,58 +94,6 @@ use outcome::*;
 use run::*;
 pub use run::{CANCELLED, INTERRUPT_DROP_AFTER};
 use slots::*;
-
-/// How a worker runs.
-#[derive(Clone, Debug)]
-pub struct WorkerOptions {
-    /// Jobs run at once.
-    pub concurrency: usize,
-    /// Lease length (renewed every third of it while the handler runs).
-    pub lease: Duration,
-    /// How often the stalled sweep runs (one worker at a time).
-    pub stalled_interval: Duration,
-    /// Stalls allowed before a job fails.
-    pub max_stalls: u32,
-    /// Longest single wait for work.
-    pub block_timeout: Duration,
-    /// The shutdown grace period: how long `close` lets running handlers finish before it tells
-    /// them to stop and releases their jobs (uncounted). Bindings call it `shutdown_timeout`
-    /// (Python: seconds; Node: `shutdownTimeout`, ms).
-    pub shutdown_deadline: Duration,
-    /// Retention of completed jobs.
-    pub completed: Retention,
-    /// Retention of failed jobs.
-    pub failed: Retention,
-    /// How often retention is applied.
-    pub trim_interval: Duration,
-    /// Jobs leased ahead of the handlers (None: twice `concurrency`, clamped to 16..=256, the floor
-    /// of 16 raised to up to 64 for jobs short enough that those hold at most 50 ms of work;
-    /// `Some(0)`: none).
-    /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
-    /// average.
-    pub prefetch: Option<usize>,
-}
-
-/// Prefetch pauses while the worker's jobs average longer than this: a long job would keep the
-/// buffered ones from other workers for its whole run.
-pub const PREFETCH_MAX_JOB: Duration = Duration::from_millis(50);
-
-impl Default for WorkerOptions {
-    fn default() -> WorkerOptions {
-        WorkerOptions {
-            concurrency: 1,
-            lease: Duration::from_secs(30),
-            stalled_interval: Duration::from_secs(15),
-            max_stalls: 1,
-            block_timeout: Duration::from_secs(5),
-            shutdown_deadline: Duration::from_secs(10),
-            completed: Retention::COMPLETED,
-            failed: Retention::FAILED,
-            trim_interval: Duration::from_secs(5),
-            prefetch: None,
-        }
-    }
-}
 
 /// Counters of one worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
