@@ -2,6 +2,7 @@
 -- moveToDelayed / DelayedError, River's snooze). Due at the server's now + delay_ms; the run counts
 -- as an attempt only when asked. The lease must be the caller's. The job keeps its priority (beside
 -- it in delayed_priority) and waits under its group's limit again once due.
+-- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] active       ZSET
 -- KEYS[3] leases       HASH
@@ -18,13 +19,8 @@
 -- ARGV[5] max_events   stream cap
 -- Returns the due time (server ms), or a lease_lost error.
 local id = ARGV[1]
-local lease = call('HGET', K.leases, id)
-if not lease or string.match(lease, '^([^|]*)|') ~= ARGV[2] then
-  fail('lease_lost', 'job ' .. id .. ' is not leased with this token any more (it stalled and was recovered, or was removed)')
-end
+emq_take_lease(K, id, ARGV[2])
 local now = now_ms()
-call('ZREM', K.active, id)
-call('HDEL', K.leases, id)
 local atts
 if ARGV[4] == '1' then
   atts = call('HINCRBY', K.record, 'atts', 1)

@@ -1,5 +1,6 @@
 -- fail: a leased job's handler failed; retry it (after a backoff) or move it to failed.
 -- uses lib/ready.lua
+-- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] active       ZSET
@@ -28,13 +29,8 @@
 -- EVENT_VALUE_CAP bytes (the record keeps it whole, with the stack).
 local EVENT_VALUE_CAP = 512
 local id = ARGV[1]
-local lease = call('HGET', K.leases, id)
-if not lease or string.match(lease, '^([^|]*)|') ~= ARGV[2] then
-  fail('lease_lost', 'job ' .. id .. ' is not leased with this token any more (it stalled and was recovered, or was removed)')
-end
+local lease = emq_take_lease(K, id, ARGV[2])
 local now = now_ms()
-call('ZREM', K.active, id)
-call('HDEL', K.leases, id)
 local atts = call('HINCRBY', K.record, 'atts', 1)
 local ok, decoded = pcall(cjson.decode, ARGV[3])
 local fcode, fmessage = 'handler_failed', ''
@@ -64,17 +60,6 @@ if ARGV[5] == '1' and atts < most then
     'code', fcode, 'message', fmessage)
   return 'retry'
 end
-local dedup = call('HGET', K.record, 'dedup')
-if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
-if ARGV[6] == '1' then
-  call('HSET', K.record, 'finished_ms', now)
-  call('ZADD', K.failed, now, id)
-else
-  call('DEL', K.record, K.logs)
-  call('HINCRBY', K.meta, 'gone', 1)
-end
-call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)
+emq_fail_for_good(K, id, now, ARGV[6] == '1', atts, fcode, fmessage, ARGV[7])
 if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'failed', 'id', id, 'atts', atts,
-  'code', fcode, 'message', fmessage)
 return 'failed'

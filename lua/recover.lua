@@ -2,6 +2,7 @@
 -- too many stalls. A job whose run never started (leased ahead by a worker that died before it
 -- reported the start: sweep.lua left the mark STRANDED in leases) goes back uncounted instead.
 -- uses lib/ready.lua
+-- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] stalled      SET
@@ -60,22 +61,12 @@ if (stranded or stalls <= tonumber(ARGV[2])) and not cancel then
   return 'wait'
 end
 local now = now_ms()
-local dedup = call('HGET', K.record, 'dedup')
-if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
 local failure = {code = 'stalled', message = 'the job stalled ' .. stalls ..
   ' time(s): its worker stopped renewing the lease (crashed, or blocked longer than the lease)'}
 if cancel then
   failure = {code = 'cancelled', message = 'the job was cancelled'}
   if cancel ~= '' then failure.message = failure.message .. ': ' .. cancel end
 end
-call('HSET', K.record, 'failure', cjson.encode(failure), 'finished_ms', now)
-if ARGV[3] == '1' then
-  call('ZADD', K.failed, now, id)
-else
-  call('DEL', K.record, K.logs)
-  call('HINCRBY', K.meta, 'gone', 1)
-end
-call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)
-call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'failed', 'id', id, 'atts', atts,
-  'code', failure.code, 'message', failure.message)
+call('HSET', K.record, 'failure', cjson.encode(failure))
+emq_fail_for_good(K, id, now, ARGV[3] == '1', atts, failure.code, failure.message, ARGV[4])
 return 'failed'

@@ -33,8 +33,9 @@ pub struct FlowJob {
     pub children: Vec<FlowJob>,
 }
 
-/// The ids a flow was given, in the shape of the flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The ids a flow was given, in the shape of the flow. As JSON (what every binding and the
+/// dashboard show): `{"queue", "id", "children": [...]}`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct FlowIds {
     /// The job's queue.

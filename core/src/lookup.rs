@@ -14,6 +14,7 @@ use crate::job::{Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::JobPart;
 use crate::queue::Queue;
+use crate::scheduler::SchedulerInfo;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -77,6 +78,53 @@ pub struct SchedulerInstants {
     pub end_ms: Option<u64>,
     /// False for a cron scheduler whose due time is still its start.
     pub primed: bool,
+}
+
+impl SchedulerInstants {
+    /// The next `n` runs of scheduler `s` (server ms) from these instants, within its limit and its
+    /// end: what the dashboard shows for each scheduler.
+    pub fn next_runs(&self, s: &SchedulerInfo, n: usize) -> Vec<u64> {
+        let at = *self;
+        let Some(due) = at.due_ms else {
+            return vec![];
+        };
+        let end = at.end_ms;
+        let left = if s.limit > 0 {
+            s.limit.saturating_sub(s.count) as usize
+        } else {
+            n
+        };
+        let cron = match (&s.cron, &s.tz) {
+            (Some(c), Some(tz)) => crate::scheduler::CronSchedule::parse(c, tz).ok(),
+            _ => None,
+        };
+        // An unprimed cron scheduler's due time is its start: its first run is the first occurrence
+        // at or after it.
+        let first = match (&cron, at.primed) {
+            (Some(c), false) => match c.next_occurrence_ms(due, true) {
+                Ok(ms) => ms,
+                Err(_) => return vec![],
+            },
+            _ => due,
+        };
+        let mut out = Vec::new();
+        let mut at = first;
+        while out.len() < n.min(left) {
+            if end.is_some_and(|e| at > e) {
+                break;
+            }
+            out.push(at);
+            at = match &cron {
+                Some(c) => match c.next_occurrence_ms(at, false) {
+                    Ok(n) => n,
+                    Err(_) => break,
+                },
+                None if s.every_ms > 0 => at + s.every_ms,
+                None => break,
+            };
+        }
+        out
+    }
 }
 
 fn split_child(s: &str) -> Option<(String, JobId)> {
@@ -231,6 +279,34 @@ impl Queue {
         self.jobs_listed_in(state, &ids, true).await
     }
 
+    /// One page of the jobs in `state`, newest first, as [`Queue::list_as_stored`] reads them (the
+    /// dashboard's order): completed and failed are stored newest first (and stalled, a set, has
+    /// no order); the other states are read from their far end and turned round. The page's
+    /// records come in one round trip, each in the state it was listed in; a job removed in
+    /// between is left out, one that moved shows this state.
+    pub async fn list_newest_first(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Job>> {
+        let mut list = match state {
+            JobState::Completed | JobState::Failed | JobState::Stalled => {
+                self.list_as_stored(state, offset, limit).await?
+            }
+            _ => {
+                let held = self.counts().await?.get(state);
+                let end = held.saturating_sub(offset);
+                let start = end.saturating_sub(limit);
+                let mut v = self.list_as_stored(state, start, end - start).await?;
+                v.reverse();
+                v
+            }
+        };
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
     /// A flow parent's children as its record lists them: pending ones, and those done (with their
     /// result or failure). A child dropped by the `remove` policy is no longer listed.
     pub async fn flow_children(&self, parent: JobId) -> Result<Vec<FlowChild>> {
@@ -360,5 +436,59 @@ impl Queue {
             }
         }
         Ok(Some(spec))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn next_runs(s: &SchedulerInfo, at: SchedulerInstants) -> Vec<u64> {
+        at.next_runs(s, 5)
+    }
+
+    fn info(every_ms: u64, cron: Option<&str>, count: u64, limit: u64) -> SchedulerInfo {
+        SchedulerInfo {
+            id: "s".into(),
+            every_ms,
+            cron: cron.map(String::from),
+            tz: cron.map(|_| "Europe/Berlin".to_string()),
+            count,
+            limit,
+            next_in_ms: Some(1_000),
+            ends_in_ms: None,
+            name: "n".into(),
+        }
+    }
+
+    #[test]
+    fn next_runs_follow_the_repeat_limit_and_end() {
+        let t0 = 1_700_000_001_000;
+        let at = |due: Option<u64>, end: Option<u64>, primed: bool| SchedulerInstants {
+            due_ms: due,
+            end_ms: end,
+            primed,
+        };
+        assert_eq!(
+            next_runs(&info(60_000, None, 0, 0), at(Some(t0), None, true)),
+            (0..5).map(|i| t0 + i * 60_000).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            next_runs(&info(60_000, None, 8, 10), at(Some(t0), None, true)).len(),
+            2
+        );
+        let ended = at(Some(t0), Some(t0 + 130_000), true);
+        assert_eq!(next_runs(&info(60_000, None, 0, 0), ended).len(), 3);
+        assert!(next_runs(&info(60_000, None, 0, 0), at(None, None, true)).is_empty());
+        // Daily at 09:00 Berlin (08:00 UTC in winter): primed, due at an occurrence; unprimed,
+        // due at its start, the first run is the next occurrence.
+        let first = 1_700_035_200_000; // 2023-11-15T08:00:00Z
+        let daily = info(0, Some("0 9 * * *"), 0, 0);
+        let want: Vec<u64> = (0..5).map(|i| first + i * 86_400_000).collect();
+        assert_eq!(next_runs(&daily, at(Some(first), None, true)), want);
+        assert_eq!(
+            next_runs(&daily, at(Some(first - 3_600_123), None, false)),
+            want
+        );
     }
 }

@@ -7,8 +7,8 @@
 use crate::connect::open_queue;
 use crate::human;
 use clap::Args as ClapArgs;
-use emq::{Error, ErrorCode, Repeat, Schedule};
-use std::time::Duration;
+use emq::spec::{Millis, ScheduleSpec};
+use emq::{Error, ErrorCode, Schedule};
 
 /// `emq schedule` options.
 #[derive(ClapArgs, Debug)]
@@ -58,22 +58,27 @@ pub struct RemoveArgs {
 
 /// Runs `emq schedule`.
 pub async fn upsert(urls: &[String], args: &UpsertArgs) -> emq::Result<()> {
-    let data: serde_json::Value = serde_json::from_str(&args.data)?;
-    let repeat = match (args.every_ms, &args.cron) {
-        (Some(ms), None) => Repeat::Every(Duration::from_millis(ms)),
-        (None, Some(expr)) => Repeat::Cron {
-            expr: expr.clone(),
-            tz: args.tz.clone(),
-        },
-        _ => {
-            return Err(Error::new(
-                ErrorCode::InvalidOption,
-                "give --every-ms or --cron",
-            ))
-        }
+    if args.every_ms.is_none() == args.cron.is_none() {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            "give --every-ms or --cron",
+        ));
+    }
+    // The flags as the core's spec, converted (and every value checked) by the core, as every
+    // binding's options are.
+    let spec = ScheduleSpec {
+        name: args.name.clone(),
+        data: Some(emq::job::payload_from_text(
+            "the scheduled job's data",
+            &args.data,
+        )?),
+        every: args.every_ms.map(|ms| Millis(ms as f64)),
+        cron: args.cron.clone(),
+        tz: Some(args.tz.clone()),
+        limit: args.limit.map(|l| l as f64),
+        ..ScheduleSpec::default()
     };
-    let mut schedule = Schedule::new(repeat, args.name.clone(), data);
-    schedule.limit = args.limit;
+    let schedule = Schedule::try_from(spec)?;
     let opened = open_queue(urls, &args.queue).await?;
     let created = opened.queue.upsert_scheduler(&args.id, schedule).await?;
     outln!(

@@ -11,6 +11,7 @@ pub(super) const LIBS: &[(&str, &str)] = &[
     ("lib/handoff.lua", include_str!("../../lua/lib/handoff.lua")),
     ("lib/ready.lua", include_str!("../../lua/lib/ready.lua")),
     ("lib/claim.lua", include_str!("../../lua/lib/claim.lua")),
+    ("lib/finish.lua", include_str!("../../lua/lib/finish.lua")),
 ];
 
 /// script refers to, directly or through another kept definition ([`prologue`]), then the body.

@@ -45,12 +45,6 @@ impl WorkerBuilder {
         self
     }
 
-    /// The handler, already shared.
-    pub fn handler_arc(mut self, h: Arc<dyn Handler>) -> Self {
-        self.handler = Some(h);
-        self
-    }
-
     /// Calls `hook` with each of the worker's events ([`WorkerEvent`]): recorded outcomes,
     /// progress, stalled jobs its sweep recovered, its own errors. The hook runs on the worker's
     /// tasks: it must return quickly.

@@ -370,27 +370,7 @@ async fn jobs(
     let now = server_time_ms(&app.store).await.map_err(e)?;
     let s = summary(&q, now).await.map_err(e)?;
     let in_state = s.counts.get(state);
-    // Completed and failed list newest first already (and stalled, a set, has no order); the
-    // others oldest first, so read the page from the other end and turn it round. `list` reads the
-    // page's records in one round trip, each in the state it was listed in (no look-up of where
-    // each job is: for a waiting job that look-up is an LPOS, O(its place in the list)); a job
-    // removed in between is left out, one that moved shows this state until its own page is read.
-    let mut list = match state {
-        JobState::Completed | JobState::Failed | JobState::Stalled => {
-            q.list_as_stored(state, offset, limit).await.map_err(e)?
-        }
-        _ => {
-            let end = in_state.saturating_sub(offset);
-            let start = end.saturating_sub(limit);
-            let mut v = q
-                .list_as_stored(state, start, end - start)
-                .await
-                .map_err(e)?;
-            v.reverse();
-            v
-        }
-    };
-    list.truncate(limit as usize);
+    let list = q.list_newest_first(state, offset, limit).await.map_err(e)?;
     Ok(Json(json!({
         "summary": s,
         "read_only": app.read_only,

@@ -8,14 +8,11 @@ use crate::connect::server_time_ms;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use emq::lookup::{SchedulerInstants, MAX_EVENT_SCAN, MAX_NAME_SCAN};
-use emq::{
-    CronSchedule, Error, ErrorCode, Job, JobId, JobOptions, JobState, Moved, Queue, Repeat,
-    Schedule,
-};
+use emq::lookup::{MAX_EVENT_SCAN, MAX_NAME_SCAN};
+use emq::spec::{JobSpec, Millis, ScheduleSpec};
+use emq::{Error, ErrorCode, Job, JobId, JobOptions, JobState, Moved, Queue, Schedule};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 /// Most jobs one bulk action names.
 pub const MAX_BULK: usize = 200;
@@ -337,49 +334,6 @@ fn check_bulk(action: &str, priority: Option<u32>) -> emq::Result<()> {
     }
 }
 
-/// The next runs of a scheduler (server ms) from its stored instants, within its limit and end.
-fn next_runs(s: &emq::SchedulerInfo, at: SchedulerInstants) -> Vec<u64> {
-    let Some(due) = at.due_ms else {
-        return vec![];
-    };
-    let end = at.end_ms;
-    let left = if s.limit > 0 {
-        s.limit.saturating_sub(s.count) as usize
-    } else {
-        NEXT_RUNS
-    };
-    let cron = match (&s.cron, &s.tz) {
-        (Some(c), Some(tz)) => CronSchedule::parse(c, tz).ok(),
-        _ => None,
-    };
-    // An unprimed cron scheduler's due time is its start: its first run is the first occurrence
-    // at or after it.
-    let first = match (&cron, at.primed) {
-        (Some(c), false) => match c.next_occurrence_ms(due, true) {
-            Ok(ms) => ms,
-            Err(_) => return vec![],
-        },
-        _ => due,
-    };
-    let mut out = Vec::new();
-    let mut at = first;
-    while out.len() < NEXT_RUNS.min(left) {
-        if end.is_some_and(|e| at > e) {
-            break;
-        }
-        out.push(at);
-        at = match &cron {
-            Some(c) => match c.next_occurrence_ms(at, false) {
-                Ok(n) => n,
-                Err(_) => break,
-            },
-            None if s.every_ms > 0 => at + s.every_ms,
-            None => break,
-        };
-    }
-    out
-}
-
 /// GET every scheduler of every registered queue, with its next runs.
 pub async fn schedulers(State(app): State<Shared>) -> ApiResult {
     let e = |e| api_err(&app, e);
@@ -397,7 +351,7 @@ pub async fn schedulers(State(app): State<Shared>) -> ApiResult {
             let at = instants.get(&s.id).copied().unwrap_or_default();
             let mut v = json!(s);
             v["queue"] = json!(n.as_str());
-            v["next_runs_ms"] = json!(next_runs(&s, at));
+            v["next_runs_ms"] = json!(at.next_runs(&s, NEXT_RUNS));
             v["end_ms"] = json!(at.end_ms);
             all.push(v);
         }
@@ -427,7 +381,9 @@ pub async fn scheduler(
     }
 }
 
+/// The scheduler form's fields; any other field is refused (as every binding refuses it).
 #[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SchedulerBody {
     name: Option<String>,
     /// The payload as JSON text.
@@ -478,8 +434,10 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidOption, msg.into())
 }
 
-/// The form's fields as the core's `Schedule` (the core validates the repeat, the options and the
-/// payload).
+/// The form's fields as the core's [`ScheduleSpec`], converted (and every value checked) by the
+/// core, as every binding's are. Adapting the form is all that happens here: an empty field is a
+/// field not given (`every_ms`, `limit` and `end_after_ms` of 0 too: the form's "none"), and the
+/// payload is JSON text.
 fn schedule_from(b: SchedulerBody) -> emq::Result<Schedule> {
     let name = b.name.unwrap_or_default();
     if name.trim().is_empty() {
@@ -489,76 +447,29 @@ fn schedule_from(b: SchedulerBody) -> emq::Result<Schedule> {
         None | Some("") => Value::Null,
         Some(t) => emq::job::payload_from_text("the scheduled job's data", t)?,
     };
-    let cron = b.cron.filter(|c| !c.trim().is_empty());
-    let repeat = match (b.every_ms.filter(|&m| m > 0), cron) {
-        (Some(ms), None) => Repeat::Every(Duration::from_millis(ms)),
-        (None, Some(expr)) => Repeat::cron(
-            expr,
-            b.tz.filter(|t| !t.trim().is_empty())
-                .unwrap_or_else(|| "UTC".into()),
-        ),
-        _ => return Err(invalid("give either every_ms or a cron expression")),
-    };
-    let options: JobOptions = match b.options {
-        None | Some(Value::Null) => JobOptions::default(),
+    let given = |t: Option<String>| t.filter(|t| !t.trim().is_empty());
+    let ms = |v: Option<u64>| v.filter(|&m| m > 0).map(|m| Millis(m as f64));
+    let options: JobSpec = match b.options {
+        None | Some(Value::Null) => JobSpec::default(),
         Some(v) => serde_json::from_value(v).map_err(|err| invalid(format!("options: {err}")))?,
     };
-    let mut s = Schedule::new(repeat, name, data);
-    s.options = options;
-    s.limit = b.limit.filter(|&l| l > 0);
-    s.end_after = b.end_after_ms.filter(|&m| m > 0).map(Duration::from_millis);
-    s.first_after = Duration::from_millis(b.first_after_ms.unwrap_or(0));
-    Ok(s)
+    let spec = ScheduleSpec {
+        name,
+        data: Some(data),
+        every: ms(b.every_ms),
+        cron: given(b.cron),
+        tz: given(b.tz),
+        first_after: b.first_after_ms.map(|m| Millis(m as f64)),
+        end_after: ms(b.end_after_ms),
+        limit: b.limit.filter(|&l| l > 0).map(|l| l as f64),
+        options,
+    };
+    Schedule::try_from(spec)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn info(every_ms: u64, cron: Option<&str>, count: u64, limit: u64) -> emq::SchedulerInfo {
-        emq::SchedulerInfo {
-            id: "s".into(),
-            every_ms,
-            cron: cron.map(String::from),
-            tz: cron.map(|_| "Europe/Berlin".to_string()),
-            count,
-            limit,
-            next_in_ms: Some(1_000),
-            ends_in_ms: None,
-            name: "n".into(),
-        }
-    }
-
-    #[test]
-    fn next_runs_follow_the_repeat_limit_and_end() {
-        let t0 = 1_700_000_001_000;
-        let at = |due: Option<u64>, end: Option<u64>, primed: bool| SchedulerInstants {
-            due_ms: due,
-            end_ms: end,
-            primed,
-        };
-        assert_eq!(
-            next_runs(&info(60_000, None, 0, 0), at(Some(t0), None, true)),
-            (0..5).map(|i| t0 + i * 60_000).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            next_runs(&info(60_000, None, 8, 10), at(Some(t0), None, true)).len(),
-            2
-        );
-        let ended = at(Some(t0), Some(t0 + 130_000), true);
-        assert_eq!(next_runs(&info(60_000, None, 0, 0), ended).len(), 3);
-        assert!(next_runs(&info(60_000, None, 0, 0), at(None, None, true)).is_empty());
-        // Daily at 09:00 Berlin (08:00 UTC in winter): primed, due at an occurrence; unprimed,
-        // due at its start, the first run is the next occurrence.
-        let first = 1_700_035_200_000; // 2023-11-15T08:00:00Z
-        let daily = info(0, Some("0 9 * * *"), 0, 0);
-        let want: Vec<u64> = (0..5).map(|i| first + i * 86_400_000).collect();
-        assert_eq!(next_runs(&daily, at(Some(first), None, true)), want);
-        assert_eq!(
-            next_runs(&daily, at(Some(first - 3_600_123), None, false)),
-            want
-        );
-    }
 
     #[test]
     fn a_schedule_needs_a_name_and_one_repeat() {
@@ -587,5 +498,46 @@ mod tests {
             schedule_from(opts).unwrap_err().code(),
             ErrorCode::InvalidOption
         );
+    }
+
+    #[test]
+    fn the_scheduler_form_refuses_what_every_binding_refuses() {
+        // An option the core does not know is refused, not silently dropped (the form read the
+        // options as JobOptions, which ignored unknown fields).
+        let mut opts = SchedulerBody {
+            name: Some("n".into()),
+            every_ms: Some(1000),
+            ..SchedulerBody::default()
+        };
+        opts.options = Some(json!({"atempts": 3}));
+        let err = schedule_from(opts).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidOption);
+        assert!(err.message().contains("atempts"), "{}", err.message());
+        // The options the bindings take, in their spelling, arrive as given.
+        let mut ok = SchedulerBody {
+            name: Some("n".into()),
+            every_ms: Some(1000),
+            ..SchedulerBody::default()
+        };
+        ok.options =
+            Some(json!({"attempts": 3, "priority": 2, "backoff": {"type": "fixed", "delay": 500}}));
+        let s = schedule_from(ok).unwrap();
+        assert_eq!(s.options.attempts, 3);
+        assert_eq!(s.options.priority, 2);
+        // A field the form does not have is refused too.
+        let unknown: Result<SchedulerBody, _> =
+            serde_json::from_value(json!({"name": "n", "every_ms": 1000, "evry": 5}));
+        assert!(unknown.is_err());
+        // An empty zone field is the default zone.
+        let cron = SchedulerBody {
+            name: Some("n".into()),
+            cron: Some("0 9 * * *".into()),
+            tz: Some(String::new()),
+            ..SchedulerBody::default()
+        };
+        match schedule_from(cron).unwrap().repeat {
+            emq::Repeat::Cron { tz, .. } => assert_eq!(tz, "UTC"),
+            other => panic!("{other:?}"),
+        }
     }
 }
