@@ -14,6 +14,8 @@ pub(super) const LIBS: &[(&str, &str)] = &[
     ("lib/finish.lua", include_str!("../../lua/lib/finish.lua")),
 ];
 
+/// Builds the text the server runs: mode flag, then of the key table (guarded only), the guard and
+/// the libraries the header names (`-- uses lib/<name>.lua`) only the top-level definitions the
 /// script refers to, directly or through another kept definition ([`prologue`]), then the body.
 pub fn assemble(body: &str, guarded: bool) -> String {
     // A script that reads its keys only as `K.<name>` gets them as `KEYS[i]` in its text and no

@@ -132,9 +132,6 @@ impl Script {
     }
 }
 
-/// Builds the text the server runs: mode flag, then of the key table (guarded only), the guard and
-/// the libraries the header names (`-- uses lib/<name>.lua`) only the top-level definitions the
-
 macro_rules! scripts {
     ($($(#[$doc:meta])* $ident:ident => $file:literal,)*) => {
         $( $(#[$doc])* pub static $ident: Script = Script::new($file, include_str!(concat!("../../lua/", $file, ".lua")));)*
