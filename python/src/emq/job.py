@@ -13,7 +13,9 @@ from .errors import InvalidState
 
 __all__ = ["Job", "Reported", "Handler"]
 
+#: A job handler: ``async def`` or plain ``def``, given the :class:`Job`, returning its result.
 Handler = Callable[["Job"], Any]
+
 
 def _on_loop() -> bool:
     """True when the calling thread runs an asyncio event loop (an ``async def`` handler's),

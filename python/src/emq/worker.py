@@ -46,7 +46,6 @@ async def _run_async(
     call.finish(result)
 
 
-
 class Worker(_WorkerEvents):
     """Runs ``handler`` on the jobs of ``queue``, ``concurrency`` at a time, from construction
     until :meth:`close`.
