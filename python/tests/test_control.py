@@ -27,7 +27,7 @@ WORKER_SCRIPT = textwrap.dedent(
 
     def started(job):
         with open(marker, "w") as f:
-            f.write(job["id"])
+            f.write(job.id)
 
     if mode == "async":
         async def main():
@@ -240,7 +240,7 @@ async def test_cancel_waiting_and_delayed_jobs(standalone, qname):
     ran = []
 
     async def handle(job):
-        ran.append(job["id"])
+        ran.append(job.id)
 
     worker = emq.Worker(q, handle)
     await asyncio.sleep(0.8)  # past the delay: neither runs
@@ -321,9 +321,9 @@ async def test_wait_for_results(standalone, qname):
     gate = asyncio.Event()
 
     async def handle(job):
-        if job["name"] == "quick":
-            return {"double": job["data"]["n"] * 2}
-        if job["name"] == "later":
+        if job.name == "quick":
+            return {"double": job.data["n"] * 2}
+        if job.name == "later":
             await gate.wait()
             return "finally"
         raise ValueError("it broke")
@@ -378,7 +378,7 @@ async def test_a_handler_raising_cancelled_error_itself_fails_its_job(standalone
     fine = await q.add("fine", {})
 
     async def handle(job):
-        if job["name"] == "odd":
+        if job.name == "odd":
             raise asyncio.CancelledError("mine")
         return "ok"
 

@@ -27,13 +27,13 @@ async def test_a_handler_delays_its_job(standalone, qname):
     runs = []
 
     async def handle(job):
-        runs.append((job["id"], job["attempts_made"], time.monotonic()))
-        first = sum(1 for r in runs if r[0] == job["id"]) == 1
-        if job["name"] == "snooze" and first:
+        runs.append((job.id, job.attempts_made, time.monotonic()))
+        first = sum(1 for r in runs if r[0] == job.id) == 1
+        if job.name == "snooze" and first:
             raise emq.Delay(0.4)
-        if job["name"] == "counted" and first:
+        if job.name == "counted" and first:
             raise emq.Delay(timedelta(milliseconds=100), count_attempt=True)
-        if job["name"] == "bad":
+        if job.name == "bad":
             raise emq.Delay(-1)
         return "done"
 

@@ -44,8 +44,8 @@ async def test_async_handler_completes(request, topology, qname):
 
     async def handle(job):
         await asyncio.sleep(0.01)
-        seen.append(job["id"])
-        return job["data"]["n"] * 2
+        seen.append(job.id)
+        return job.data["n"] * 2
 
     worker = emq.Worker(q, handle, concurrency=4)
     try:
@@ -72,7 +72,7 @@ async def test_sync_handler_completes(standalone, qname):
     def handle(job):
         threads.append(threading.current_thread().name)
         time.sleep(0.01)  # a blocking call in a plain def is fine: it runs in a thread
-        return {"s": job["data"]["s"].upper()}
+        return {"s": job.data["s"].upper()}
 
     worker = emq.Worker(q, handle)
     try:
@@ -92,10 +92,10 @@ async def test_exception_retries_then_fails_with_traceback(standalone, qname):
     runs = {}
 
     async def handle(job):
-        runs[job["name"]] = runs.get(job["name"], 0) + 1
-        if job["name"] == "flaky" and runs["flaky"] == 1:
+        runs[job.name] = runs.get(job.name, 0) + 1
+        if job.name == "flaky" and runs["flaky"] == 1:
             raise ValueError("first try fails")
-        if job["name"] == "doomed":
+        if job.name == "doomed":
             raise RuntimeError(f"always fails ({runs['doomed']})")
         return "ok"
 
@@ -121,8 +121,8 @@ async def test_unrecoverable_skips_retries(standalone, qname):
     runs = []
 
     def handle(job):
-        runs.append(job["name"])
-        raise emq.Unrecoverable("do not retry " + job["name"])
+        runs.append(job.name)
+        raise emq.Unrecoverable("do not retry " + job.name)
 
     worker = emq.Worker(q, handle, concurrency=2)
     try:

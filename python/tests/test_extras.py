@@ -58,12 +58,12 @@ async def test_flow_parent_reads_children_results(request, topology, qname):
     assert (await q.get(ids["id"]))["state"] == "waiting-children"
 
     async def handle(job):
-        if job["name"] == "part":
-            return job["data"]["n"] * 10
-        if job["name"] == "bad":
+        if job.name == "part":
+            return job.data["n"] * 10
+        if job.name == "bad":
             raise emq.Unrecoverable("child breaks")
         kids = await job.children_results()
-        return {"kids": kids, "parent": job["data"]["what"]}
+        return {"kids": kids, "parent": job.data["what"]}
 
     w1 = emq.Worker(q, handle, concurrency=2)
     w2 = emq.Worker(other, handle, concurrency=2)
@@ -88,7 +88,7 @@ async def test_flow_child_failure_fails_parent(standalone, qname):
     ids = await q.add_flow({"name": "p", "children": [{"name": "boom"}]})
 
     async def handle(job):
-        if job["name"] == "boom":
+        if job.name == "boom":
             raise emq.Unrecoverable("no")
         return "parent ran"
 
@@ -120,8 +120,8 @@ async def test_scheduler_enqueues_runs_a_worker_processes(request, topology, qna
     runs = []
 
     async def handle(job):
-        if job["name"] == "tick":
-            runs.append((job["data"], job["created_ms"]))
+        if job.name == "tick":
+            runs.append((job.data, job.created_ms))
         return len(runs)
 
     w = emq.Worker(q, handle)
@@ -158,7 +158,7 @@ async def test_rate_limit_spaces_starts(request, topology, qname):
     ids = await q.add_bulk([("r", i) for i in range(6)])
 
     async def handle(job):
-        return job["data"]
+        return job.data
 
     w = emq.Worker(q, handle, concurrency=6)
     try:
@@ -247,7 +247,7 @@ async def test_job_progress_logs_and_maintenance(standalone, qname):
         await job.progress(42)
         assert await job.log("line one") == 1
         assert await job.log("line two") == 2
-        if job["name"] == "bad":
+        if job.name == "bad":
             raise ValueError("bad job")
         return "fine"
 
@@ -345,10 +345,10 @@ def test_sync_handler_job_methods_and_sync_facade(standalone, cluster, qname):
         q = await emq.Queue.connect(standalone, qname + "-t")
         job_id = await q.add("t", 7)
 
-        def handle(job):  # a plain def: runs in a thread, uses the blocking twins
-            job.progress_blocking("half")
-            job.log_blocking("from a thread")
-            return job["data"] + 1
+        def handle(job):  # a plain def: runs in a thread, where progress and log block by themselves
+            job.progress("half")
+            job.log("from a thread")
+            return job.data + 1
 
         w = emq.Worker(q, handle)
         try:
@@ -375,7 +375,7 @@ async def main():
     q = await emq.Queue.connect({standalone!r}, {qname!r})
     await q.add_bulk([("j", i) for i in range(300)])
     async def handle(job):
-        return job["data"]
+        return job.data
     w = emq.Worker(q, handle, concurrency=10)
     while w.stats()["completed"] < 300:
         await q.counts()

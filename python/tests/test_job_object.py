@@ -1,5 +1,6 @@
 """The handler's job is an object (issue 15 item 8): typed attributes, `attempt` counted from 1,
-progress and log from a plain `def` handler without `await`, and the dict form kept compatible."""
+progress and log from a plain `def` handler without `await`; the attributes are its one form (the
+earlier dict form is gone: the package was never released with it)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,8 @@ async def test_async_handler_reads_attributes_and_attempt_counts_from_one(standa
         seen.append((job.id, job.name, job.data, job.attempt, job.attempts_made, job.attempts, job.parent))
         assert isinstance(job, emq.Job)
         assert job.options.get("attempts") == 3 and job.priority == 2
-        # The dict form still reads the same fields.
-        assert job["data"] == job.data and job["id"] == job.id and job.get("parent") is None
-        assert "data" in job and dict(job)["name"] == "send"
+        # One form: attributes (no mapping of the fields beside them).
+        assert not hasattr(job, "__getitem__") and not hasattr(job, "keys")
         if job.attempt < 2:
             raise ValueError("first run fails")
         await job.progress(75)

@@ -48,8 +48,8 @@ async def test_payload_depth_surrogates_and_wide_integers(standalone, qname):
         seen = []
 
         async def handle(job):
-            seen.append(job["data"])
-            return 2**70 if job["name"] == "wide-result" else job["data"]
+            seen.append(job.data)
+            return 2**70 if job.name == "wide-result" else job.data
 
         wide_id = await q.add("wide-result", 1)
         worker = emq.Worker(q, handle)

@@ -27,7 +27,7 @@ async def test_a_jobs_count_keeps_the_newest_completed_and_failed(standalone, qn
     q = await emq.Queue.connect(standalone, qname)
 
     async def handle(job):
-        if job["name"] == "bad":
+        if job.name == "bad":
             raise RuntimeError("no")
         return 1
 

@@ -86,7 +86,7 @@ async def test_mutual_tls_needs_the_client_certificate(tls_servers):
     done = []
 
     async def handle(job):
-        done.append(job["id"])
+        done.append(job.id)
         return {"ok": True}
 
     worker = emq.Worker(q, handle, concurrency=1)

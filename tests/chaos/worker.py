@@ -18,9 +18,9 @@ async def main() -> None:
     pause = int(sleep_ms) / 1000
 
     async def handle(job):
-        print(f"STARTED {job['id']}", flush=True)
+        print(f"STARTED {job.id}", flush=True)
         await asyncio.sleep(pause)
-        print(f"DONE {job['id']}", flush=True)
+        print(f"DONE {job.id}", flush=True)
         return {"by": tag}
 
     lease = int(lease_ms) / 1000

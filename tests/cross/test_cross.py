@@ -96,10 +96,10 @@ def py_get(urls, queue, ids):
 
 def py_work(urls, queue, n):
     async def handle(job):
-        if job["name"] == FAIL_NAME:
-            data = job["data"]
-            raise RuntimeError(data["message"] if isinstance(data, dict) and isinstance(data.get("message"), str) else f"job {job['id']} failed on request")
-        return {"lang": "python", "id": job["id"], "name": job["name"], "data": job["data"]}
+        if job.name == FAIL_NAME:
+            data = job.data
+            raise RuntimeError(data["message"] if isinstance(data, dict) and isinstance(data.get("message"), str) else f"job {job.id} failed on request")
+        return {"lang": "python", "id": job.id, "name": job.name, "data": job.data}
 
     async def go():
         q = await emq.Queue.connect(urls, queue)

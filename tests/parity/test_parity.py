@@ -156,9 +156,15 @@ def _uniffi_sources():
     return "\n".join(p.read_text() for p in sorted((ROOT / "bindings/uniffi/src").rglob("*.rs")))
 
 
+def _py_package():
+    """The async Python package's modules (one per concern; not the sync facade), concatenated."""
+    skip = {"sync.py", "cli.py", "__main__.py"}
+    return "\n".join(p.read_text() for p in sorted((ROOT / "python/src/emq").glob("*.py")) if p.name not in skip)
+
+
 def binding_methods():
     """lang -> class -> method names, read off each binding's sources."""
-    py = (ROOT / "python/src/emq/__init__.py").read_text()
+    py = _py_package()
     sync = (ROOT / "python/src/emq/sync.py").read_text()
     js = (ROOT / "node/index.js").read_text()
     uni = _uniffi_sources()
@@ -168,7 +174,7 @@ def binding_methods():
         "node": {c: _js_methods(js, c) for c in ("Queue", "Worker")},
         "uniffi": {"Queue": _rs_methods(uni, "Queue"), "Worker": _rs_methods(uni, "WorkerHandle")},
     }
-    # The sync facade re-exports the async Job (its *_blocking methods are the sync forms).
+    # The sync facade uses the async Job (in a plain def handler its calls block by themselves).
     if not classes["python_sync"]["Job"]:
         classes["python_sync"]["Job"] = classes["python"]["Job"]
     # Python's Worker uses the async class in the sync module when it has none of its own.
@@ -245,7 +251,7 @@ def test_job_options_fields_reach_every_binding():
     fields = core_job_option_fields()
     assert "delay_ms" in fields and "priority" in fields
     js = (ROOT / "node/index.js").read_text() + (ROOT / "bindings/node/src/options.rs").read_text()
-    py = (ROOT / "python/src/emq/__init__.py").read_text() + (ROOT / "bindings/python/src/convert.rs").read_text()
+    py = _py_package() + (ROOT / "bindings/python/src/convert.rs").read_text()
     uni = _block(_uniffi_sources(), r"^pub struct JobOptions \{")
     # The binding spelling of each field: durations drop their unit suffix (Python takes seconds,
     # Node ms, uniffi keeps `_ms`), Node is camelCase.

@@ -20,7 +20,8 @@
 
 use crate::convert::{py_to_value, value_to_py};
 use crate::loop_bridge::WakePipe;
-use crate::{code_err, runtime, CoreFuture, Out};
+use crate::runtime::awaitable_methods;
+use crate::{code_err, runtime, Out};
 use emq::{ErrorCode, HandlerError, HandlerResult, JobContext};
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
@@ -136,102 +137,84 @@ impl Call {
     }
 }
 
-#[pymethods]
-impl Call {
-    /// The job as a dict (a new one each call).
-    fn job(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        value_to_py(py, &self.ctx.job().to_json())
-    }
+awaitable_methods! {
+    impl Call {
+        /// The job as a dict (a new one each call).
+        fn job(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            value_to_py(py, &self.ctx.job().to_json())
+        }
 
-    /// The handler returned `value`.
-    fn finish(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
-        self.send(handler_value(py, value));
-    }
+        /// The handler returned `value`.
+        fn finish(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
+            self.send(handler_value(py, value));
+        }
 
-    /// The handler raised `exc`.
-    fn fail(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) {
-        self.send(Err(handler_error(py, exc)));
-    }
+        /// The handler raised `exc`.
+        fn fail(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) {
+            self.send(Err(handler_error(py, exc)));
+        }
 
-    /// True once the worker learned that its lease on this job is gone.
-    #[getter]
-    fn lease_lost(&self) -> bool {
-        self.ctx.lease_lost()
-    }
+        /// True once the worker learned that its lease on this job is gone.
+        #[getter]
+        fn lease_lost(&self) -> bool {
+            self.ctx.lease_lost()
+        }
 
-    /// True once the worker asked this run to stop (cancelled, timed out, or shut down).
-    #[getter]
-    fn cancelled(&self) -> bool {
-        self.ctx.is_cancelled()
-    }
+        /// True once the worker asked this run to stop (cancelled, timed out, or shut down).
+        #[getter]
+        fn cancelled(&self) -> bool {
+            self.ctx.is_cancelled()
+        }
 
-    /// Why the worker asked this run to stop: None, `"cancelled"`, `"timeout"` or `"shutdown"`.
-    #[getter]
-    fn interrupt(&self) -> Option<&'static str> {
-        self.ctx.interrupt().map(|i| i.as_str())
-    }
+        /// Why the worker asked this run to stop: None, `"cancelled"`, `"timeout"` or `"shutdown"`.
+        #[getter]
+        fn interrupt(&self) -> Option<&'static str> {
+            self.ctx.interrupt().map(|i| i.as_str())
+        }
 
-    /// The reason given to `Queue.cancel`, once the job was cancelled.
-    #[getter]
-    fn cancel_reason(&self) -> Option<String> {
-        match self.ctx.interrupt() {
-            Some(emq::Interrupt::Cancelled(r)) => Some(r),
-            _ => None,
+        /// The reason given to `Queue.cancel`, once the job was cancelled.
+        #[getter]
+        fn cancel_reason(&self) -> Option<String> {
+            match self.ctx.interrupt() {
+                Some(emq::Interrupt::Cancelled(r)) => Some(r),
+                _ => None,
+            }
         }
     }
+    awaitable {
+        /// Records progress (any JSON value).
+        #[pyo3(signature = (value, blocking=false))]
+        fn progress(&self, py, value: &Bound<'_, PyAny>) {
+            let v = py_to_value(py, value).map_err(|e| {
+                code_err(
+                    py,
+                    ErrorCode::InvalidPayload,
+                    format!("progress is not JSON-serialisable: {}", e.value(py)),
+                )
+            })?;
+            let ctx = self.ctx.clone();
+            Ok(Box::pin(async move {
+                ctx.progress(v).await?;
+                Ok(Out::None)
+            }))
+        }
 
-    /// Records progress (any JSON value): an awaitable, or with `blocking` done at once.
-    #[pyo3(signature = (value, blocking=false))]
-    fn progress(
-        &self,
-        py: Python<'_>,
-        value: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let f = self.progress_future(py, value)?;
-        crate::run(py, f, blocking)
-    }
+        /// Appends a line to the job's log; the number of lines kept.
+        #[pyo3(signature = (line, blocking=false))]
+        fn log(&self, py, line: String) {
+            let ctx = self.ctx.clone();
+            Ok(Box::pin(async move { Ok(Out::Int(ctx.log(&line).await?)) }))
+        }
 
-    /// Appends a line to the job's log; the number of lines kept.
-    #[pyo3(signature = (line, blocking=false))]
-    fn log(&self, py: Python<'_>, line: String, blocking: bool) -> PyResult<Py<PyAny>> {
-        crate::run(py, self.log_future(line), blocking)
-    }
-
-    /// In a flow, the children's results by `<queue>:<id>`.
-    #[pyo3(signature = (blocking=false))]
-    fn children_results(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        crate::run(py, self.children_future(), blocking)
-    }
-}
-
-impl Call {
-    fn progress_future(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
-        let v = py_to_value(py, value).map_err(|e| {
-            code_err(
-                py,
-                ErrorCode::InvalidPayload,
-                format!("progress is not JSON-serialisable: {}", e.value(py)),
-            )
-        })?;
-        let ctx = self.ctx.clone();
-        Ok(Box::pin(async move {
-            ctx.progress(v).await?;
-            Ok(Out::None)
-        }))
-    }
-
-    fn log_future(&self, line: String) -> CoreFuture {
-        let ctx = self.ctx.clone();
-        Box::pin(async move { Ok(Out::Int(ctx.log(&line).await?)) })
-    }
-
-    fn children_future(&self) -> CoreFuture {
-        let ctx = self.ctx.clone();
-        Box::pin(async move {
-            let r = ctx.children_results().await?;
-            Ok(Out::Json(serde_json::to_string(&r)?))
-        })
+        /// In a flow, the children's results by `<queue>:<id>`.
+        #[pyo3(signature = (blocking=false))]
+        fn children_results(&self, py) {
+            let ctx = self.ctx.clone();
+            Ok(Box::pin(async move {
+                let r = ctx.children_results().await?;
+                Ok(Out::Json(serde_json::to_string(&r)?))
+            }))
+        }
     }
 }
 

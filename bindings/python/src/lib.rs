@@ -5,12 +5,12 @@
 //! handler (a Python callable behind the core's [`emq::Handler`] trait). There is no queue logic
 //! here.
 //!
-//! One file per exported class (`queue.rs` with `extras.rs` and `control.rs`, `worker.rs`,
-//! `dispatch.rs` for `Call` and `Done`, `extras.rs` for `EventStream`, `loop_bridge.rs`); the
-//! runtime and the asyncio bridge in `runtime.rs`, errors in `errors.rs`, values in `convert.rs`
-//! and `options.rs`. This file only registers them.
+//! One file per exported class (`queue.rs` with `extras.rs`, `worker.rs`, `dispatch.rs` for
+//! `Call` and `Done`, `extras.rs` for `EventStream`, `loop_bridge.rs`); the runtime, the asyncio
+//! bridge and `awaitable_methods!` (each method that talks to the core written once, awaitable or
+//! blocking) in `runtime.rs`, errors in `errors.rs`, values in `convert.rs` and `options.rs`. This
+//! file only registers them.
 
-mod control;
 mod convert;
 mod dispatch;
 mod errors;
@@ -26,7 +26,7 @@ pub(crate) use convert::name_text;
 pub(crate) use errors::{code_err, core_err};
 pub(crate) use options::seconds_ms;
 pub(crate) use queue::Queue;
-pub(crate) use runtime::{_resolve, run, runtime, CoreFuture, Out};
+pub(crate) use runtime::{_resolve, run, runtime, Out};
 
 use dispatch::Call;
 use pyo3::prelude::*;

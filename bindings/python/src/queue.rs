@@ -1,13 +1,23 @@
-//! `emq._emq.Queue`: a handle on one queue (the native half of `emq.Queue`). More of its methods
-//! are in `extras.rs` (flows, schedulers, limits, clean-up, events) and `control.rs`.
+//! `emq._emq.Queue`: a handle on one queue (the native half of `emq.Queue`): its one
+//! `#[pymethods]` block, every method that talks to the datastore written once
+//! (`awaitable_methods!`, runtime.rs); the conversions it shares with other files are in
+//! `options.rs` and `convert.rs`, the view shapes (flow ids, schedulers, events) in `extras.rs`.
 
 use crate::convert::{json_dumps, name_text};
 use crate::errors::{code_err, core_err};
-use crate::options::job_options;
-use crate::runtime::{run, CoreFuture, Out};
-use emq::{ErrorCode, JobOptions};
+use crate::extras::{
+    events_json, flow_ids_json, job_id, job_state, payload, schedulers_json, EventStream,
+};
+use crate::options::{
+    flow_spec, job_options, job_spec, number, rate_limit, seconds_ms, secs, whole,
+};
+use crate::runtime::{awaitable_methods, run, Out};
+use emq::spec::ScheduleSpec;
+use emq::{ErrorCode, GroupRateLimit, JobOptions, RateLimit, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+use serde_json::Value;
+use std::time::Duration;
 
 /// A queue name from Python: a `str` the core checks; one that is not valid Unicode (a lone
 /// surrogate such as `"\\ud800"`) is refused as `invalid_queue_name` (it was a raw
@@ -54,16 +64,14 @@ fn pem(py: Python<'_>, option: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<O
     }
 }
 
-/// `ca_cert`, `client_cert`, `client_key` as the core's `TlsConfig`.
-type TlsArgs<'a, 'py> = [Option<&'a Bound<'py, PyAny>>; 3];
-
-fn connect_future(
+/// The core's connect options: the seeds, TLS (`ca_cert`, `client_cert`, `client_key`) and, with
+/// `durable=(replicas, timeout_ms)`, the replicas every add waits for.
+fn connect_options(
     py: Python<'_>,
     urls: Vec<String>,
-    name: String,
     durable: Option<(i128, i128)>,
-    tls: TlsArgs<'_, '_>,
-) -> PyResult<CoreFuture> {
+    tls: [Option<&Bound<'_, PyAny>>; 3],
+) -> PyResult<emq::ConnectOptions> {
     if urls.is_empty() {
         return Err(code_err(
             py,
@@ -76,20 +84,16 @@ fn connect_future(
         client_cert: pem(py, "client_cert", tls[1])?,
         client_key: pem(py, "client_key", tls[2])?,
     };
-    let options = emq::ConnectOptions::seeds(urls)
+    let mut options = emq::ConnectOptions::seeds(urls)
         .tls(tls)
         .map_err(|e| core_err(py, &e))?;
-    Ok(Box::pin(async move {
-        let mut opts = options;
-        if let Some((n, ms)) = durable {
-            opts = opts.durable_counts(
-                n.clamp(0, u64::MAX.into()) as u64,
-                ms.clamp(0, u64::MAX.into()) as u64,
-            );
-        }
-        let q = emq::Queue::connect(opts, &name).await?;
-        Ok(Out::Queue(q))
-    }))
+    if let Some((n, ms)) = durable {
+        options = options.durable_counts(
+            n.clamp(0, u64::MAX.into()) as u64,
+            ms.clamp(0, u64::MAX.into()) as u64,
+        );
+    }
+    Ok(options)
 }
 
 struct AddArgs {
@@ -111,6 +115,37 @@ fn add_args(
     })
 }
 
+/// `add_bulk`'s `(name, data, options)` tuples as the core's new jobs (each payload checked by
+/// the core's rule: depth, lone surrogates, integers within 64 bits).
+fn new_jobs(py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<Vec<emq::NewJob>> {
+    let mut new_jobs = Vec::new();
+    for item in jobs.try_iter()? {
+        let item = item?;
+        let t = item.cast::<PyTuple>().map_err(|_| {
+            code_err(
+                py,
+                ErrorCode::InvalidOption,
+                "add_bulk takes (name, data, options) tuples",
+            )
+        })?;
+        let opts = t.get_item(2)?;
+        let opts = if opts.is_none() {
+            None
+        } else {
+            Some(opts.cast_into::<PyDict>()?)
+        };
+        let a = add_args(py, &t.get_item(0)?, &t.get_item(1)?, opts.as_ref())?;
+        let data =
+            emq::job::payload_from_text("the payload", &a.data).map_err(|e| core_err(py, &e))?;
+        new_jobs.push(emq::NewJob {
+            name: a.name,
+            data,
+            options: a.options,
+        });
+    }
+    Ok(new_jobs)
+}
+
 impl Queue {
     /// The core queue, refused in a process other than the one that connected it.
     pub(crate) fn core(&self, py: Python<'_>) -> PyResult<emq::Queue> {
@@ -123,421 +158,324 @@ impl Queue {
         }
         Ok(self.inner.clone())
     }
-
-    fn add_future(&self, py: Python<'_>, a: AddArgs) -> PyResult<CoreFuture> {
-        let q = self.core(py)?;
-        Ok(Box::pin(async move {
-            let id = q.add_json(&a.name, &a.data, a.options).await?;
-            Ok(Out::Str(id.to_string()))
-        }))
-    }
-
-    fn bulk_future(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
-        let q = self.core(py)?;
-        let mut new_jobs = Vec::new();
-        for item in jobs.try_iter()? {
-            let item = item?;
-            let t = item.cast::<PyTuple>().map_err(|_| {
-                code_err(
-                    py,
-                    ErrorCode::InvalidOption,
-                    "add_bulk takes (name, data, options) tuples",
-                )
-            })?;
-            let opts = t.get_item(2)?;
-            let opts = if opts.is_none() {
-                None
-            } else {
-                Some(opts.cast_into::<PyDict>()?)
-            };
-            let a = add_args(py, &t.get_item(0)?, &t.get_item(1)?, opts.as_ref())?;
-            // The core's payload rule (depth, lone surrogates, integers within 64 bits).
-            let data = emq::job::payload_from_text("the payload", &a.data)
-                .map_err(|e| core_err(py, &e))?;
-            new_jobs.push(emq::NewJob {
-                name: a.name,
-                data,
-                options: a.options,
-            });
-        }
-        Ok(Box::pin(async move {
-            let ids = q.add_bulk(new_jobs).await?;
-            Ok(Out::Strs(ids.iter().map(|i| i.to_string()).collect()))
-        }))
-    }
-
-    fn get_future(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<CoreFuture> {
-        let q = self.core(py)?;
-        let id: String = id.extract().map_err(|_| {
-            code_err(
-                py,
-                ErrorCode::InvalidJobId,
-                "a job id is its text form (a str)",
-            )
-        })?;
-        Ok(Box::pin(async move {
-            let job = q.get_str(&id).await?;
-            Ok(Out::OptJson(job.map(|j| j.to_json().to_string())))
-        }))
-    }
-
-    fn counts_future(&self, py: Python<'_>) -> PyResult<CoreFuture> {
-        let q = self.core(py)?;
-        Ok(Box::pin(async move {
-            let c = q.counts().await?;
-            Ok(Out::Json(serde_json::to_string(&c)?))
-        }))
-    }
 }
 
-#[pymethods]
-impl Queue {
-    /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue
-    /// `name`; for `rediss://`, a private CA and a client certificate + key (mutual TLS); with
-    /// `durable=(replicas, timeout_ms)` every add waits for that many replicas. Like every method
-    /// here that talks to the datastore: an awaitable, or with `blocking=True` the outcome itself
-    /// (GIL released), for the sync facade.
-    #[staticmethod]
-    #[pyo3(signature = (urls, name, durable=None, ca_cert=None, client_cert=None, client_key=None, blocking=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn connect(
-        py: Python<'_>,
-        urls: Vec<String>,
-        name: &Bound<'_, PyAny>,
-        durable: Option<(i128, i128)>,
-        ca_cert: Option<&Bound<'_, PyAny>>,
-        client_cert: Option<&Bound<'_, PyAny>>,
-        client_key: Option<&Bound<'_, PyAny>>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let f = connect_future(
-            py,
-            urls,
-            queue_name_text(py, name)?,
-            durable,
-            [ca_cert, client_cert, client_key],
-        )?;
-        run(py, f, blocking)
+// Every method that talks to the datastore: an awaitable, or with `blocking=True` the outcome
+// itself (GIL released), for the sync facade; each written once (`awaitable_methods!`).
+awaitable_methods! {
+    impl Queue {
+        /// Connects to the datastore (`urls`: one URL, or several cluster seeds) and opens queue
+        /// `name`; for `rediss://`, a private CA and a client certificate + key (mutual TLS); with
+        /// `durable=(replicas, timeout_ms)` every add waits for that many replicas.
+        #[staticmethod]
+        #[pyo3(signature = (urls, name, durable=None, ca_cert=None, client_cert=None, client_key=None, blocking=false))]
+        #[allow(clippy::too_many_arguments)]
+        fn connect(
+            py: Python<'_>,
+            urls: Vec<String>,
+            name: &Bound<'_, PyAny>,
+            durable: Option<(i128, i128)>,
+            ca_cert: Option<&Bound<'_, PyAny>>,
+            client_cert: Option<&Bound<'_, PyAny>>,
+            client_key: Option<&Bound<'_, PyAny>>,
+            blocking: bool,
+        ) -> PyResult<Py<PyAny>> {
+            let name = queue_name_text(py, name)?;
+            let options = connect_options(py, urls, durable, [ca_cert, client_cert, client_key])?;
+            let connect = async move { Ok(Out::Queue(emq::Queue::connect(options, &name).await?)) };
+            run(py, Box::pin(connect), blocking)
+        }
+
+        /// The queue's name.
+        #[getter]
+        fn name(&self) -> String {
+            self.inner.name().to_string()
+        }
+
+        /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries
+        /// and process restarts).
+        fn mint_id(&self, py: Python<'_>) -> PyResult<String> {
+            let id = self.core(py)?.mint_id().map_err(|e| core_err(py, &e))?;
+            Ok(id.to_string())
+        }
     }
+    awaitable {
+        #[pyo3(signature = (name, data, options=None, blocking=false))]
+        fn add(
+            &self, py, name: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>,
+            options: Option<&Bound<'_, PyDict>>
+        ) {
+            let a = add_args(py, name, data, options)?;
+            let q = self.core(py)?;
+            Ok(Box::pin(async move {
+                let id = q.add_json(&a.name, &a.data, a.options).await?;
+                Ok(Out::Str(id.to_string()))
+            }))
+        }
 
-    /// The queue's name.
-    #[getter]
-    fn name(&self) -> String {
-        self.inner.name().to_string()
-    }
+        #[pyo3(signature = (jobs, blocking=false))]
+        fn add_bulk(&self, py, jobs: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let jobs = new_jobs(py, jobs)?;
+            Ok(Box::pin(async move {
+                let ids = q.add_bulk(jobs).await?;
+                Ok(Out::Strs(ids.iter().map(|i| i.to_string()).collect()))
+            }))
+        }
 
-    /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries and
-    /// process restarts).
-    fn mint_id(&self, py: Python<'_>) -> PyResult<String> {
-        let id = self.core(py)?.mint_id().map_err(|e| core_err(py, &e))?;
-        Ok(id.to_string())
-    }
+        #[pyo3(signature = (id, blocking=false))]
+        fn get(&self, py, id: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let id: String = id.extract().map_err(|_| {
+                code_err(py, ErrorCode::InvalidJobId, "a job id is its text form (a str)")
+            })?;
+            Ok(Box::pin(async move {
+                let job = q.get_str(&id).await?;
+                Ok(Out::OptJson(job.map(|j| j.to_json().to_string())))
+            }))
+        }
 
-    #[pyo3(signature = (name, data, options=None, blocking=false))]
-    fn add<'py>(
-        &self,
-        py: Python<'py>,
-        name: &Bound<'py, PyAny>,
-        data: &Bound<'py, PyAny>,
-        options: Option<&Bound<'py, PyDict>>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let a = add_args(py, name, data, options)?;
-        let f = self.add_future(py, a)?;
-        run(py, f, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn counts(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Json(serde_json::to_string(&q.counts().await?)?)) }))
+        }
 
-    #[pyo3(signature = (jobs, blocking=false))]
-    fn add_bulk<'py>(
-        &self,
-        py: Python<'py>,
-        jobs: &Bound<'py, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let f = self.bulk_future(py, jobs)?;
-        run(py, f, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn pause(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { q.pause().await.map(|_| Out::None) }))
+        }
 
-    #[pyo3(signature = (id, blocking=false))]
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        id: &Bound<'py, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let f = self.get_future(py, id)?;
-        run(py, f, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn resume(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { q.resume().await.map(|_| Out::None) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn counts(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        let f = self.counts_future(py)?;
-        run(py, f, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn close(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { q.close().await.map(|_| Out::None) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn pause(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        let q = self.core(py)?;
-        run(
-            py,
-            Box::pin(async move { q.pause().await.map(|_| Out::None) }),
-            blocking,
-        )
-    }
+        /// Adds a flow (a dict: name, data, queue, children, job options); the ids in its shape.
+        #[pyo3(signature = (flow, blocking=false))]
+        fn add_flow(&self, py, flow: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let flow = flow_spec(py, flow, 0)?
+                .into_flow(q.name().as_str())
+                .map_err(|e| core_err(py, &e))?;
+            Ok(Box::pin(async move {
+                let ids = q.add_flow(flow).await?;
+                Ok(Out::Json(flow_ids_json(&ids).to_string()))
+            }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn resume(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        let q = self.core(py)?;
-        run(
-            py,
-            Box::pin(async move { q.resume().await.map(|_| Out::None) }),
-            blocking,
-        )
-    }
+        /// Creates or replaces a scheduler; true when created.
+        #[pyo3(signature = (id, every, name, data, first_after, limit=None, options=None, cron=None, tz=None, end_after=None, blocking=false))]
+        #[allow(clippy::too_many_arguments)]
+        fn upsert_scheduler(
+            &self, py, id: String, every: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>,
+            data: &Bound<'_, PyAny>, first_after: &Bound<'_, PyAny>, limit: Option<u64>,
+            options: Option<&Bound<'_, PyDict>>, cron: Option<String>, tz: Option<String>,
+            end_after: Option<&Bound<'_, PyAny>>
+        ) {
+            let q = self.core(py)?;
+            let opt_secs = |what: &str, v: Option<&Bound<'_, PyAny>>| {
+                v.filter(|v| !v.is_none()).map(|v| secs(py, what, v)).transpose()
+            };
+            let spec = ScheduleSpec {
+                name: name_text(py, name)?,
+                data: Some(payload(py, data, "the scheduled job's data")?),
+                every: opt_secs("every", Some(every))?,
+                cron,
+                tz,
+                first_after: opt_secs("first_after", Some(first_after))?,
+                end_after: opt_secs("end_after", end_after)?,
+                limit: limit.map(|l| l as f64),
+                options: job_spec(py, options)?,
+            };
+            let schedule = Schedule::try_from(spec).map_err(|e| core_err(py, &e))?;
+            Ok(Box::pin(async move { Ok(Out::Bool(q.upsert_scheduler(&id, schedule).await?)) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn close(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        let q = self.core(py)?;
-        run(
-            py,
-            Box::pin(async move { q.close().await.map(|_| Out::None) }),
-            blocking,
-        )
-    }
+        #[pyo3(signature = (id, blocking=false))]
+        fn remove_scheduler(&self, py, id: String) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Bool(q.remove_scheduler(&id).await?)) }))
+        }
 
-    // The extras (bodies in extras.rs).
+        #[pyo3(signature = (blocking=false))]
+        fn schedulers(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move {
+                Ok(Out::Json(schedulers_json(&q.schedulers().await?).to_string()))
+            }))
+        }
 
-    /// Adds a flow (a dict: name, data, queue, children, job options); the ids in its shape.
-    #[pyo3(signature = (flow, blocking=false))]
-    fn add_flow(
-        &self,
-        py: Python<'_>,
-        flow: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.add_flow_future(py, flow)?, blocking)
-    }
+        #[pyo3(signature = (max, window, blocking=false))]
+        fn set_rate_limit(&self, py, max: &Bound<'_, PyAny>, window: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let limit = Option::<RateLimit>::try_from(rate_limit(py, max, window)?)
+                .map_err(|e| core_err(py, &e))?;
+            Ok(Box::pin(async move { q.set_rate_limit(limit).await.map(|_| Out::None) }))
+        }
 
-    /// Creates or replaces a scheduler; true when created.
-    #[pyo3(signature = (id, every, name, data, first_after, limit=None, options=None, cron=None, tz=None, end_after=None, blocking=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn upsert_scheduler(
-        &self,
-        py: Python<'_>,
-        id: String,
-        every: &Bound<'_, PyAny>,
-        name: &Bound<'_, PyAny>,
-        data: &Bound<'_, PyAny>,
-        first_after: &Bound<'_, PyAny>,
-        limit: Option<u64>,
-        options: Option<&Bound<'_, PyDict>>,
-        cron: Option<String>,
-        tz: Option<String>,
-        end_after: Option<&Bound<'_, PyAny>>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let none = py.None().into_bound(py);
-        let f = self.upsert_scheduler_future(
-            py,
-            id,
-            every,
-            name,
-            data,
-            first_after,
-            limit,
-            options,
-            cron,
-            tz,
-            end_after.unwrap_or(&none),
-        )?;
-        run(py, f, blocking)
-    }
+        #[pyo3(signature = (max, window, blocking=false))]
+        fn set_group_rate_limit(&self, py, max: &Bound<'_, PyAny>, window: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let limit = Option::<GroupRateLimit>::try_from(rate_limit(py, max, window)?)
+                .map_err(|e| core_err(py, &e))?;
+            Ok(Box::pin(async move { q.set_group_rate_limit(limit).await.map(|_| Out::None) }))
+        }
 
-    #[pyo3(signature = (id, blocking=false))]
-    fn remove_scheduler(&self, py: Python<'_>, id: String, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.remove_scheduler_future(py, id)?, blocking)
-    }
+        #[pyo3(signature = (max, blocking=false))]
+        fn set_global_concurrency(&self, py, max: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let max = (!max.is_none()).then(|| number(py, "max", max)).transpose()?;
+            let max = emq::spec::global_concurrency(max).map_err(|e| core_err(py, &e))?;
+            Ok(Box::pin(async move { q.set_global_concurrency(max).await.map(|_| Out::None) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn schedulers(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.schedulers_future(py)?, blocking)
-    }
+        #[pyo3(signature = (delayed=false, blocking=false))]
+        fn drain(&self, py, delayed: bool) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Int(q.drain(delayed).await?)) }))
+        }
 
-    #[pyo3(signature = (max, window, blocking=false))]
-    fn set_rate_limit(
-        &self,
-        py: Python<'_>,
-        max: &Bound<'_, PyAny>,
-        window: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.set_rate_limit_future(py, max, window)?, blocking)
-    }
+        #[pyo3(signature = (state, grace, limit, blocking=false))]
+        fn clean(&self, py, state: &str, grace: &Bound<'_, PyAny>, limit: u64) {
+            let q = self.core(py)?;
+            let st = job_state(py, state)?;
+            let grace = Duration::from_millis(seconds_ms(py, "grace", grace)?);
+            Ok(Box::pin(async move { Ok(Out::Int(q.clean(st, grace, limit).await?)) }))
+        }
 
-    #[pyo3(signature = (max, window, blocking=false))]
-    fn set_group_rate_limit(
-        &self,
-        py: Python<'_>,
-        max: &Bound<'_, PyAny>,
-        window: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(
-            py,
-            self.set_group_rate_limit_future(py, max, window)?,
-            blocking,
-        )
-    }
+        #[pyo3(signature = (force=false, blocking=false))]
+        fn obliterate(&self, py, force: bool) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Int(q.obliterate(force).await?)) }))
+        }
 
-    #[pyo3(signature = (max, blocking=false))]
-    fn set_global_concurrency(
-        &self,
-        py: Python<'_>,
-        max: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.set_global_concurrency_future(py, max)?, blocking)
-    }
+        /// `op` is "remove", "retry", "promote" (a bool: whether it moved) or "logs" (a list).
+        #[pyo3(signature = (op, id, blocking=false))]
+        fn job_op(&self, py, op: &str, id: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let id = job_id(py, id)?;
+            Ok(match op {
+                "remove" => Box::pin(async move { Ok(Out::Bool(q.remove(id).await?.is_moved())) }),
+                "retry" => Box::pin(async move { Ok(Out::Bool(q.retry(id).await?.is_moved())) }),
+                "promote" => {
+                    Box::pin(async move { Ok(Out::Bool(q.promote(id).await?.is_moved())) })
+                }
+                _ => Box::pin(async move { Ok(Out::Strs(q.logs(id).await?)) }),
+            })
+        }
 
-    #[pyo3(signature = (delayed=false, blocking=false))]
-    fn drain(&self, py: Python<'_>, delayed: bool, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.drain_future(py, delayed)?, blocking)
-    }
+        #[pyo3(signature = (id, priority, blocking=false))]
+        fn change_priority(&self, py, id: &Bound<'_, PyAny>, priority: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let id = job_id(py, id)?;
+            let priority = whole(py, "priority", priority, u32::MAX as u64)? as u32;
+            Ok(Box::pin(async move {
+                Ok(Out::Bool(q.change_priority(id, priority).await?.is_moved()))
+            }))
+        }
 
-    #[pyo3(signature = (state, grace, limit, blocking=false))]
-    fn clean(
-        &self,
-        py: Python<'_>,
-        state: &str,
-        grace: &Bound<'_, PyAny>,
-        limit: u64,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.clean_future(py, state, grace, limit)?, blocking)
-    }
+        /// Cancels a job; `"cancelled"`, `"requested"` (running: its worker stops it),
+        /// `"finished"` or `"not_found"`.
+        #[pyo3(signature = (id, reason=String::new(), blocking=false))]
+        fn cancel(&self, py, id: &Bound<'_, PyAny>, reason: String) {
+            let q = self.core(py)?;
+            let id = job_id(py, id)?;
+            Ok(Box::pin(async move {
+                Ok(Out::Str(q.cancel(id, &reason).await?.as_str().to_string()))
+            }))
+        }
 
-    #[pyo3(signature = (force=false, blocking=false))]
-    fn obliterate(&self, py: Python<'_>, force: bool, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.obliterate_future(py, force)?, blocking)
-    }
+        /// Waits for a job's outcome: `{"ok": true, "result": …}` or `{"ok": false, "failure":
+        /// {code, message, stack}}` (the Python layer raises `HandlerFailed` for the second).
+        #[pyo3(signature = (id, timeout, blocking=false))]
+        fn wait(&self, py, id: &Bound<'_, PyAny>, timeout: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let id = job_id(py, id)?;
+            let timeout = Duration::from_millis(seconds_ms(py, "timeout", timeout)?);
+            Ok(Box::pin(async move {
+                let out = match q.wait(id, timeout).await? {
+                    Ok(result) => serde_json::json!({"ok": true, "result": result}),
+                    Err(failure) => serde_json::json!({"ok": false, "failure": failure}),
+                };
+                Ok(Out::Json(out.to_string()))
+            }))
+        }
 
-    /// `op` is "remove", "retry", "promote" or "logs".
-    #[pyo3(signature = (op, id, blocking=false))]
-    fn job_op(
-        &self,
-        py: Python<'_>,
-        op: &str,
-        id: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.job_op_future(py, op, id)?, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn retry_failed(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Int(q.retry_failed().await?)) }))
+        }
 
-    #[pyo3(signature = (id, priority, blocking=false))]
-    fn change_priority(
-        &self,
-        py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        priority: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.change_priority_future(py, id, priority)?, blocking)
-    }
+        #[pyo3(signature = (state, offset=0, limit=100, blocking=false))]
+        fn list(&self, py, state: &str, offset: u64, limit: u64) {
+            let q = self.core(py)?;
+            let st = job_state(py, state)?;
+            Ok(Box::pin(async move {
+                let jobs = q.list(st, offset, limit).await?;
+                let out: Vec<Value> = jobs.iter().map(|j| j.to_json()).collect();
+                Ok(Out::Json(Value::Array(out).to_string()))
+            }))
+        }
 
-    /// Cancels a job; `"cancelled"`, `"requested"` (running: its worker stops it), `"finished"` or
-    /// `"not_found"`.
-    #[pyo3(signature = (id, reason=String::new(), blocking=false))]
-    fn cancel(
-        &self,
-        py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        reason: String,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.cancel_future(py, id, reason)?, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn is_paused(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Bool(q.is_paused().await?)) }))
+        }
 
-    /// Waits for a job's outcome (see `emq.Queue.wait`).
-    #[pyo3(signature = (id, timeout, blocking=false))]
-    fn wait(
-        &self,
-        py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        timeout: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.wait_future(py, id, timeout)?, blocking)
-    }
+        #[pyo3(signature = (blocking=false))]
+        fn metrics(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Json(serde_json::to_string(&q.metrics().await?)?)) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn retry_failed(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.retry_failed_future(py)?, blocking)
-    }
+        /// Copies the BullMQ (or EchoMQ 1.x) queue `<from_prefix>:<source_queue>` into this queue
+        /// (see `emq migrate`); the report (the core's `MigrateReport`) as a dict.
+        #[pyo3(signature = (source_queue, from_prefix, dry_run=false, completed=false, delete_source=false, batch=500, blocking=false))]
+        #[allow(clippy::too_many_arguments)]
+        fn migrate_from_bullmq(
+            &self, py, source_queue: String, from_prefix: String, dry_run: bool, completed: bool,
+            delete_source: bool, batch: usize
+        ) {
+            let q = self.core(py)?;
+            let mut o = emq::migrate::MigrateOptions::new(from_prefix, source_queue);
+            o.dry_run = dry_run;
+            o.completed = completed;
+            o.delete_source = delete_source;
+            o.batch = batch;
+            Ok(Box::pin(async move {
+                Ok(Out::Json(serde_json::to_string(&q.migrate_from_bullmq(&o).await?)?))
+            }))
+        }
 
-    #[pyo3(signature = (state, offset=0, limit=100, blocking=false))]
-    fn list(
-        &self,
-        py: Python<'_>,
-        state: &str,
-        offset: u64,
-        limit: u64,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        run(py, self.list_future(py, state, offset, limit)?, blocking)
-    }
+        /// The queue's live workers (the core's worker registry), as JSON objects.
+        #[pyo3(signature = (blocking=false))]
+        fn workers(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Json(serde_json::to_string(&q.workers().await?)?)) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn is_paused(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.is_paused_future(py)?, blocking)
-    }
+        #[pyo3(signature = (limit=100, blocking=false))]
+        fn recent_events(&self, py, limit: usize) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { events_json(q.recent_events(limit).await?) }))
+        }
 
-    #[pyo3(signature = (blocking=false))]
-    fn metrics(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.metrics_future(py)?, blocking)
-    }
-
-    /// Copies the BullMQ (or EchoMQ 1.x) queue `<from_prefix>:<source_queue>` into this queue
-    /// (see `emq migrate`); the report as a dict.
-    #[pyo3(signature = (source_queue, from_prefix, dry_run=false, completed=false, delete_source=false, batch=500, blocking=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn migrate_from_bullmq(
-        &self,
-        py: Python<'_>,
-        source_queue: String,
-        from_prefix: String,
-        dry_run: bool,
-        completed: bool,
-        delete_source: bool,
-        batch: usize,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let mut o = emq::migrate::MigrateOptions::new(from_prefix, source_queue);
-        o.dry_run = dry_run;
-        o.completed = completed;
-        o.delete_source = delete_source;
-        o.batch = batch;
-        run(py, self.migrate_future(py, o)?, blocking)
-    }
-
-    /// The queue's live workers (the core's worker registry), as JSON objects.
-    #[pyo3(signature = (blocking=false))]
-    fn workers(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        let q = self.core(py)?;
-        run(
-            py,
-            Box::pin(async move { Ok(Out::Json(serde_json::to_string(&q.workers().await?)?)) }),
-            blocking,
-        )
-    }
-
-    #[pyo3(signature = (limit=100, blocking=false))]
-    fn recent_events(&self, py: Python<'_>, limit: usize, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.recent_events_future(py, limit)?, blocking)
-    }
-
-    /// Follows the queue's events from now on (or after a stream id): an `EventStream`.
-    #[pyo3(signature = (after=None, blocking=false))]
-    fn events(&self, py: Python<'_>, after: Option<String>, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.events_future(py, after)?, blocking)
+        /// Follows the queue's events from now on (or after a stream id): an `EventStream`.
+        #[pyo3(signature = (after=None, blocking=false))]
+        fn events(&self, py, after: Option<String>) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Events(EventStream::new(q.events(after).await?))) }))
+        }
     }
 }

@@ -7,6 +7,10 @@
 //! future on the tokio runtime, and hands the outcome to the loop's bridge (`loop_bridge.rs`),
 //! which resolves the asyncio future on the loop; tokio threads never take the GIL for it.
 //! Blocking methods (the sync facade) release the GIL while they wait.
+//!
+//! Both from one method: [`awaitable_methods!`] writes a class's `#[pymethods]` block, each of its
+//! methods that talk to the core written once (the code that builds the core's future) and given
+//! the `blocking` switch that [`run`] reads.
 
 use crate::convert::json_loads;
 use crate::errors::core_err;
@@ -134,3 +138,56 @@ fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
     let outcome = py.detach(|| rt.block_on(fut));
     outcome.map_err(|e| core_err(py, &e))?.into_py(py)
 }
+
+/// A class's `#[pymethods]` block (pyo3 takes one per class), its methods that talk to the core
+/// each written once:
+///
+/// ```ignore
+/// awaitable_methods! {
+///     impl Queue {
+///         // the other methods, as in any #[pymethods] block
+///     }
+///     awaitable {
+///         /// Removes every waiting job; how many.
+///         #[pyo3(signature = (delayed=false, blocking=false))]
+///         fn drain(&self, py, delayed: bool) {
+///             let q = self.core(py)?;
+///             Ok(Box::pin(async move { Ok(Out::Int(q.drain(delayed).await?)) }))
+///         }
+///     }
+/// }
+/// ```
+///
+/// The body converts the arguments (a `?` raises at once, nothing sent) and gives the core's
+/// future (`PyResult<CoreFuture>`). The method made of it takes `blocking` last (its signature,
+/// written out, names it) and returns an awaitable of the running loop or, with `blocking=True`,
+/// the outcome itself with the GIL released ([`run`]).
+macro_rules! awaitable_methods {
+    (
+        impl $class:ident { $($plain:tt)* }
+        awaitable {
+            $(
+                $(#[$attr:meta])*
+                fn $name:ident(&$self:ident, $py:ident $(, $arg:ident: $ty:ty)*) $body:block
+            )*
+        }
+    ) => {
+        #[::pyo3::pymethods]
+        impl $class {
+            $($plain)*
+            $(
+                $(#[$attr])*
+                fn $name(
+                    &$self,
+                    $py: ::pyo3::Python<'_>,
+                    $($arg: $ty,)*
+                    blocking: bool,
+                ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
+                    let future: ::pyo3::PyResult<$crate::runtime::CoreFuture> = $body;
+                    $crate::runtime::run($py, future?, blocking)
+                }
+            )*
+        }
+    };
+}
+pub(crate) use awaitable_methods;

@@ -5,7 +5,7 @@ use crate::dispatch::{self, Dispatch};
 use crate::errors::core_err;
 use crate::options::{self, seconds_ms};
 use crate::queue::Queue;
-use crate::runtime::{run, runtime, CoreFuture, Out};
+use crate::runtime::{awaitable_methods, runtime, Out};
 use crate::worker_events;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -20,136 +20,123 @@ pub(crate) struct Worker {
     events: Arc<worker_events::EventQueue>,
 }
 
-impl Worker {
-    /// Closes the core worker, then ends the events (the last ones are still handed out).
-    fn close_future(&self) -> CoreFuture {
-        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let events = self.events.clone();
-        Box::pin(async move {
-            let r = match handle {
-                Some(h) => h.close().await.map(|_| ()),
-                None => Ok(()),
-            };
-            events.close();
-            r.map(|_| Out::None)
-        })
-    }
-}
-
 impl Drop for Worker {
     fn drop(&mut self) {
         self.events.close();
     }
 }
 
-#[pymethods]
-impl Worker {
-    /// `entry(call)` is called per job with an `emq._emq.Call` (threaded mode). With `batched`,
-    /// jobs are queued for the event loop instead: it watches `wake_fd` and calls `take`.
-    #[new]
-    #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None, remove_on_complete=None, remove_on_fail=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        queue: &Queue,
-        entry: Py<PyAny>,
-        event_loop: Option<Py<PyAny>>,
-        concurrency: Option<&Bound<'_, PyAny>>,
-        lease: Option<&Bound<'_, PyAny>>,
-        batched: bool,
-        shutdown_timeout: Option<&Bound<'_, PyAny>>,
-        stalled_interval: Option<&Bound<'_, PyAny>>,
-        max_stalls: Option<&Bound<'_, PyAny>>,
-        remove_on_complete: Option<&Bound<'_, PyAny>>,
-        remove_on_fail: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Worker> {
-        let q = queue.core(py)?;
-        let opts = options::worker_options(
-            py,
-            options::WorkerArgs {
-                concurrency,
-                lease,
-                shutdown_timeout,
-                stalled_interval,
-                max_stalls,
-                remove_on_complete,
-                remove_on_fail,
-            },
-        )?;
-        let (handler, dispatch) = dispatch::new_handler(py, entry, event_loop, batched)?;
-        let rt = runtime()?;
-        let _guard = rt.enter();
-        emq::worker_registry::set_language("python");
-        let events = worker_events::EventQueue::new();
-        let handle = emq::Worker::builder(q)
-            .options(opts)
-            .handler(handler)
-            .on_event(events.hook())
-            .run()
-            .map_err(|e| core_err(py, &e))?;
-        Ok(Worker {
-            aborter: handle.aborter(),
-            handle: Mutex::new(Some(handle)),
-            dispatch,
-            events,
-        })
-    }
+awaitable_methods! {
+    impl Worker {
+        /// `entry(call)` is called per job with an `emq._emq.Call` (threaded mode). With
+        /// `batched`, jobs are queued for the event loop instead: it watches `wake_fd` and calls
+        /// `take`.
+        #[new]
+        #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None, remove_on_complete=None, remove_on_fail=None))]
+        #[allow(clippy::too_many_arguments)]
+        fn new(
+            py: Python<'_>,
+            queue: &Queue,
+            entry: Py<PyAny>,
+            event_loop: Option<Py<PyAny>>,
+            concurrency: Option<&Bound<'_, PyAny>>,
+            lease: Option<&Bound<'_, PyAny>>,
+            batched: bool,
+            shutdown_timeout: Option<&Bound<'_, PyAny>>,
+            stalled_interval: Option<&Bound<'_, PyAny>>,
+            max_stalls: Option<&Bound<'_, PyAny>>,
+            remove_on_complete: Option<&Bound<'_, PyAny>>,
+            remove_on_fail: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Worker> {
+            let q = queue.core(py)?;
+            let opts = options::worker_options(
+                py,
+                options::WorkerArgs {
+                    concurrency,
+                    lease,
+                    shutdown_timeout,
+                    stalled_interval,
+                    max_stalls,
+                    remove_on_complete,
+                    remove_on_fail,
+                },
+            )?;
+            let (handler, dispatch) = dispatch::new_handler(py, entry, event_loop, batched)?;
+            let rt = runtime()?;
+            let _guard = rt.enter();
+            emq::worker_registry::set_language("python");
+            let events = worker_events::EventQueue::new();
+            let handle = emq::Worker::builder(q)
+                .options(opts)
+                .handler(handler)
+                .on_event(events.hook())
+                .run()
+                .map_err(|e| core_err(py, &e))?;
+            Ok(Worker {
+                aborter: handle.aborter(),
+                handle: Mutex::new(Some(handle)),
+                dispatch,
+                events,
+            })
+        }
 
-    /// The fd the event loop watches for queued jobs (batched mode; None otherwise).
-    #[getter]
-    fn wake_fd(&self) -> Option<i32> {
-        self.dispatch.as_ref().map(|d| d.wake_fd())
-    }
+        /// The fd the event loop watches for queued jobs (batched mode; None otherwise).
+        #[getter]
+        fn wake_fd(&self) -> Option<i32> {
+            self.dispatch.as_ref().map(|d| d.wake_fd())
+        }
 
-    /// `(calls, abandoned ids)` queued for the loop since the last call (batched mode).
-    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        match &self.dispatch {
-            Some(d) => d.take(py),
-            None => PyTuple::new(py, [PyList::empty(py), PyList::empty(py)]),
+        /// `(calls, abandoned ids)` queued for the loop since the last call (batched mode).
+        fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+            match &self.dispatch {
+                Some(d) => d.take(py),
+                None => PyTuple::new(py, [PyList::empty(py), PyList::empty(py)]),
+            }
+        }
+
+        /// Keeps the worker's events for `events` from now on.
+        fn listen(&self) {
+            self.events.listen();
+        }
+
+        /// Stops at once (a second Ctrl-C): a close in progress stops waiting and releases
+        /// nothing; the jobs come back through their leases.
+        fn abort(&self) {
+            self.aborter.abort();
+        }
+
+        /// Jobs completed, jobs failed for good, runs retried, outcomes refused for a lost lease,
+        /// stalled jobs recovered. Also after `close`: the final figures.
+        fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            let stats = self.aborter.stats();
+            let text = serde_json::to_string(&stats).unwrap_or_else(|_| "{}".into());
+            Ok(json_loads(py, &text)?.unbind())
         }
     }
+    awaitable {
+        /// Stops fetching, lets in-flight jobs finish (within the shutdown deadline), releases
+        /// the rest; then ends the events (the last ones are still handed out).
+        #[pyo3(signature = (blocking=false))]
+        fn close(&self, py) {
+            let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let events = self.events.clone();
+            Ok(Box::pin(async move {
+                let r = match handle {
+                    Some(h) => h.close().await.map(|_| ()),
+                    None => Ok(()),
+                };
+                events.close();
+                r.map(|_| Out::None)
+            }))
+        }
 
-    /// Stops fetching, lets in-flight jobs finish (within the shutdown deadline), releases the
-    /// rest: an awaitable, or with `blocking` done at once (GIL released).
-    #[pyo3(signature = (blocking=false))]
-    fn close(&self, py: Python<'_>, blocking: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.close_future(), blocking)
-    }
-
-    /// Keeps the worker's events for `events` from now on.
-    fn listen(&self) {
-        self.events.listen();
-    }
-
-    /// The worker's next events (a list of dicts), waiting up to `wait` seconds for the first;
-    /// `[]` when none came; None once the worker is closed and every event was taken.
-    #[pyo3(signature = (wait, blocking=false))]
-    fn events(
-        &self,
-        py: Python<'_>,
-        wait: &Bound<'_, PyAny>,
-        blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let wait = std::time::Duration::from_millis(seconds_ms(py, "wait", wait)?.max(1));
-        let events = self.events.clone();
-        run(
-            py,
-            Box::pin(async move { Ok(Out::OptJson(events.next(wait).await)) }),
-            blocking,
-        )
-    }
-
-    /// Stops at once (a second Ctrl-C): a close in progress stops waiting and releases nothing;
-    /// the jobs come back through their leases.
-    fn abort(&self) {
-        self.aborter.abort();
-    }
-
-    /// Jobs completed, jobs failed for good, runs retried, outcomes refused for a lost lease,
-    /// stalled jobs recovered. Also after `close`: the final figures.
-    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let stats = self.aborter.stats();
-        let text = serde_json::to_string(&stats).unwrap_or_else(|_| "{}".into());
-        Ok(json_loads(py, &text)?.unbind())
+        /// The worker's next events (a list of dicts), waiting up to `wait` seconds for the
+        /// first; `[]` when none came; None once the worker is closed and every event was taken.
+        #[pyo3(signature = (wait, blocking=false))]
+        fn events(&self, py, wait: &Bound<'_, PyAny>) {
+            let wait = std::time::Duration::from_millis(seconds_ms(py, "wait", wait)?.max(1));
+            let events = self.events.clone();
+            Ok(Box::pin(async move { Ok(Out::OptJson(events.next(wait).await)) }))
+        }
     }
 }

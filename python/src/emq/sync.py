@@ -20,7 +20,9 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from . import _emq
-from . import Backoff, Job, JobSpec, Pem, Retention, Seconds, Url, _WorkerEvents, _bulk, _options, _outcome, _tls, _urls
+from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
+from .job import Job
+from .worker_events import _WorkerEvents
 from .errors import InvalidOption
 
 __all__ = ["Queue", "Worker", "EventStream"]
