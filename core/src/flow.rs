@@ -187,3 +187,30 @@ pub(crate) async fn notify_parent(
         .invoke(q.store())
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_ids_serialise_as_every_binding_shows_them() {
+        let id = |n: u16| JobId::from_parts(1_700_000_000_000, 1, n);
+        let ids = FlowIds {
+            queue: "parents".into(),
+            id: id(1),
+            children: vec![FlowIds {
+                queue: "kids".into(),
+                id: id(2),
+                children: vec![],
+            }],
+        };
+        assert_eq!(
+            serde_json::to_value(&ids).unwrap(),
+            serde_json::json!({
+                "queue": "parents",
+                "id": id(1).to_string(),
+                "children": [{"queue": "kids", "id": id(2).to_string(), "children": []}],
+            })
+        );
+    }
+}

@@ -4,7 +4,7 @@
 
 use crate::convert::py_to_value;
 use crate::{code_err, core_err, seconds_ms, Out};
-use emq::{ErrorCode, FlowIds, JobId, JobState};
+use emq::{ErrorCode, JobId, JobState};
 use pyo3::prelude::*;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -32,14 +32,6 @@ pub(crate) fn payload(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyRes
             ErrorCode::InvalidPayload,
             format!("{what} is not JSON-serialisable: {}", e.value(py)),
         )
-    })
-}
-
-pub(crate) fn flow_ids_json(ids: &FlowIds) -> Value {
-    json!({
-        "queue": ids.queue,
-        "id": ids.id.to_string(),
-        "children": ids.children.iter().map(flow_ids_json).collect::<Vec<_>>(),
     })
 }
 

@@ -5,9 +5,7 @@
 
 use crate::convert::{json_dumps, name_text};
 use crate::errors::{code_err, core_err};
-use crate::extras::{
-    events_json, flow_ids_json, job_id, job_state, payload, schedulers_json, EventStream,
-};
+use crate::extras::{events_json, job_id, job_state, payload, schedulers_json, EventStream};
 use crate::options::{
     flow_spec, job_options, job_spec, number, rate_limit, seconds_ms, secs, whole,
 };
@@ -268,7 +266,7 @@ awaitable_methods! {
                 .map_err(|e| core_err(py, &e))?;
             Ok(Box::pin(async move {
                 let ids = q.add_flow(flow).await?;
-                Ok(Out::Json(flow_ids_json(&ids).to_string()))
+                Ok(Out::Json(serde_json::to_string(&ids)?))
             }))
         }
 
