@@ -348,8 +348,8 @@ mod tests {
             raw_get(port, "{emq}:version"),
             format!(
                 "${}\r\n{}\r\n",
-                emq::store::WIRE_VERSION.to_string().len(),
-                emq::store::WIRE_VERSION
+                emq::WIRE_VERSION.to_string().len(),
+                emq::WIRE_VERSION
             )
         );
 

@@ -1,6 +1,6 @@
 //! The built `emq` binary, run as a user would. Every wait is bounded.
 
-use emq::slot::key_slot;
+use emq::key_slot;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};

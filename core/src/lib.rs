@@ -1,23 +1,31 @@
 //! emq — EchoMQ 2.0: a background-job queue on Redis-protocol datastores.
 //!
-//! This crate is the one core every binding wraps. It owns:
-//! - [`keyspace`]: queue names and the only builders of keys (`emq:{q}:<type>`, `{emq}:…`);
-//! - [`job_id`]: JOB snowflake ids and the one gate that parses them; [`minter`] mints them under a
-//!   node-id lease on the server's clock;
-//! - [`script`]: the Lua scripts of `lua/`, their headers, the undeclared-key guard, EVALSHA;
-//! - [`store`]: the connection (standalone or cluster), TLS/ACL, the wire-version check;
+//! This crate is the one core every binding wraps. Its public modules are what a user calls:
 //! - [`queue`] and [`worker`]: the job lifecycle; [`handler`]: the trait bindings implement;
-//! - [`events`]: the events stream; [`waiters`]: `Queue::wait` (one follower per queue handle); [`audit`]: the invariant check; [`metrics`]: counts and the
-//!   Prometheus text; [`limits`]: global concurrency and rate limits; [`scheduler`]: job schedulers;
+//! - [`keyspace`]: queue names and the only builders of keys (`emq:{q}:<type>`, `{emq}:…`), and
+//!   [`key_slot`] / [`hash_tag`] (the slot a key hashes to); [`job_id`]: JOB snowflake ids and the
+//!   one gate that parses them;
+//! - [`events`]: the events stream; [`waiters`]: `Queue::wait` (one follower per queue handle);
+//!   [`audit`]: the invariant check; [`metrics`]: counts and the Prometheus text; [`limits`]:
+//!   global concurrency and rate limits; [`scheduler`]: job schedulers; [`flow`]: flows;
+//!   [`lookup`]: read-only look-ups for views; [`migrate`]: `emq migrate`;
 //! - [`registry`]: the queues in use; [`worker_registry`]: the live workers, on the server's clock;
 //! - [`error`]: one error type with stable codes; [`options`] and [`spec`]: the options a caller
 //!   passes in, and their one conversion and validation (every binding fills a spec).
+//!
+//! The plumbing is private to the crate: `script/` (the Lua scripts of `lua/`, their headers, the
+//! undeclared-key guard, EVALSHA), `store` (the connection, standalone or cluster, TLS/ACL; its
+//! types [`Store`], [`ConnectOptions`], … are re-exported here) and `connect` (its wire-version
+//! check), `minter` (ids minted under a node-id lease; [`IdMinter`] re-exported), `durable` and
+//! `durable_pool` (the opt-in replicated add), `handoff`, `clock`, `slot`, `task` ([`TaskHandle`]
+//! re-exported). `core/tests` reach the script registry through `emq::testing` (feature
+//! `testing`, on for those tests only).
 
 pub mod audit;
 mod clock;
 mod connect;
-pub mod durable;
-pub mod durable_pool;
+mod durable;
+mod durable_pool;
 pub mod error;
 pub mod events;
 pub mod flow;
@@ -30,17 +38,20 @@ pub mod limits;
 pub mod lookup;
 pub mod metrics;
 pub mod migrate;
-pub mod minter;
+mod minter;
 pub mod options;
 pub mod outcome;
 pub mod queue;
 pub mod registry;
 pub mod scheduler;
+#[cfg(feature = "testing")]
 pub mod script;
-pub mod slot;
+#[cfg(not(feature = "testing"))]
+mod script;
+mod slot;
 pub mod spec;
-pub mod store;
-pub mod task;
+mod store;
+mod task;
 pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
@@ -59,7 +70,9 @@ pub use options::{Backoff, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
-pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology};
+pub use slot::{hash_tag, key_slot};
+pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology, WIRE_VERSION};
+pub use task::TaskHandle;
 pub use worker::{
     CloseReport, Worker, WorkerAborter, WorkerEvent, WorkerEventHook, WorkerHandle, WorkerOptions,
     WorkerStats,
@@ -69,6 +82,16 @@ pub use worker_registry::WorkerInfo;
 // The uniffi derives on the core's own types (feature `uniffi`, for bindings/uniffi).
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!();
+
+/// What the core's own integration tests (`core/tests`) reach inside the crate: the script registry
+/// (to call one script directly, as a worker or producer would) and the durable pool's bound. Only
+/// with the `testing` feature, which `core/Cargo.toml` turns on for its tests alone; not API.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::durable_pool::CONNECTIONS_PER_MASTER;
+    pub use crate::script;
+}
 
 /// Entry points for the fuzz targets in `fuzz/` (not part of the API): parsers of outside bytes
 /// that are private to the core.

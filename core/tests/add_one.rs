@@ -2,7 +2,7 @@
 //! same record, lists, marker, events and counter behind (and the same idempotence and pause
 //! behaviour), so the two scripts cannot drift apart.
 
-use emq::script;
+use emq::testing::script;
 use emq::{ConnectOptions, JobOptions, NewJob, Queue, QueueName, Removal};
 use emq_harness::RedisServer;
 use serde_json::json;

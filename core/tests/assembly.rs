@@ -7,7 +7,7 @@
 mod common;
 
 use common::wait_until;
-use emq::script;
+use emq::testing::script;
 use emq::{
     ConnectOptions, HandlerError, IdMinter, JobContext, JobOptions, JobState, Moved, NewJob, Queue,
     Store, Worker, WorkerOptions,

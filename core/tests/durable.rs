@@ -3,7 +3,7 @@
 //! `invalid_option` naming the bound; with a replica attached, the add returns once the replica has
 //! the job; with fewer replicas than asked, it fails with `not_replicated` naming the job (which is
 //! written on the master, and re-adding it with the same id is idempotent). Durable adds reuse a
-//! few dedicated connections per master (`emq::durable_pool::CONNECTIONS_PER_MASTER`), and drop one
+//! few dedicated connections per master (`emq::testing::CONNECTIONS_PER_MASTER`), and drop one
 //! whose WAIT fell short. The cluster case (a failover that loses nothing) is in
 //! `chaos_failover.rs`.
 
@@ -205,9 +205,9 @@ async fn durable_adds_reuse_a_few_connections_and_drop_one_whose_wait_fell_short
     let after_parallel = info_field(&mut probe, "stats", "total_connections_received").await;
     let total = opened(before, after_parallel) as usize;
     assert!(
-        (1..=emq::durable_pool::CONNECTIONS_PER_MASTER).contains(&total),
+        (1..=emq::testing::CONNECTIONS_PER_MASTER).contains(&total),
         "300 durable adds opened {total} connections (at most {} per master)",
-        emq::durable_pool::CONNECTIONS_PER_MASTER
+        emq::testing::CONNECTIONS_PER_MASTER
     );
     // Nothing lost: every job the adds acknowledged is on the replica.
     assert_eq!(ids.len(), 300);

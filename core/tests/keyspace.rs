@@ -4,7 +4,7 @@
 mod common;
 
 use emq::keyspace::{CoreKey, Family, JobPart, QueueName};
-use emq::slot::{hash_tag, key_slot};
+use emq::{hash_tag, key_slot};
 use emq::{ConnectOptions, ErrorCode, JobId, Store};
 use proptest::prelude::*;
 
@@ -106,7 +106,7 @@ async fn an_incompatible_version_is_refused() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(v, emq::store::WIRE_VERSION.to_string());
+    assert_eq!(v, emq::WIRE_VERSION.to_string());
     let _: () = redis::cmd("SET")
         .arg(CoreKey::Version.key())
         .arg("1")

@@ -5,7 +5,7 @@ mod common;
 
 use common::{audit_ok, queue_on};
 
-use emq::script;
+use emq::testing::script;
 use emq::{JobId, JobPart, Queue};
 
 const LEASE_MS: u64 = 60_000;

@@ -15,7 +15,7 @@
 
 mod common;
 
-use emq::script;
+use emq::testing::script;
 use emq::{CancelOutcome, JobId, JobOptions, JobPart, JobState, Queue};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

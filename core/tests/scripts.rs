@@ -5,7 +5,7 @@
 
 mod common;
 
-use emq::script::{self, Script};
+use emq::testing::script::{self, Script};
 use emq::{ConnectOptions, ErrorCode, Family, QueueName, Store};
 
 static BAD_ARGV_BASE: Script =

@@ -8,7 +8,7 @@
 
 use clap::Args as ClapArgs;
 use emq::keyspace::PREFIX;
-use emq::slot::{hash_tag, key_slot};
+use emq::{hash_tag, key_slot};
 use emq::{CoreKey, Family, JobPart, QueueName};
 use serde::Serialize;
 use std::collections::BTreeSet;

@@ -194,6 +194,7 @@ impl Invocation {
         cmd
     }
 
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))] // for core/tests
     /// The script being called.
     pub fn script(&self) -> &'static Script {
         self.script

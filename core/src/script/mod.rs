@@ -17,15 +17,22 @@
 mod assemble;
 mod header;
 mod invocation;
+#[cfg(any(test, feature = "testing"))]
 mod lint;
 mod prefix;
 mod registry;
 mod send;
 
+// What only the tests call (core/tests, through `emq::testing` with the `testing` feature).
+#[cfg(any(test, feature = "testing"))]
 pub use assemble::assemble;
+#[cfg(any(test, feature = "testing"))]
 pub use header::Header;
 pub use invocation::Invocation;
+#[cfg(any(test, feature = "testing"))]
 pub use lint::lint;
 pub(crate) use prefix::Prefix;
 pub use registry::*;
-pub use send::{load_all, pipeline};
+#[cfg(any(test, feature = "testing"))]
+pub use send::load_all;
+pub use send::pipeline;

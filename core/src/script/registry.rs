@@ -33,11 +33,13 @@ impl Script {
         }
     }
 
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))] // for core/tests
     /// The file name, without `.lua`.
     pub fn name(&self) -> &'static str {
         self.name
     }
 
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))] // for core/tests
     /// The script's own text (without the guard).
     pub fn body(&self) -> &'static str {
         self.body
@@ -136,6 +138,7 @@ macro_rules! scripts {
     ($($(#[$doc:meta])* $ident:ident => $file:literal,)*) => {
         $( $(#[$doc])* pub static $ident: Script = Script::new($file, include_str!(concat!("../../lua/", $file, ".lua")));)*
         /// Every script in `lua/`.
+        #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
         pub static ALL: &[&Script] = &[$(&$ident),*];
     };
 }

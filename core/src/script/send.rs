@@ -75,6 +75,7 @@ pub(super) async fn send_loading<T: FromRedisValue, C: ConnectionLike + Send>(
     }
 }
 
+#[cfg(any(test, feature = "testing"))] // only the tests load every script up front
 /// Loads every script in the store's mode (on a cluster: on every node).
 pub async fn load_all(store: &Store) -> Result<()> {
     for s in ALL {

@@ -37,7 +37,7 @@ pub struct App {
     token: Option<String>,
     pub(super) read_only: bool,
     live: broadcast::Sender<Value>,
-    followed: Mutex<HashMap<QueueName, emq::task::TaskHandle>>,
+    followed: Mutex<HashMap<QueueName, emq::TaskHandle>>,
 }
 
 pub(super) type Shared = Arc<App>;
@@ -97,7 +97,7 @@ impl App {
             return;
         };
         let live = self.live.clone();
-        let task = emq::task::TaskHandle::spawn(async move {
+        let task = emq::TaskHandle::spawn(async move {
             let mut stream = None;
             loop {
                 if stream.is_none() {
