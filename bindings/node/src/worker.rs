@@ -16,8 +16,8 @@
 //! goes through the run's [`JobContext`] (`progress`), so the core reports it as a `progress` event.
 
 use crate::options::{ms, worker_options, WorkerOpts};
-use crate::throw;
 use crate::worker_events::WorkerEvents;
+use crate::{napi_failure, throw, Result, Settled};
 use emq::{
     Handler, HandlerError, HandlerResult, Interrupt, JobContext, JobId, WorkerAborter, WorkerHandle,
 };
@@ -309,9 +309,9 @@ pub(crate) fn start(
     dispatcher: Function<'_, String, ()>,
     on_events: Function<'_, String, ()>,
     opts: Option<WorkerOpts>,
-) -> napi::Result<NativeWorker> {
+) -> Result<NativeWorker> {
     let options = worker_options(opts).map_err(throw)?;
-    let events = WorkerEvents::new(on_events)?;
+    let events = WorkerEvents::new(on_events).map_err(napi_failure)?;
     let dispatch = Arc::new(Dispatch {
         state: Mutex::new(State::default()),
     });
@@ -325,7 +325,8 @@ pub(crate) fn start(
                 .upgrade()
                 .map(|d| d.take_batch())
                 .unwrap_or_else(|| "[]".to_string()))
-        })?;
+        })
+        .map_err(napi_failure)?;
     dispatch.lock().tsfn = Some(Arc::new(tsfn));
     emq::worker_registry::set_language("node");
     let started = emq::Worker::builder(queue.clone())
@@ -418,15 +419,18 @@ impl NativeWorker {
     /// Records progress (JSON text) of the run `seq` of job `id` through its context, so the core
     /// reports a `progress` event; once the run is settled, on the queue alone (no event).
     #[napi]
-    pub async fn progress(&self, seq: u32, id: String, progress: String) -> napi::Result<()> {
-        let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
-        match self.dispatch.context(seq) {
-            Some(ctx) => ctx.progress(v).await.map_err(throw),
-            None => {
-                let id = JobId::parse(&id).map_err(throw)?;
-                self.queue.update_progress(id, &v).await.map_err(throw)
+    pub async fn progress(&self, seq: u32, id: String, progress: String) -> Settled<()> {
+        Settled::of(async move {
+            let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
+            match self.dispatch.context(seq) {
+                Some(ctx) => ctx.progress(v).await.map_err(throw),
+                None => {
+                    let id = JobId::parse(&id).map_err(throw)?;
+                    self.queue.update_progress(id, &v).await.map_err(throw)
+                }
             }
-        }
+        })
+        .await
     }
 
     /// Keeps the events of the kinds in `mask` for JS (a bit each: completed 1, failed 2,
@@ -468,25 +472,28 @@ impl NativeWorker {
     /// in-flight jobs, gives the rest back to wait, then releases the JS function so that the
     /// worker no longer keeps the process alive. Returns how many jobs were given back.
     #[napi]
-    pub async fn close(&self, timeout: Option<f64>) -> napi::Result<f64> {
-        let deadline = ms("timeout", timeout).map_err(throw)?;
-        let handle = {
-            let mut guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-            guard.take()
-        };
-        let result = match handle {
-            None => Ok(0.0),
-            Some(h) => {
-                let r = match deadline {
-                    Some(d) => h.close_within(Duration::from_millis(d)).await,
-                    None => h.close().await,
-                };
-                r.map(|rep| rep.released as f64).map_err(throw)
-            }
-        };
-        self.dispatch.close();
-        self.events.close();
-        result
+    pub async fn close(&self, timeout: Option<f64>) -> Settled<f64> {
+        Settled::of(async move {
+            let deadline = ms("timeout", timeout).map_err(throw)?;
+            let handle = {
+                let mut guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+                guard.take()
+            };
+            let result = match handle {
+                None => Ok(0.0),
+                Some(h) => {
+                    let r = match deadline {
+                        Some(d) => h.close_within(Duration::from_millis(d)).await,
+                        None => h.close().await,
+                    };
+                    r.map(|rep| rep.released as f64).map_err(throw)
+                }
+            };
+            self.dispatch.close();
+            self.events.close();
+            result
+        })
+        .await
     }
 
     /// Stops at once (a second Ctrl-C): a close in progress stops waiting and releases nothing;
