@@ -1,4 +1,4 @@
-//! A subscriber on a queue's events stream (wrapped by `EventStream` in `index.js`): reads events in
+//! A subscriber on a queue's events stream (wrapped by `EventStream` in `node/src/events.ts`): reads events in
 //! order, each batch waiting up to a bound; `close` ends a read in progress at once, so a closed
 //! subscriber never holds the process open for the rest of its wait.
 

@@ -1,7 +1,7 @@
-//! [`NativeQueue`]: one queue's operations (wrapped by `Queue` in `index.js`): adds (one, a bulk
+//! [`NativeQueue`]: one queue's operations (wrapped by `Queue` in `node/src/queue.ts`): adds (one, a bulk
 //! batch as one JSON string, a flow), reads, state changes, cleanup, limits, schedulers and events.
 //! Each method converts its arguments, calls the core, and converts the reply; values too rich for a
-//! napi object cross as JSON text, which `index.js` parses.
+//! napi object cross as JSON text, which `node/src/queue.ts` parses.
 
 use crate::events::{events_text, NativeEvents};
 use crate::options::{
@@ -564,7 +564,7 @@ impl NativeQueue {
         Settled::of(async move { self.q.close().await.map_err(throw) }).await
     }
 
-    /// Starts a worker on this queue around `dispatcher` (`index.js`'s, which takes a JSON array
+    /// Starts a worker on this queue around `dispatcher` (`node/src/dispatcher.ts`'s, which takes a JSON array
     /// of jobs and settles each through the worker's `complete` / `fail`); the worker's events go
     /// to `on_events` (a JSON array of events at a time).
     #[napi(async_runtime)]

@@ -5,13 +5,13 @@
 //! `handle` appends the job (as JSON, written on the core's thread) to a shared batch together with
 //! a sequence number, parks a oneshot sender under that number, and asks the JS thread to run only
 //! when the batch was empty (one threadsafe-function call is then pending for everything appended
-//! until JS picks the batch up). On the JS thread the batch goes to `index.js`'s dispatcher as one
+//! until JS picks the batch up). On the JS thread the batch goes to `node/src/dispatcher.ts`'s dispatcher as one
 //! JSON array; it runs the user's handler per job and reports outcomes back with `complete` (many
 //! successes in one call) and `fail` (one failure), which only look up the parked senders and send.
 //! A job whose future the core drops (timeout, close) unparks itself; a late outcome for it is
 //! ignored. No queue logic lives here.
 //!
-//! The worker's events (`worker.on(...)` in `index.js`) are the core's, through its
+//! The worker's events (`worker.on(...)` in `node/src/worker.ts`) are the core's, through its
 //! `WorkerBuilder::on_event` hook ([`crate::worker_events`]). A handler's `job.updateProgress`
 //! goes through the run's [`JobContext`] (`progress`), so the core reports it as a `progress` event.
 
@@ -279,7 +279,7 @@ impl Handler for JsHandler {
     }
 }
 
-/// Counters of a worker (see `WorkerStats` in index.d.ts).
+/// Counters of a worker (see `WorkerStats` in node/src/types.ts).
 #[napi(object)]
 pub struct WorkerStats {
     /// Jobs completed.
@@ -293,7 +293,7 @@ pub struct WorkerStats {
     pub running: f64,
 }
 
-/// A running worker (wrapped by `Worker` in `index.js`).
+/// A running worker (wrapped by `Worker` in `node/src/worker.ts`).
 #[napi]
 pub struct NativeWorker {
     handle: Mutex<Option<WorkerHandle>>,
@@ -440,7 +440,7 @@ impl NativeWorker {
         self.events.listen(mask);
     }
 
-    /// The events queued and not handed to JS yet, as a JSON array (`index.js` calls it once the
+    /// The events queued and not handed to JS yet, as a JSON array (`node/src/worker.ts` calls it once the
     /// close has finished, so the last ones come before `'closed'`).
     #[napi]
     pub fn take_events(&self) -> String {
