@@ -16,6 +16,9 @@ echo "== the generated error-code lists match core/src/error.rs"
 # On failure it names the stale files; regenerate them with: cargo run -q -p emq --example error_codes
 cargo run -q -p emq --example error_codes -- --check
 
+echo "== the addon's own unit tests (cargo test -p emq-node: how a batch's spec error is classified, ...)"
+cargo test -q -p emq-node
+
 echo "== building the harness"
 cargo build -p emq-harness
 
