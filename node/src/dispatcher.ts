@@ -3,6 +3,7 @@
 
 import { DelayedError, JobInterrupted, UnrecoverableError, emqError } from './errors';
 import type { NativeWorker } from './loader';
+import { given } from './payload';
 import type { Queue } from './queue';
 import type { ActiveJob, Handler, Json } from './types';
 
@@ -84,9 +85,15 @@ export function dispatcher(handler: Handler, queue: Queue, slot: Slot): (batchTe
   };
   const fail = (seq: number, e: unknown): void => {
     live.delete(seq);
+    if (e instanceof DelayedError && typeof e.delay === 'number') {
+      // The number is validated by the core (invalid_option, naming its bounds).
+      worker().delay(seq, e.delay, e.countAttempt === true);
+      return;
+    }
     if (e instanceof DelayedError) {
-      // Validated by the core (a non-number is NaN there: invalid_option).
-      worker().delay(seq, typeof e.delay === 'number' ? e.delay : NaN, e.countAttempt === true);
+      // Not a number: the job fails as the core fails a bad delay (invalid_option), naming the value.
+      const why = `DelayedError: the delay must be a number of milliseconds, got ${given(e.delay)}`;
+      worker().fail(seq, why, 'invalid_option', e.stack ?? null, false);
       return;
     }
     const f = failure(e);

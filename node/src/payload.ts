@@ -160,10 +160,12 @@ const WORKER_OPTIONS: Record<string, Kind | null> = {
 };
 
 /** A value as the user gave it, for a refusal: `"soon"` (a string), `[object Object]`... */
-function given(v: unknown): string {
+export function given(v: unknown): string {
   if (typeof v === 'string') return `${JSON.stringify(v)} (a string)`;
   if (typeof v === 'bigint') return `${v}n (a BigInt)`;
-  if (v === null || typeof v !== 'object') return `${String(v)} (a ${typeof v})`;
+  if (v === null || v === undefined) return String(v);
+  if (typeof v === 'function') return 'a function';
+  if (typeof v !== 'object') return `${String(v)} (a ${typeof v})`;
   return Array.isArray(v) ? 'an array' : `a ${kindOf(v)}`;
 }
 

@@ -151,3 +151,24 @@ test("a handler's error text that reads like an emq code stays the handler's fai
     await w.close();
   }
 });
+
+test('a DelayedError whose delay is not a number fails its job naming the value as given', async () => {
+  const w = new Worker(q, async (job) => {
+    throw new emq.DelayedError(job.data.delay);
+  }, { blockTimeout: 300 });
+  try {
+    const soon = await q.add('later', { delay: 'soon' });
+    const none = await q.add('later', { delay: null });
+    await assert.rejects(q.wait(soon, { timeout: 20_000 }), (e) => {
+      typed('handler_failed', 'DelayedError: the delay must be a number of milliseconds, got "soon" (a string)')(e);
+      assert.equal(e.failureCode, 'invalid_option');
+      return true;
+    });
+    await assert.rejects(q.wait(none, { timeout: 20_000 }), (e) => {
+      typed('handler_failed', 'DelayedError: the delay must be a number of milliseconds, got null')(e);
+      return true;
+    });
+  } finally {
+    await w.close();
+  }
+});
