@@ -219,7 +219,7 @@ test('pause, resume, delay, dedup', async () => {
 });
 
 test('the native worker copes alone with a dispatcher that throws, and settles batches', async () => {
-  // Bypasses index.js: the addon hands jobs over as a JSON array per wake-up; a dispatcher that
+  // Bypasses the JS layer (node/src): the addon hands jobs over as a JSON array per wake-up; a dispatcher that
   // throws fails the jobs of its batch it did not settle (never a crash), and `complete` / `fail`
   // settle the others.
   const native = require(path.join(__dirname, '..', 'emq.linux-x64-gnu.node'));
@@ -259,7 +259,7 @@ test('the native worker copes alone with a dispatcher that throws, and settles b
   await nq.close();
 });
 
-test('the native error codes are the ones index.js knows', () => {
+test('the native error codes are the ones the JS layer knows', () => {
   const native = require(path.join(__dirname, '..', 'emq.linux-x64-gnu.node'));
   assert.deepEqual(native.errorCodes(), emq.errorCodes);
 });

@@ -137,9 +137,9 @@ def _py_methods(text, cls):
 
 
 def _js_methods(text, cls):
-    body = _block(text, rf"^class {cls}(?: extends [\w.]+)? \{{")
+    body = _block(text, rf"^(?:export )?class {cls}(?:<[^>]*>)?(?: extends [\w.]+)? \{{")
     names = set()
-    for m in re.finditer(r"^  (?:static )?(?:async )?(?:get )?([a-z]\w*)\(", body, re.M):
+    for m in re.finditer(r"^  (?:static )?(?:async )?(?:get )?([a-z]\w*)(?:<[^(]*>)?\(", body, re.M):
         names.add(snake(m.group(1)))
     return names
 
@@ -149,6 +149,11 @@ def _rs_methods(text, struct):
     for m in re.finditer(rf"^impl {struct} \{{(.*?)^\}}", text, re.S | re.M):
         names |= {f.group(1) for f in re.finditer(r"^    pub (?:async )?fn (\w+)", m.group(1), re.M)}
     return names
+
+
+def _node_sources():
+    """The Node package's TypeScript sources (one module per concern), concatenated."""
+    return "\n".join(p.read_text() for p in sorted((ROOT / "node/src").glob("*.ts")))
 
 
 def _uniffi_sources():
@@ -166,7 +171,7 @@ def binding_methods():
     """lang -> class -> method names, read off each binding's sources."""
     py = _py_package()
     sync = (ROOT / "python/src/emq/sync.py").read_text()
-    js = (ROOT / "node/index.js").read_text()
+    js = _node_sources()
     uni = _uniffi_sources()
     classes = {
         "python": {c: _py_methods(py, c) for c in ("Queue", "Worker", "Job")},
@@ -250,7 +255,7 @@ def test_absence_lists_are_not_stale():
 def test_job_options_fields_reach_every_binding():
     fields = core_job_option_fields()
     assert "delay_ms" in fields and "priority" in fields
-    js = (ROOT / "node/index.js").read_text() + (ROOT / "bindings/node/src/options.rs").read_text()
+    js = _node_sources() + (ROOT / "bindings/node/src/options.rs").read_text()
     py = _py_package() + (ROOT / "bindings/python/src/convert.rs").read_text()
     uni = _block(_uniffi_sources(), r"^pub struct JobOptions \{")
     # The binding spelling of each field: durations drop their unit suffix (Python takes seconds,
@@ -366,8 +371,8 @@ def test_error_codes_are_one_table_in_every_language():
     py_classes = dict(re.findall(r'^class (\w+)\(EmqError\):\n(?:    """.*?"""\n)?\n?    code = "(\w+)"', errors_py, re.M | re.S))
     all_block = errors_py.split("__all__ = [", 1)[1].split("]", 1)[0]
     init_py = (ROOT / "python/src/emq/__init__.py").read_text()
-    dts = (ROOT / "node/index.d.ts").read_text()
-    dts_classes = dict(re.findall(r"^export declare class (\w+) extends EmqError \{\s*readonly code: '(\w+)'", dts, re.M))
+    errors_ts = (ROOT / "node/src/errors.ts").read_text()
+    dts_classes = dict(re.findall(r"^export class (\w+) extends EmqError \{\s*declare readonly code: '(\w+)'", errors_ts, re.M))
     uni = _block(_uniffi_sources(), r"^pub enum EmqException \{")
     uni_variants = re.findall(r"^    (\w+) \{ message: String \},", uni, re.M)
     wanted = dict(zip(names, codes))
@@ -375,7 +380,7 @@ def test_error_codes_are_one_table_in_every_language():
         "python/src/emq/errors.py classes": py_classes,
         "python/src/emq/errors.py __all__": {n: wanted.get(n) for n in re.findall(r'"(\w+)"', all_block) if n not in NOT_CODES},
         "python/src/emq/__init__.py": {n: wanted[n] for n in names if re.search(rf'^    "{n}",$', init_py, re.M)},
-        "node/index.d.ts classes": dts_classes,
+        "node/src/errors.ts classes": dts_classes,
         "bindings/uniffi EmqException": {n: wanted.get(n) for n in uni_variants},
     }
     wrong = {where: (sorted(set(wanted.items()) - set(got.items())), sorted(set(got.items()) - set(wanted.items()))) for where, got in found.items() if got != wanted}

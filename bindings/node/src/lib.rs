@@ -1,7 +1,8 @@
 //! emq-node: the native addon of the npm package `emq`. A thin napi-rs layer over the core: it
 //! adapts types (JS numbers in milliseconds to the core's options, batches and rich values as JSON
-//! text), errors (every core error is thrown as `[emq:<code>] <message>`, which `node/index.js`
-//! turns into an `EmqError` with `.code`), and the handler (the core's [`emq::Handler`] handing jobs
+//! text), errors (every core error is thrown or rejected as a JS `Error` whose `code` is the core's
+//! error code, carried as napi's error status ([`Code`]); `node/src/errors.ts` turns it into the
+//! `EmqError` subclass of that code), and the handler (the core's [`emq::Handler`] handing jobs
 //! to JS in batches, see [`worker`]). No queue logic lives here.
 //!
 //! - [`options`]: job, worker, bulk, flow and scheduler options and their conversion;
@@ -17,16 +18,68 @@ mod worker;
 mod worker_events;
 
 use emq::{ConnectOptions, Error, ErrorCode, Pem, Queue, TlsConfig};
-use napi::bindgen_prelude::{Buffer, Either};
+use napi::bindgen_prelude::{Buffer, Either, ToNapiValue};
+use napi::{sys, Unknown};
 use napi_derive::napi;
 
 pub use events::NativeEvents;
 pub use queue::NativeQueue;
 pub use worker::NativeWorker;
 
-/// The one way a core error crosses into JS: the code in a parseable prefix.
-pub(crate) fn throw(e: Error) -> napi::Error {
-    napi::Error::from_reason(format!("[emq:{}] {}", e.code().as_str(), e.message()))
+/// A core error code as napi's error status: napi sets it as the JS error's `code` property, so
+/// the code crosses as a value of its own and the message is the core's message alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Code(pub ErrorCode);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+/// An error of this addon: a JS `Error` with the core's `code`.
+pub(crate) type NodeError = napi::Error<Code>;
+
+/// What the addon's synchronous methods return: a typed error is thrown with its `code`.
+pub(crate) type Result<T> = std::result::Result<T, NodeError>;
+
+/// The one way a core error crosses into JS: its code as the error's status, its message as is.
+pub(crate) fn throw(e: Error) -> NodeError {
+    napi::Error::new(Code(e.code()), e.message())
+}
+
+/// A failure of napi itself (a threadsafe function that could not be made): `internal`.
+pub(crate) fn napi_failure(e: napi::Error) -> NodeError {
+    napi::Error::new(Code(ErrorCode::Internal), e.reason)
+}
+
+/// What the addon's `async` methods return. napi settles an async method's promise with a plain
+/// `napi::Error` (its status one of napi's own), so a typed error travels inside the resolved
+/// value instead: converting it on the JS thread builds the JS error with the core's `code`
+/// (exactly as a thrown [`NodeError`]), and napi rejects the promise with that very object.
+pub struct Settled<T>(pub Result<T>);
+
+impl<T> Settled<T> {
+    /// Runs `fut` (the method's body) and holds its outcome.
+    pub(crate) async fn of(fut: impl std::future::Future<Output = Result<T>>) -> Settled<T> {
+        Settled(fut.await)
+    }
+}
+
+impl<T: ToNapiValue> ToNapiValue for Settled<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        match val.0 {
+            Ok(v) => unsafe { T::to_napi_value(env, v) },
+            Err(e) => {
+                // The JS error napi builds for a thrown NodeError, held by a reference: napi
+                // rejects the promise with the value it references.
+                let js = unsafe { NodeError::to_napi_value(env, e)? };
+                Err(napi::Error::from(unsafe {
+                    Unknown::from_raw_unchecked(env, js)
+                }))
+            }
+        }
+    }
 }
 
 /// TLS files for `rediss://`: each a path or PEM text (a string), or the PEM as a `Buffer`.
@@ -55,7 +108,16 @@ pub async fn connect(
     name: String,
     durable: Option<Vec<f64>>,
     tls: Option<ConnectTls>,
-) -> napi::Result<NativeQueue> {
+) -> Settled<NativeQueue> {
+    Settled::of(connect_queue(urls, name, durable, tls)).await
+}
+
+async fn connect_queue(
+    urls: Vec<String>,
+    name: String,
+    durable: Option<Vec<f64>>,
+    tls: Option<ConnectTls>,
+) -> Result<NativeQueue> {
     if urls.is_empty() {
         return Err(throw(options::invalid_option(
             "at least one datastore URL is needed",
@@ -80,7 +142,7 @@ pub async fn connect(
     Ok(NativeQueue { q })
 }
 
-/// Every stable error code, for `index.js` and tests.
+/// Every stable error code, for tests.
 #[napi]
 pub fn error_codes() -> Vec<String> {
     ErrorCode::ALL

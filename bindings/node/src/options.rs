@@ -134,21 +134,24 @@ pub(crate) fn payload(what: &str, data: Option<Value>) -> emq::Result<Value> {
     })
 }
 
-/// Parses a JSON batch built by `index.js`; a shape error is a bad option (the payloads themselves
-/// are JSON by construction).
+/// Parses a JSON batch built by `node/src/payload.ts` with `JSON.stringify`, classified by serde's
+/// own error kind: the text is JSON by construction, so a syntax error is a payload that JSON text
+/// carries but the core does not read back (nested too deep, a lone surrogate written as a `\u`
+/// escape): `invalid_payload`; a data error (a value of the wrong type or shape where the spec
+/// expects another) is a bad option: `invalid_option`.
 pub(crate) fn parse_spec<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> emq::Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        let why = e.to_string();
-        // A payload too deep or with a lone surrogate (a bad \u escape) is the payload's fault.
-        if why.contains("recursion limit") || why.contains("surrogate") || why.contains("escape") {
-            Error::new(
-                ErrorCode::InvalidPayload,
-                format!("{what}: a payload does not read back as written: {why}"),
-            )
-        } else {
-            invalid_option(format!("{what}: {e}"))
-        }
-    })
+    serde_json::from_str(text).map_err(|e| spec_error(what, &e))
+}
+
+fn spec_error(what: &str, e: &serde_json::Error) -> Error {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Data => invalid_option(format!("{what}: {e}")),
+        Category::Syntax | Category::Eof | Category::Io => Error::new(
+            ErrorCode::InvalidPayload,
+            format!("{what}: a payload does not read back as written: {e}"),
+        ),
+    }
 }
 
 /// Options of a worker (times in milliseconds).
@@ -167,20 +170,110 @@ pub struct WorkerOpts {
     pub remove_on_fail: Option<Removal>,
 }
 
+/// A worker's count option against the core's bounds (`emq::options::worker_bounds`), before the
+/// spec conversion: that conversion saturates NaN to the largest count and checks a negative one
+/// against `u64::MAX`, so its refusal would name neither the real bound nor the value given.
+fn count(what: &str, v: Option<f64>, min: u64, max: u64) -> emq::Result<Option<f64>> {
+    match v {
+        Some(n) if !(n.is_finite() && n.fract() == 0.0 && n >= min as f64 && n <= max as f64) => {
+            Err(invalid_option(format!(
+                "{what} must be a whole number between {min} and {max}, got {n}"
+            )))
+        }
+        _ => Ok(v),
+    }
+}
+
 /// Converts a worker's options; the core validates them.
 pub(crate) fn worker_options(o: Option<WorkerOpts>) -> emq::Result<WorkerOptions> {
+    use emq::options::worker_bounds::{MAX_CONCURRENCY, MAX_STALLS};
     let Some(o) = o else {
         return Ok(WorkerOptions::default());
     };
     WorkerOptions::try_from(WorkerSpec {
-        concurrency: o.concurrency,
+        concurrency: count("concurrency", o.concurrency, 1, MAX_CONCURRENCY as u64)?,
         lease: millis(o.lease),
         stalled_interval: millis(o.stalled_interval),
-        max_stalls: o.max_stalls,
+        max_stalls: count("maxStalls", o.max_stalls, 0, MAX_STALLS.into())?,
         block_timeout: millis(o.block_timeout),
         shutdown_timeout: millis(o.shutdown_timeout),
         remove_on_complete: removal(o.remove_on_complete),
         remove_on_fail: removal(o.remove_on_fail),
         ..WorkerSpec::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emq::spec::JobSpec;
+
+    fn code_of(text: &str) -> ErrorCode {
+        parse_spec::<Vec<BulkEntry>>("addBulk", text)
+            .err()
+            .expect("refused")
+            .code()
+    }
+
+    #[test]
+    fn a_payload_the_core_cannot_read_back_is_invalid_payload() {
+        // Nested past serde's recursion limit (128 levels).
+        let deep = format!(
+            r#"[{{"name":"a","data":{}{}}}]"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(code_of(&deep), ErrorCode::InvalidPayload);
+        // A lone surrogate, as JSON.stringify writes one.
+        assert_eq!(
+            code_of(r#"[{"name":"a","data":"\ud800"}]"#),
+            ErrorCode::InvalidPayload
+        );
+    }
+
+    #[test]
+    fn a_spec_of_the_wrong_shape_is_invalid_option_whatever_its_text_says() {
+        // Wrong types, including values whose own text reads like a payload fault: the code
+        // comes from serde's kind of error, never from the message.
+        assert_eq!(
+            code_of(r#"[{"name":5,"data":null}]"#),
+            ErrorCode::InvalidOption
+        );
+        assert_eq!(
+            code_of(
+                r#"[{"name":"a","data":1,"opts":{"delay":"recursion limit surrogate escape"}}]"#
+            ),
+            ErrorCode::InvalidOption
+        );
+        assert_eq!(
+            code_of(r#"[{"name":"a","data":1,"opts":{"recursion limit":1}}]"#),
+            ErrorCode::InvalidOption
+        );
+        let e = parse_spec::<JobSpec>("flow", r#"{"delay":"soon"}"#).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        assert!(e.message().starts_with("flow: "), "{}", e.message());
+    }
+
+    #[test]
+    fn a_worker_count_names_its_real_bounds_and_the_value_given() {
+        for (v, shown) in [
+            (f64::NAN, "NaN"),
+            (-1.0, "-1"),
+            (0.0, "0"),
+            (1.5, "1.5"),
+            (10_001.0, "10001"),
+        ] {
+            let e = count("concurrency", Some(v), 1, 10_000).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidOption);
+            assert_eq!(
+                e.message(),
+                format!("concurrency must be a whole number between 1 and 10000, got {shown}")
+            );
+        }
+        assert_eq!(
+            count("concurrency", Some(4.0), 1, 10_000).unwrap(),
+            Some(4.0)
+        );
+        assert_eq!(count("concurrency", None, 1, 10_000).unwrap(), None);
+    }
 }

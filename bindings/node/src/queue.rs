@@ -1,14 +1,14 @@
-//! [`NativeQueue`]: one queue's operations (wrapped by `Queue` in `index.js`): adds (one, a bulk
+//! [`NativeQueue`]: one queue's operations (wrapped by `Queue` in `node/src/queue.ts`): adds (one, a bulk
 //! batch as one JSON string, a flow), reads, state changes, cleanup, limits, schedulers and events.
 //! Each method converts its arguments, calls the core, and converts the reply; values too rich for a
-//! napi object cross as JSON text, which `index.js` parses.
+//! napi object cross as JSON text, which `node/src/queue.ts` parses.
 
 use crate::events::{events_text, NativeEvents};
 use crate::options::{
     invalid_option, job_options, parse_spec, payload, whole, BulkEntry, JobOpts, WorkerOpts,
 };
-use crate::throw;
 use crate::worker::NativeWorker;
+use crate::{throw, Result, Settled};
 use emq::spec::{FlowSpec, Millis, RateLimitSpec, ScheduleSpec};
 use emq::{
     FlowIds, GroupRateLimit, Job, JobId, JobOptions, JobState, NewJob, Queue, RateLimit, Schedule,
@@ -71,7 +71,7 @@ fn state(text: &str) -> emq::Result<JobState> {
     })
 }
 
-fn parse_id(id: &str) -> napi::Result<JobId> {
+fn parse_id(id: &str) -> Result<JobId> {
     JobId::parse(id).map_err(throw)
 }
 
@@ -91,300 +91,357 @@ impl NativeQueue {
 
     /// Mints a job id now, to add later with `{ id }` (idempotent on that id).
     #[napi]
-    pub fn mint_id(&self) -> napi::Result<String> {
+    pub fn mint_id(&self) -> Result<String> {
         Ok(self.q.mint_id().map_err(throw)?.to_string())
     }
 
     /// Adds a job whose payload is JSON text; returns its id.
     #[napi]
-    pub async fn add(
-        &self,
-        name: String,
-        data: String,
-        opts: Option<JobOpts>,
-    ) -> napi::Result<String> {
-        let options = job_options(opts).map_err(throw)?;
-        let id = self
-            .q
-            .add_json(&name, &data, options)
-            .await
-            .map_err(throw)?;
-        Ok(id.to_string())
+    pub async fn add(&self, name: String, data: String, opts: Option<JobOpts>) -> Settled<String> {
+        Settled::of(async move {
+            let options = job_options(opts).map_err(throw)?;
+            let id = self
+                .q
+                .add_json(&name, &data, options)
+                .await
+                .map_err(throw)?;
+            Ok(id.to_string())
+        })
+        .await
     }
 
     /// Adds many jobs given as one JSON array of `{name, data, opts}`, in pipelined round trips;
     /// returns their ids in order, comma-separated.
     #[napi]
-    pub async fn add_bulk_json(&self, jobs: String) -> napi::Result<String> {
-        // The payloads are held to the core's rule (`invalid_payload`): integers within 64 bits
-        // here, depth and lone surrogates by the parse (the batch's array and object take two of
-        // the 127 levels).
-        emq::job::check_integer_widths("addBulk: a payload", &jobs).map_err(throw)?;
-        let entries: Vec<BulkEntry> = parse_spec("addBulk", &jobs).map_err(throw)?;
-        drop(jobs);
-        let mut batch = Vec::with_capacity(entries.len());
-        for (i, j) in entries.into_iter().enumerate() {
-            batch.push(NewJob {
-                name: j.name,
-                data: payload(&format!("job {i}"), j.data).map_err(throw)?,
-                options: JobOptions::try_from(j.opts).map_err(throw)?,
-            });
-        }
-        let ids = self.q.add_bulk(batch).await.map_err(throw)?;
-        let mut out = String::with_capacity(ids.len() * 17);
-        for (i, id) in ids.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+    pub async fn add_bulk_json(&self, jobs: String) -> Settled<String> {
+        Settled::of(async move {
+            // The payloads are held to the core's rule (`invalid_payload`): integers within 64 bits
+            // here, depth and lone surrogates by the parse (the batch's array and object take two of
+            // the 127 levels).
+            emq::job::check_integer_widths("addBulk: a payload", &jobs).map_err(throw)?;
+            let entries: Vec<BulkEntry> = parse_spec("addBulk", &jobs).map_err(throw)?;
+            drop(jobs);
+            let mut batch = Vec::with_capacity(entries.len());
+            for (i, j) in entries.into_iter().enumerate() {
+                batch.push(NewJob {
+                    name: j.name,
+                    data: payload(&format!("job {i}"), j.data).map_err(throw)?,
+                    options: JobOptions::try_from(j.opts).map_err(throw)?,
+                });
             }
-            out.push_str(&id.to_string());
-        }
-        Ok(out)
+            let ids = self.q.add_bulk(batch).await.map_err(throw)?;
+            let mut out = String::with_capacity(ids.len() * 17);
+            for (i, id) in ids.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&id.to_string());
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// Adds a flow (JSON of `{queue?, name, data, opts, children}`); returns its ids as JSON in
     /// the flow's shape.
     #[napi]
-    pub async fn add_flow(&self, flow: String) -> napi::Result<String> {
-        emq::job::check_integer_widths("addFlow: a payload", &flow).map_err(throw)?;
-        let spec: FlowSpec = parse_spec("addFlow", &flow).map_err(throw)?;
-        let job = spec.into_flow(self.q.name().as_str()).map_err(throw)?;
-        let ids = self.q.add_flow(job).await.map_err(throw)?;
-        Ok(flow_ids_json(&ids).to_string())
+    pub async fn add_flow(&self, flow: String) -> Settled<String> {
+        Settled::of(async move {
+            emq::job::check_integer_widths("addFlow: a payload", &flow).map_err(throw)?;
+            let spec: FlowSpec = parse_spec("addFlow", &flow).map_err(throw)?;
+            let job = spec.into_flow(self.q.name().as_str()).map_err(throw)?;
+            let ids = self.q.add_flow(job).await.map_err(throw)?;
+            Ok(flow_ids_json(&ids).to_string())
+        })
+        .await
     }
 
     /// The results of a parent's children by `<queue>:<id>` (JSON object).
     #[napi]
-    pub async fn children_results(&self, id: String) -> napi::Result<String> {
-        let id = parse_id(&id)?;
-        let r = self.q.children_results(id).await.map_err(throw)?;
-        serde_json::to_string(&r).map_err(|e| throw(e.into()))
+    pub async fn children_results(&self, id: String) -> Settled<String> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            let r = self.q.children_results(id).await.map_err(throw)?;
+            serde_json::to_string(&r).map_err(|e| throw(e.into()))
+        })
+        .await
     }
 
     /// Reads a job: JSON text of the job, or null when there is no such job.
     #[napi]
-    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
-        let job = self.q.get_str(&id).await.map_err(throw)?;
-        Ok(job.map(|j| job_json(&j).to_string()))
+    pub async fn get(&self, id: String) -> Settled<Option<String>> {
+        Settled::of(async move {
+            let job = self.q.get_str(&id).await.map_err(throw)?;
+            Ok(job.map(|j| job_json(&j).to_string()))
+        })
+        .await
     }
 
     /// Jobs in one state, a page at a time (JSON array).
     #[napi]
-    pub async fn list(&self, state_name: String, offset: f64, limit: f64) -> napi::Result<String> {
-        let st = state(&state_name).map_err(throw)?;
-        let offset = whole("offset", offset, u32::MAX as u64).map_err(throw)?;
-        let limit = whole("limit", limit, 100_000).map_err(throw)?;
-        let jobs = self.q.list(st, offset, limit).await.map_err(throw)?;
-        Ok(Value::Array(jobs.iter().map(job_json).collect()).to_string())
+    pub async fn list(&self, state_name: String, offset: f64, limit: f64) -> Settled<String> {
+        Settled::of(async move {
+            let st = state(&state_name).map_err(throw)?;
+            let offset = whole("offset", offset, u32::MAX as u64).map_err(throw)?;
+            let limit = whole("limit", limit, 100_000).map_err(throw)?;
+            let jobs = self.q.list(st, offset, limit).await.map_err(throw)?;
+            Ok(Value::Array(jobs.iter().map(job_json).collect()).to_string())
+        })
+        .await
     }
 
     /// Counts jobs per state.
     #[napi]
-    pub async fn counts(&self) -> napi::Result<Counts> {
-        let c = self.q.counts().await.map_err(throw)?;
-        Ok(Counts {
-            waiting: c.waiting as f64,
-            paused: c.paused as f64,
-            active: c.active as f64,
-            delayed: c.delayed as f64,
-            prioritized: c.prioritized as f64,
-            completed: c.completed as f64,
-            failed: c.failed as f64,
-            stalled: c.stalled as f64,
-            waiting_children: c.waiting_children as f64,
+    pub async fn counts(&self) -> Settled<Counts> {
+        Settled::of(async move {
+            let c = self.q.counts().await.map_err(throw)?;
+            Ok(Counts {
+                waiting: c.waiting as f64,
+                paused: c.paused as f64,
+                active: c.active as f64,
+                delayed: c.delayed as f64,
+                prioritized: c.prioritized as f64,
+                completed: c.completed as f64,
+                failed: c.failed as f64,
+                stalled: c.stalled as f64,
+                waiting_children: c.waiting_children as f64,
+            })
         })
+        .await
     }
 
     #[napi]
-    pub async fn pause(&self) -> napi::Result<()> {
-        self.q.pause().await.map_err(throw)
+    pub async fn pause(&self) -> Settled<()> {
+        Settled::of(async move { self.q.pause().await.map_err(throw) }).await
     }
 
     #[napi]
-    pub async fn resume(&self) -> napi::Result<()> {
-        self.q.resume().await.map_err(throw)
+    pub async fn resume(&self) -> Settled<()> {
+        Settled::of(async move { self.q.resume().await.map_err(throw) }).await
     }
 
     #[napi]
-    pub async fn is_paused(&self) -> napi::Result<bool> {
-        self.q.is_paused().await.map_err(throw)
+    pub async fn is_paused(&self) -> Settled<bool> {
+        Settled::of(async move { self.q.is_paused().await.map_err(throw) }).await
     }
 
     /// Removes a job that is not active; true when it existed.
     #[napi]
-    pub async fn remove(&self, id: String) -> napi::Result<bool> {
-        let id = parse_id(&id)?;
-        self.q.remove(id).await.map(|m| m.is_moved()).map_err(throw)
+    pub async fn remove(&self, id: String) -> Settled<bool> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            self.q.remove(id).await.map(|m| m.is_moved()).map_err(throw)
+        })
+        .await
     }
 
     /// Sends a failed job back to wait; false when it is not failed.
     #[napi]
-    pub async fn retry(&self, id: String) -> napi::Result<bool> {
-        let id = parse_id(&id)?;
-        self.q.retry(id).await.map(|m| m.is_moved()).map_err(throw)
+    pub async fn retry(&self, id: String) -> Settled<bool> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            self.q.retry(id).await.map(|m| m.is_moved()).map_err(throw)
+        })
+        .await
     }
 
     /// Retries every failed job; returns how many.
     #[napi]
-    pub async fn retry_failed(&self) -> napi::Result<f64> {
-        Ok(self.q.retry_failed().await.map_err(throw)? as f64)
+    pub async fn retry_failed(&self) -> Settled<f64> {
+        Settled::of(async move { Ok(self.q.retry_failed().await.map_err(throw)? as f64) }).await
     }
 
     /// Runs a delayed job now; false when it is not delayed.
     #[napi]
-    pub async fn promote(&self, id: String) -> napi::Result<bool> {
-        let id = parse_id(&id)?;
-        self.q
-            .promote(id)
-            .await
-            .map(|m| m.is_moved())
-            .map_err(throw)
+    pub async fn promote(&self, id: String) -> Settled<bool> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            self.q
+                .promote(id)
+                .await
+                .map(|m| m.is_moved())
+                .map_err(throw)
+        })
+        .await
     }
 
     /// Gives a job that has not finished a new priority (0: none); false when there is no such
     /// job or it has finished.
     #[napi]
-    pub async fn change_priority(&self, id: String, priority: f64) -> napi::Result<bool> {
-        let id = parse_id(&id)?;
-        let priority =
-            crate::options::whole("priority", priority, u32::MAX as u64).map_err(throw)?;
-        self.q
-            .change_priority(id, priority as u32)
-            .await
-            .map(|m| m.is_moved())
-            .map_err(throw)
+    pub async fn change_priority(&self, id: String, priority: f64) -> Settled<bool> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            let priority =
+                crate::options::whole("priority", priority, u32::MAX as u64).map_err(throw)?;
+            self.q
+                .change_priority(id, priority as u32)
+                .await
+                .map(|m| m.is_moved())
+                .map_err(throw)
+        })
+        .await
     }
 
     /// Removes every waiting, paused and prioritized job (and delayed ones with `delayed`).
     #[napi]
-    pub async fn drain(&self, delayed: bool) -> napi::Result<f64> {
-        Ok(self.q.drain(delayed).await.map_err(throw)? as f64)
+    pub async fn drain(&self, delayed: bool) -> Settled<f64> {
+        Settled::of(async move { Ok(self.q.drain(delayed).await.map_err(throw)? as f64) }).await
     }
 
     /// Removes up to `limit` completed or failed jobs finished more than `grace` ms ago.
     #[napi]
-    pub async fn clean(&self, state_name: String, grace: f64, limit: f64) -> napi::Result<f64> {
-        let st = state(&state_name).map_err(throw)?;
-        let grace = emq::options::millis("grace", grace).map_err(throw)?;
-        let limit = whole("limit", limit, u32::MAX as u64).map_err(throw)?;
-        let n = self
-            .q
-            .clean(st, Duration::from_millis(grace), limit)
-            .await
-            .map_err(throw)?;
-        Ok(n as f64)
+    pub async fn clean(&self, state_name: String, grace: f64, limit: f64) -> Settled<f64> {
+        Settled::of(async move {
+            let st = state(&state_name).map_err(throw)?;
+            let grace = emq::options::millis("grace", grace).map_err(throw)?;
+            let limit = whole("limit", limit, u32::MAX as u64).map_err(throw)?;
+            let n = self
+                .q
+                .clean(st, Duration::from_millis(grace), limit)
+                .await
+                .map_err(throw)?;
+            Ok(n as f64)
+        })
+        .await
     }
 
     /// Deletes the whole queue; refuses while jobs are active unless `force`.
     #[napi]
-    pub async fn obliterate(&self, force: bool) -> napi::Result<f64> {
-        Ok(self.q.obliterate(force).await.map_err(throw)? as f64)
+    pub async fn obliterate(&self, force: bool) -> Settled<f64> {
+        Settled::of(async move { Ok(self.q.obliterate(force).await.map_err(throw)? as f64) }).await
     }
 
     /// Records a job's progress (JSON text).
     #[napi]
-    pub async fn update_progress(&self, id: String, progress: String) -> napi::Result<()> {
-        let id = parse_id(&id)?;
-        let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
-        self.q.update_progress(id, &v).await.map_err(throw)
+    pub async fn update_progress(&self, id: String, progress: String) -> Settled<()> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
+            self.q.update_progress(id, &v).await.map_err(throw)
+        })
+        .await
     }
 
     /// Appends a line to a job's log; returns the number of lines kept.
     #[napi]
-    pub async fn log(&self, id: String, line: String) -> napi::Result<f64> {
-        let id = parse_id(&id)?;
-        Ok(self.q.log(id, &line).await.map_err(throw)? as f64)
+    pub async fn log(&self, id: String, line: String) -> Settled<f64> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            Ok(self.q.log(id, &line).await.map_err(throw)? as f64)
+        })
+        .await
     }
 
     /// A job's log lines, oldest first.
     #[napi]
-    pub async fn logs(&self, id: String) -> napi::Result<Vec<String>> {
-        let id = parse_id(&id)?;
-        self.q.logs(id).await.map_err(throw)
+    pub async fn logs(&self, id: String) -> Settled<Vec<String>> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            self.q.logs(id).await.map_err(throw)
+        })
+        .await
     }
 
     /// Sets (a positive whole number) or lifts (null) the most jobs active at once across workers.
     #[napi]
-    pub async fn set_global_concurrency(&self, max: Option<f64>) -> napi::Result<()> {
-        let max = emq::spec::global_concurrency(max).map_err(throw)?;
-        self.q.set_global_concurrency(max).await.map_err(throw)
+    pub async fn set_global_concurrency(&self, max: Option<f64>) -> Settled<()> {
+        Settled::of(async move {
+            let max = emq::spec::global_concurrency(max).map_err(throw)?;
+            self.q.set_global_concurrency(max).await.map_err(throw)
+        })
+        .await
     }
 
     /// Sets (`max` jobs per `window` ms) or lifts (both null) the queue's rate limit.
     #[napi]
-    pub async fn set_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> napi::Result<()> {
-        let spec = RateLimitSpec {
-            max,
-            window: window.map(Millis),
-        };
-        let limit = Option::<RateLimit>::try_from(spec).map_err(throw)?;
-        self.q.set_rate_limit(limit).await.map_err(throw)
+    pub async fn set_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> Settled<()> {
+        Settled::of(async move {
+            let spec = RateLimitSpec {
+                max,
+                window: window.map(Millis),
+            };
+            let limit = Option::<RateLimit>::try_from(spec).map_err(throw)?;
+            self.q.set_rate_limit(limit).await.map_err(throw)
+        })
+        .await
     }
 
     /// Sets (`max` jobs per `window` ms for each group) or lifts (both null) the per-group limit.
     #[napi]
-    pub async fn set_group_rate_limit(
-        &self,
-        max: Option<f64>,
-        window: Option<f64>,
-    ) -> napi::Result<()> {
-        let spec = RateLimitSpec {
-            max,
-            window: window.map(Millis),
-        };
-        let limit = Option::<GroupRateLimit>::try_from(spec).map_err(throw)?;
-        self.q.set_group_rate_limit(limit).await.map_err(throw)
+    pub async fn set_group_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> Settled<()> {
+        Settled::of(async move {
+            let spec = RateLimitSpec {
+                max,
+                window: window.map(Millis),
+            };
+            let limit = Option::<GroupRateLimit>::try_from(spec).map_err(throw)?;
+            self.q.set_group_rate_limit(limit).await.map_err(throw)
+        })
+        .await
     }
 
     /// Creates or replaces the scheduler `id` (spec as JSON); true when it was created.
     #[napi]
-    pub async fn upsert_scheduler(&self, id: String, spec: String) -> napi::Result<bool> {
-        let s: ScheduleSpec = parse_spec("upsertScheduler", &spec).map_err(throw)?;
-        let schedule = Schedule::try_from(s).map_err(throw)?;
-        self.q.upsert_scheduler(&id, schedule).await.map_err(throw)
+    pub async fn upsert_scheduler(&self, id: String, spec: String) -> Settled<bool> {
+        Settled::of(async move {
+            let s: ScheduleSpec = parse_spec("upsertScheduler", &spec).map_err(throw)?;
+            let schedule = Schedule::try_from(s).map_err(throw)?;
+            self.q.upsert_scheduler(&id, schedule).await.map_err(throw)
+        })
+        .await
     }
 
     /// Deletes the scheduler `id`; true when it existed.
     #[napi]
-    pub async fn remove_scheduler(&self, id: String) -> napi::Result<bool> {
-        self.q.remove_scheduler(&id).await.map_err(throw)
+    pub async fn remove_scheduler(&self, id: String) -> Settled<bool> {
+        Settled::of(async move { self.q.remove_scheduler(&id).await.map_err(throw) }).await
     }
 
     /// Every scheduler of the queue (JSON array).
     #[napi]
-    pub async fn schedulers(&self) -> napi::Result<String> {
-        let all = self.q.schedulers().await.map_err(throw)?;
-        let out: Vec<Value> = all
-            .iter()
-            .map(|s| {
-                json!({
-                    "id": s.id,
-                    "every": (s.every_ms > 0).then_some(s.every_ms),
-                    "cron": s.cron,
-                    "tz": s.tz,
-                    "endsIn": s.ends_in_ms,
-                    "count": s.count,
-                    "limit": if s.limit == 0 { None } else { Some(s.limit) },
-                    "nextIn": s.next_in_ms,
-                    "name": s.name,
+    pub async fn schedulers(&self) -> Settled<String> {
+        Settled::of(async move {
+            let all = self.q.schedulers().await.map_err(throw)?;
+            let out: Vec<Value> = all
+                .iter()
+                .map(|s| {
+                    json!({
+                        "id": s.id,
+                        "every": (s.every_ms > 0).then_some(s.every_ms),
+                        "cron": s.cron,
+                        "tz": s.tz,
+                        "endsIn": s.ends_in_ms,
+                        "count": s.count,
+                        "limit": if s.limit == 0 { None } else { Some(s.limit) },
+                        "nextIn": s.next_in_ms,
+                        "name": s.name,
+                    })
                 })
-            })
-            .collect();
-        Ok(Value::Array(out).to_string())
+                .collect();
+            Ok(Value::Array(out).to_string())
+        })
+        .await
     }
 
     /// Follows the queue's events from now on (or after a stream id).
     #[napi]
-    pub async fn events(&self, after: Option<String>) -> napi::Result<NativeEvents> {
-        let stream = self.q.events(after).await.map_err(throw)?;
-        Ok(NativeEvents::new(stream))
+    pub async fn events(&self, after: Option<String>) -> Settled<NativeEvents> {
+        Settled::of(async move {
+            let stream = self.q.events(after).await.map_err(throw)?;
+            Ok(NativeEvents::new(stream))
+        })
+        .await
     }
 
     /// The newest `limit` events, oldest first (JSON array).
     #[napi]
-    pub async fn recent_events(&self, limit: f64) -> napi::Result<String> {
-        let limit = whole("limit", limit, 100_000).map_err(throw)?;
-        let events = self.q.recent_events(limit as usize).await.map_err(throw)?;
-        Ok(events_text(&events))
+    pub async fn recent_events(&self, limit: f64) -> Settled<String> {
+        Settled::of(async move {
+            let limit = whole("limit", limit, 100_000).map_err(throw)?;
+            let events = self.q.recent_events(limit as usize).await.map_err(throw)?;
+            Ok(events_text(&events))
+        })
+        .await
     }
 
     /// Copies the BullMQ (or EchoMQ 1.x) queue `<fromPrefix>:<sourceQueue>` into this queue (see
@@ -398,101 +455,116 @@ impl NativeQueue {
         completed: bool,
         delete_source: bool,
         batch: f64,
-    ) -> napi::Result<String> {
-        let mut o = emq::migrate::MigrateOptions::new(from_prefix, source_queue);
-        o.dry_run = dry_run;
-        o.completed = completed;
-        o.delete_source = delete_source;
-        o.batch = whole("batch", batch, 10_000).map_err(throw)? as usize;
-        let report = self.q.migrate_from_bullmq(&o).await.map_err(throw)?;
-        serde_json::to_string(&report).map_err(|e| throw(e.into()))
+    ) -> Settled<String> {
+        Settled::of(async move {
+            let mut o = emq::migrate::MigrateOptions::new(from_prefix, source_queue);
+            o.dry_run = dry_run;
+            o.completed = completed;
+            o.delete_source = delete_source;
+            o.batch = whole("batch", batch, 10_000).map_err(throw)? as usize;
+            let report = self.q.migrate_from_bullmq(&o).await.map_err(throw)?;
+            serde_json::to_string(&report).map_err(|e| throw(e.into()))
+        })
+        .await
     }
 
     /// The queue's metrics (JSON).
     #[napi]
-    pub async fn metrics(&self) -> napi::Result<String> {
-        let m = self.q.metrics().await.map_err(throw)?;
-        let c = &m.counts;
-        Ok(json!({
-            "queue": m.queue,
-            "counts": {
-                "waiting": c.waiting, "paused": c.paused, "active": c.active,
-                "delayed": c.delayed, "prioritized": c.prioritized, "completed": c.completed,
-                "failed": c.failed, "stalled": c.stalled, "waitingChildren": c.waiting_children,
-            },
-            "completedPerMinute": m.completed_per_minute,
-            "failedPerMinute": m.failed_per_minute,
-            "added": m.added,
-            "deleted": m.deleted,
-            "leaseLost": m.lease_lost,
-            "stalled": m.stalled,
+    pub async fn metrics(&self) -> Settled<String> {
+        Settled::of(async move {
+            let m = self.q.metrics().await.map_err(throw)?;
+            let c = &m.counts;
+            Ok(json!({
+                "queue": m.queue,
+                "counts": {
+                    "waiting": c.waiting, "paused": c.paused, "active": c.active,
+                    "delayed": c.delayed, "prioritized": c.prioritized, "completed": c.completed,
+                    "failed": c.failed, "stalled": c.stalled, "waitingChildren": c.waiting_children,
+                },
+                "completedPerMinute": m.completed_per_minute,
+                "failedPerMinute": m.failed_per_minute,
+                "added": m.added,
+                "deleted": m.deleted,
+                "leaseLost": m.lease_lost,
+                "stalled": m.stalled,
+            })
+            .to_string())
         })
-        .to_string())
+        .await
     }
 
     /// Cancels a job: 'cancelled' (it was waiting or delayed and will not run), 'requested' (it is
     /// running: its worker aborts the handler's signal, and the job ends failed with the code
     /// `cancelled`), 'finished' (too late) or 'not_found'.
     #[napi]
-    pub async fn cancel(&self, id: String, reason: String) -> napi::Result<String> {
-        let id = parse_id(&id)?;
-        self.q
-            .cancel(id, &reason)
-            .await
-            .map(|o| o.as_str().to_string())
-            .map_err(throw)
+    pub async fn cancel(&self, id: String, reason: String) -> Settled<String> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            self.q
+                .cancel(id, &reason)
+                .await
+                .map(|o| o.as_str().to_string())
+                .map_err(throw)
+        })
+        .await
     }
 
     /// Waits up to `timeout` ms for a job to finish: JSON `{"ok":true,"result":…}` or
     /// `{"ok":false,"failure":{code,message,stack}}`; a timeout throws with the code `timeout`.
     #[napi]
-    pub async fn wait(&self, id: String, timeout: f64) -> napi::Result<String> {
-        let id = parse_id(&id)?;
-        let t = emq::options::millis("timeout", timeout).map_err(throw)?;
-        let out = match self
-            .q
-            .wait(id, Duration::from_millis(t))
-            .await
-            .map_err(throw)?
-        {
-            Ok(result) => json!({ "ok": true, "result": result }),
-            Err(f) => json!({ "ok": false, "failure": f }),
-        };
-        Ok(out.to_string())
+    pub async fn wait(&self, id: String, timeout: f64) -> Settled<String> {
+        Settled::of(async move {
+            let id = parse_id(&id)?;
+            let t = emq::options::millis("timeout", timeout).map_err(throw)?;
+            let out = match self
+                .q
+                .wait(id, Duration::from_millis(t))
+                .await
+                .map_err(throw)?
+            {
+                Ok(result) => json!({ "ok": true, "result": result }),
+                Err(f) => json!({ "ok": false, "failure": f }),
+            };
+            Ok(out.to_string())
+        })
+        .await
     }
 
     /// The live workers of this queue, as JSON (camelCase keys).
     #[napi]
-    pub async fn workers(&self) -> napi::Result<String> {
-        let list = self.q.workers().await.map_err(throw)?;
-        let out: Vec<Value> = list
-            .iter()
-            .map(|w| {
-                json!({
-                    "id": w.id,
-                    "queue": w.queue,
-                    "host": w.host,
-                    "pid": w.pid,
-                    "language": w.language,
-                    "concurrency": w.concurrency,
-                    "running": w.running,
-                    "version": w.version,
-                    "startedMs": w.started_ms,
-                    "beatMs": w.beat_ms,
-                    "lapseMs": w.lapse_ms,
+    pub async fn workers(&self) -> Settled<String> {
+        Settled::of(async move {
+            let list = self.q.workers().await.map_err(throw)?;
+            let out: Vec<Value> = list
+                .iter()
+                .map(|w| {
+                    json!({
+                        "id": w.id,
+                        "queue": w.queue,
+                        "host": w.host,
+                        "pid": w.pid,
+                        "language": w.language,
+                        "concurrency": w.concurrency,
+                        "running": w.running,
+                        "version": w.version,
+                        "startedMs": w.started_ms,
+                        "beatMs": w.beat_ms,
+                        "lapseMs": w.lapse_ms,
+                    })
                 })
-            })
-            .collect();
-        Ok(Value::Array(out).to_string())
+                .collect();
+            Ok(Value::Array(out).to_string())
+        })
+        .await
     }
 
     /// Releases the queue's node-id lease.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
-        self.q.close().await.map_err(throw)
+    pub async fn close(&self) -> Settled<()> {
+        Settled::of(async move { self.q.close().await.map_err(throw) }).await
     }
 
-    /// Starts a worker on this queue around `dispatcher` (`index.js`'s, which takes a JSON array
+    /// Starts a worker on this queue around `dispatcher` (`node/src/dispatcher.ts`'s, which takes a JSON array
     /// of jobs and settles each through the worker's `complete` / `fail`); the worker's events go
     /// to `on_events` (a JSON array of events at a time).
     #[napi(async_runtime)]
@@ -501,7 +573,7 @@ impl NativeQueue {
         dispatcher: Function<'_, String, ()>,
         on_events: Function<'_, String, ()>,
         opts: Option<WorkerOpts>,
-    ) -> napi::Result<NativeWorker> {
+    ) -> Result<NativeWorker> {
         crate::worker::start(&self.q, dispatcher, on_events, opts)
     }
 }

@@ -5,19 +5,19 @@
 //! `handle` appends the job (as JSON, written on the core's thread) to a shared batch together with
 //! a sequence number, parks a oneshot sender under that number, and asks the JS thread to run only
 //! when the batch was empty (one threadsafe-function call is then pending for everything appended
-//! until JS picks the batch up). On the JS thread the batch goes to `index.js`'s dispatcher as one
+//! until JS picks the batch up). On the JS thread the batch goes to `node/src/dispatcher.ts`'s dispatcher as one
 //! JSON array; it runs the user's handler per job and reports outcomes back with `complete` (many
 //! successes in one call) and `fail` (one failure), which only look up the parked senders and send.
 //! A job whose future the core drops (timeout, close) unparks itself; a late outcome for it is
 //! ignored. No queue logic lives here.
 //!
-//! The worker's events (`worker.on(...)` in `index.js`) are the core's, through its
+//! The worker's events (`worker.on(...)` in `node/src/worker.ts`) are the core's, through its
 //! `WorkerBuilder::on_event` hook ([`crate::worker_events`]). A handler's `job.updateProgress`
 //! goes through the run's [`JobContext`] (`progress`), so the core reports it as a `progress` event.
 
 use crate::options::{ms, worker_options, WorkerOpts};
-use crate::throw;
 use crate::worker_events::WorkerEvents;
+use crate::{napi_failure, throw, Result, Settled};
 use emq::{
     Handler, HandlerError, HandlerResult, Interrupt, JobContext, JobId, WorkerAborter, WorkerHandle,
 };
@@ -279,7 +279,7 @@ impl Handler for JsHandler {
     }
 }
 
-/// Counters of a worker (see `WorkerStats` in index.d.ts).
+/// Counters of a worker (see `WorkerStats` in node/src/types.ts).
 #[napi(object)]
 pub struct WorkerStats {
     /// Jobs completed.
@@ -293,7 +293,7 @@ pub struct WorkerStats {
     pub running: f64,
 }
 
-/// A running worker (wrapped by `Worker` in `index.js`).
+/// A running worker (wrapped by `Worker` in `node/src/worker.ts`).
 #[napi]
 pub struct NativeWorker {
     handle: Mutex<Option<WorkerHandle>>,
@@ -309,9 +309,9 @@ pub(crate) fn start(
     dispatcher: Function<'_, String, ()>,
     on_events: Function<'_, String, ()>,
     opts: Option<WorkerOpts>,
-) -> napi::Result<NativeWorker> {
+) -> Result<NativeWorker> {
     let options = worker_options(opts).map_err(throw)?;
-    let events = WorkerEvents::new(on_events)?;
+    let events = WorkerEvents::new(on_events).map_err(napi_failure)?;
     let dispatch = Arc::new(Dispatch {
         state: Mutex::new(State::default()),
     });
@@ -325,7 +325,8 @@ pub(crate) fn start(
                 .upgrade()
                 .map(|d| d.take_batch())
                 .unwrap_or_else(|| "[]".to_string()))
-        })?;
+        })
+        .map_err(napi_failure)?;
     dispatch.lock().tsfn = Some(Arc::new(tsfn));
     emq::worker_registry::set_language("node");
     let started = emq::Worker::builder(queue.clone())
@@ -418,15 +419,18 @@ impl NativeWorker {
     /// Records progress (JSON text) of the run `seq` of job `id` through its context, so the core
     /// reports a `progress` event; once the run is settled, on the queue alone (no event).
     #[napi]
-    pub async fn progress(&self, seq: u32, id: String, progress: String) -> napi::Result<()> {
-        let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
-        match self.dispatch.context(seq) {
-            Some(ctx) => ctx.progress(v).await.map_err(throw),
-            None => {
-                let id = JobId::parse(&id).map_err(throw)?;
-                self.queue.update_progress(id, &v).await.map_err(throw)
+    pub async fn progress(&self, seq: u32, id: String, progress: String) -> Settled<()> {
+        Settled::of(async move {
+            let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
+            match self.dispatch.context(seq) {
+                Some(ctx) => ctx.progress(v).await.map_err(throw),
+                None => {
+                    let id = JobId::parse(&id).map_err(throw)?;
+                    self.queue.update_progress(id, &v).await.map_err(throw)
+                }
             }
-        }
+        })
+        .await
     }
 
     /// Keeps the events of the kinds in `mask` for JS (a bit each: completed 1, failed 2,
@@ -436,7 +440,7 @@ impl NativeWorker {
         self.events.listen(mask);
     }
 
-    /// The events queued and not handed to JS yet, as a JSON array (`index.js` calls it once the
+    /// The events queued and not handed to JS yet, as a JSON array (`node/src/worker.ts` calls it once the
     /// close has finished, so the last ones come before `'closed'`).
     #[napi]
     pub fn take_events(&self) -> String {
@@ -468,25 +472,28 @@ impl NativeWorker {
     /// in-flight jobs, gives the rest back to wait, then releases the JS function so that the
     /// worker no longer keeps the process alive. Returns how many jobs were given back.
     #[napi]
-    pub async fn close(&self, timeout: Option<f64>) -> napi::Result<f64> {
-        let deadline = ms("timeout", timeout).map_err(throw)?;
-        let handle = {
-            let mut guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-            guard.take()
-        };
-        let result = match handle {
-            None => Ok(0.0),
-            Some(h) => {
-                let r = match deadline {
-                    Some(d) => h.close_within(Duration::from_millis(d)).await,
-                    None => h.close().await,
-                };
-                r.map(|rep| rep.released as f64).map_err(throw)
-            }
-        };
-        self.dispatch.close();
-        self.events.close();
-        result
+    pub async fn close(&self, timeout: Option<f64>) -> Settled<f64> {
+        Settled::of(async move {
+            let deadline = ms("timeout", timeout).map_err(throw)?;
+            let handle = {
+                let mut guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+                guard.take()
+            };
+            let result = match handle {
+                None => Ok(0.0),
+                Some(h) => {
+                    let r = match deadline {
+                        Some(d) => h.close_within(Duration::from_millis(d)).await,
+                        None => h.close().await,
+                    };
+                    r.map(|rep| rep.released as f64).map_err(throw)
+                }
+            };
+            self.dispatch.close();
+            self.events.close();
+            result
+        })
+        .await
     }
 
     /// Stops at once (a second Ctrl-C): a close in progress stops waiting and releases nothing;

@@ -1,14 +1,14 @@
 //! A worker's own events ([`emq::WorkerEvent`], the core's `WorkerBuilder::on_event` hook) on
 //! their way to JS: `worker.on('completed' | 'failed' | 'progress' | 'stalled' | 'error')` in
-//! `index.js`.
+//! `node/src/worker.ts`.
 //!
 //! The hook runs on the worker's tokio tasks: it queues the event (as JSON with camelCase keys) and,
 //! when the queue was empty, asks the JS thread to run once through a threadsafe function; on the JS
-//! thread the whole queue goes to `index.js` as one JSON array, which emits each event. Only the
+//! thread the whole queue goes to `node/src/worker.ts` as one JSON array, which emits each event. Only the
 //! kinds JS listens for are kept (`listen`, a bit per kind, set as listeners come and go); at most
 //! [`CAP`] wait, the oldest dropped beyond. The threadsafe function is weak (it never keeps the
 //! process alive) and released at close; what is still queued then is taken by `take`, which
-//! `index.js` calls once the close has finished, before its `'closed'` event. No queue logic lives
+//! `node/src/worker.ts` calls once the close has finished, before its `'closed'` event. No queue logic lives
 //! here: the events are the core's.
 
 use crate::queue::job_json;
@@ -27,7 +27,7 @@ type EventsFn = ThreadsafeFunction<(), (), String, Status, false, true, 0>;
 /// Most events that wait for JS.
 pub const CAP: usize = 10_000;
 
-/// The bit of an event kind in the listening mask (`index.js` uses the same order).
+/// The bit of an event kind in the listening mask (`node/src/worker.ts` uses the same order).
 pub fn bit(kind: &str) -> u32 {
     match kind {
         "completed" => 1,
@@ -83,7 +83,7 @@ fn event_json(e: &WorkerEvent) -> Value {
 }
 
 impl WorkerEvents {
-    /// Events for `on_events` (`index.js`'s, which takes a JSON array of events).
+    /// Events for `on_events` (`node/src/worker.ts`'s, which takes a JSON array of events).
     pub fn new(on_events: Function<'_, String, ()>) -> napi::Result<Arc<WorkerEvents>> {
         let me = Arc::new(WorkerEvents::default());
         let weak: Weak<WorkerEvents> = Arc::downgrade(&me);

@@ -165,10 +165,10 @@ struct Launch {
 }
 
 /// The repository root: the first ancestor of the binary's location, else of the current
-/// directory, that holds `node/index.js` and `Cargo.toml`.
+/// directory, that holds `node/package.json` and `Cargo.toml`.
 fn repo_root() -> Option<PathBuf> {
     let is_root =
-        |d: &Path| d.join("node").join("index.js").is_file() && d.join("Cargo.toml").is_file();
+        |d: &Path| d.join("node").join("package.json").is_file() && d.join("Cargo.toml").is_file();
     let from_exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.canonicalize().ok());

@@ -1,10 +1,10 @@
-// Type-checked (never run) against node/index.d.ts by node/ci.sh: `tsc --noEmit --strict`.
+// Type-checked (never run) against the generated node/dist/index.d.ts by node/ci.sh: `tsc --noEmit --strict`.
 // Each call mirrors the README and the tests; each `@ts-expect-error` line must stay an error.
 import {
   Queue, Worker, JobId, JobOptions, ActiveJob, Counts, EmqError, InvalidJobId, UnrecoverableError,
   ErrorCode, errorCodes, QueueEvent, SchedulerInfo, FlowIds, Job,
   CancelOutcome, WorkerInfo, JobInterrupted, HandlerFailed, Timeout, ConnectOptions,
-} from '../../index';
+} from '../../dist/index';
 
 interface Email { to: string; n: number }
 

@@ -1,0 +1,354 @@
+// Queue: a handle on one queue, each method adapting its arguments (payload.ts), calling the
+// addon and reading its reply (values too rich for a napi object come as JSON text).
+
+import { call, callSync, emqError } from './errors';
+import type { HandlerFailed } from './errors';
+import { EventStream } from './events';
+import { kNative, kToken, native } from './loader';
+import type { NativeQueue } from './loader';
+import {
+  batchData, batchJson, checkFinite, checkKeys, connectTls, flowPayloads, flowSpec, jobName, jobOpts, payloadJson, queueName,
+} from './payload';
+import type {
+  BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
+  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure,
+} from './types';
+
+const RATE_LIMIT_KEYS = ['max', 'window'];
+const SCHEDULER_KEYS = ['every', 'cron', 'tz', 'firstAfter', 'limit', 'endAfter', 'name', 'data', 'opts'];
+const MIGRATE_KEYS = ['fromPrefix', 'dryRun', 'completed', 'deleteSource', 'batch'];
+
+/** The HandlerFailed of a job's recorded failure (queue.wait, a worker's 'failed' event). */
+export function failedError(f: Partial<Failure> | undefined): HandlerFailed {
+  const failure = f || {};
+  const e = emqError('handler_failed', failure.message ?? 'the job failed') as HandlerFailed;
+  e.failureCode = failure.code ?? 'handler_failed';
+  e.failure = failure as Failure;
+  if (typeof failure.stack === 'string') e.stack = failure.stack;
+  return e;
+}
+
+/** A handle on one queue. Get one with `await Queue.connect(url | urls, name)`. */
+export class Queue {
+  /** @internal */
+  readonly [kNative]: NativeQueue;
+
+  private constructor(token: symbol, nativeQueue: NativeQueue) {
+    if (token !== kToken) {
+      throw emqError('invalid_option', 'use `await Queue.connect(url, name)` to open a queue');
+    }
+    this[kNative] = nativeQueue;
+  }
+
+  /**
+   * Connects to a datastore (one URL, or a list of cluster seed URLs) and opens the queue `name`
+   * (`orders` or `{orders}`). `opts` for `rediss://`: `caCert` (a private CA), `clientCert` +
+   * `clientKey` (mutual TLS), each a path or PEM text (a string) or the PEM as a Buffer;
+   * `durable: [replicas, timeoutMs]`: every add waits for that many replicas (WAIT).
+   */
+  static async connect(urls: string | string[], name: string, opts?: ConnectOptions): Promise<Queue> {
+    const list: unknown[] = Array.isArray(urls) ? urls : [urls];
+    if (list.length === 0 || list.some((u) => typeof u !== 'string')) {
+      throw emqError('invalid_option', 'Queue.connect needs a URL string or a non-empty array of URL strings');
+    }
+    queueName(name);
+    const tls = connectTls(opts);
+    const durable = opts && opts.durable ? Array.from(opts.durable) : undefined;
+    const nq = await call(() => native.connect(list as string[], name, durable, tls));
+    return new Queue(kToken, nq);
+  }
+
+  get name(): string {
+    return this[kNative].name;
+  }
+
+  /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */
+  mintId(): JobId {
+    return callSync(() => this[kNative].mintId()) as JobId;
+  }
+
+  /** Adds a job (payload through `JSON.stringify`); resolves to its id (or, with a `dedup` key held by a live job, that job's id). */
+  async add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId> {
+    jobName(name, 'the job');
+    const text = payloadJson('payload', data);
+    const o = jobOpts(opts);
+    return (await call(() => this[kNative].add(name, text, o))) as JobId;
+  }
+
+  /** Adds many jobs `[{ name, data, opts }]` in pipelined round trips; resolves to their ids in order. */
+  async addBulk<T = unknown>(jobs: BulkJob<T>[]): Promise<JobId[]> {
+    if (!Array.isArray(jobs)) throw emqError('invalid_option', 'addBulk takes an array of { name, data, opts }');
+    // The whole batch crosses as one JSON string; options shared by many jobs are checked once.
+    const batch = new Array(jobs.length);
+    let lastOpts: JobOptions | undefined;
+    let lastChecked: Record<string, unknown> | undefined;
+    for (let i = 0; i < jobs.length; i++) {
+      const j = jobs[i];
+      if (!j || typeof j !== 'object') throw emqError('invalid_option', `addBulk: job ${i} is not an object`);
+      let o: Record<string, unknown> | undefined;
+      if (j.opts === undefined || j.opts === null) o = undefined;
+      else if (j.opts === lastOpts) o = lastChecked;
+      else {
+        lastOpts = j.opts;
+        o = lastChecked = jobOpts(j.opts);
+      }
+      batch[i] = { name: jobName(j.name, `job ${i}`), data: batchData(`payload of job ${i}`, j.data), opts: o };
+    }
+    const text = batchJson('addBulk batch', batch, () => jobs.map((j, i) => [`payload of job ${i}`, j.data]));
+    const ids = await call(() => this[kNative].addBulkJson(text));
+    return ids === '' ? [] : (ids.split(',') as JobId[]);
+  }
+
+  /**
+   * Adds a flow: `{ name, data, opts, queue?, children: [flow, ...] }`, a parent that runs once its
+   * children finished (children may name other queues of the same datastore). Resolves to the ids
+   * in the flow's shape: `{ queue, id, children: [...] }`.
+   */
+  async addFlow<T = unknown>(flow: FlowJob<T>): Promise<FlowIds> {
+    const spec = flowSpec(flow, 'the flow');
+    const text = batchJson('flow', spec, () => flowPayloads(flow, 'the flow'));
+    return JSON.parse(await call(() => this[kNative].addFlow(text)));
+  }
+
+  /** A parent's children's results by `<queue>:<id>` (a failed child under `ignore`: `{ failed: Failure }`). */
+  async childrenResults(id: JobId | string): Promise<Record<string, Json>> {
+    return JSON.parse(await call(() => this[kNative].childrenResults(String(id))));
+  }
+
+  /** Reads a job, or null when there is no such job. Rejects with `InvalidJobId` for a forged id. */
+  async get<T = any, R = any>(id: JobId | string): Promise<Job<T, R> | null> {
+    const text = await call(() => this[kNative].get(String(id)));
+    return text == null ? null : JSON.parse(text);
+  }
+
+  /** Jobs in one state, a page at a time (waiting states oldest first; completed and failed newest first). */
+  async list<T = any, R = any>(state: JobState, { offset = 0, limit = 100 }: { offset?: number; limit?: number } = {}): Promise<Job<T, R>[]> {
+    return JSON.parse(await call(() => this[kNative].list(String(state), offset, limit)));
+  }
+
+  /** Number of jobs per state. */
+  async counts(): Promise<Counts> {
+    return (await call(() => this[kNative].counts())) as Counts;
+  }
+
+  /** Stops handing out jobs (adds still land, in paused). */
+  async pause(): Promise<void> {
+    return call(() => this[kNative].pause());
+  }
+
+  async resume(): Promise<void> {
+    return call(() => this[kNative].resume());
+  }
+
+  async isPaused(): Promise<boolean> {
+    return call(() => this[kNative].isPaused());
+  }
+
+  /** Removes a job that is not active; resolves to true when it existed. */
+  async remove(id: JobId | string): Promise<boolean> {
+    return call(() => this[kNative].remove(String(id)));
+  }
+
+  /** Sends a failed job back to wait with its attempts reset; false when it is not failed. */
+  async retry(id: JobId | string): Promise<boolean> {
+    return call(() => this[kNative].retry(String(id)));
+  }
+
+  /** Retries every failed job; resolves to how many. */
+  async retryFailed(): Promise<number> {
+    return call(() => this[kNative].retryFailed());
+  }
+
+  /** Runs a delayed job now; false when it is not delayed. */
+  async promote(id: JobId | string): Promise<boolean> {
+    return call(() => this[kNative].promote(String(id)));
+  }
+
+  /**
+   * Gives a job that has not finished a new priority (0: none, lower runs first); false when there
+   * is no such job or it has finished. A waiting job moves at once; a delayed one when due.
+   */
+  async changePriority(id: JobId | string, priority: number): Promise<boolean> {
+    return call(() => this[kNative].changePriority(String(id), priority));
+  }
+
+  /** Removes every waiting, paused and prioritized job (and delayed ones with `delayed: true`); resolves to how many. */
+  async drain({ delayed = false }: { delayed?: boolean } = {}): Promise<number> {
+    return call(() => this[kNative].drain(Boolean(delayed)));
+  }
+
+  /** Removes up to `limit` (default 1000) completed or failed jobs finished more than `grace` ms (default 0) ago. */
+  async clean(state: 'completed' | 'failed', { grace = 0, limit = 1000 }: { grace?: number; limit?: number } = {}): Promise<number> {
+    return call(() => this[kNative].clean(String(state), grace, limit));
+  }
+
+  /** Deletes the whole queue (every job and key); rejects with InvalidState while jobs are active unless `force`. */
+  async obliterate({ force = false }: { force?: boolean } = {}): Promise<number> {
+    return call(() => this[kNative].obliterate(Boolean(force)));
+  }
+
+  async updateProgress(id: JobId | string, progress: unknown): Promise<void> {
+    const text = payloadJson('progress', progress);
+    return call(() => this[kNative].updateProgress(String(id), text));
+  }
+
+  /** Appends a line to a job's log; resolves to the number of lines kept. */
+  async log(id: JobId | string, line: string): Promise<number> {
+    return call(() => this[kNative].log(String(id), String(line)));
+  }
+
+  /** A job's log lines, oldest first. */
+  async logs(id: JobId | string): Promise<string[]> {
+    return call(() => this[kNative].logs(String(id)));
+  }
+
+  /** At most `max` jobs of this queue active at once across all workers; null lifts it. */
+  async setGlobalConcurrency(max: number | null): Promise<void> {
+    if (max !== null && max !== undefined) checkFinite('globalConcurrency', max);
+    return call(() => this[kNative].setGlobalConcurrency(max ?? null));
+  }
+
+  /** At most `max` jobs start per `window` ms (a fixed window on the server's clock); null lifts it. */
+  async setRateLimit(limit: RateLimit | null): Promise<void> {
+    if (limit === null || limit === undefined) return call(() => this[kNative].setRateLimit(null, null));
+    checkKeys('rate limit', limit, RATE_LIMIT_KEYS);
+    if (limit.max === undefined || limit.window === undefined) {
+      throw emqError('invalid_option', 'setRateLimit takes { max, window } (or null to lift it)');
+    }
+    return call(() => this[kNative].setRateLimit(limit.max, limit.window));
+  }
+
+  /**
+   * Each job group (the `group` job option) starts at most `max` jobs per `window` ms, every group
+   * on its own (on the server's clock); null lifts it.
+   */
+  async setGroupRateLimit(limit: RateLimit | null): Promise<void> {
+    if (limit === null || limit === undefined) return call(() => this[kNative].setGroupRateLimit(null, null));
+    checkKeys('group rate limit', limit, RATE_LIMIT_KEYS);
+    if (limit.max === undefined || limit.window === undefined) {
+      throw emqError('invalid_option', 'setGroupRateLimit takes { max, window } (or null to lift it)');
+    }
+    return call(() => this[kNative].setGroupRateLimit(limit.max, limit.window));
+  }
+
+  /**
+   * Creates or replaces the job scheduler `id`: every `every` ms, or at each occurrence of the cron
+   * expression `cron` (5 fields, or 6 with seconds first) in the IANA zone `tz` (default UTC), it
+   * enqueues `{ name, data, opts }` — starting `firstAfter` ms from now, stopping after `limit` runs
+   * or `endAfter` ms. An existing scheduler keeps its count. Resolves to true when it was created.
+   * Workers of the queue fire due schedulers.
+   */
+  async upsertScheduler<T = unknown>(id: string, spec: SchedulerSpec<T>): Promise<boolean> {
+    if (typeof id !== 'string') throw emqError('invalid_option', 'the scheduler id must be a string');
+    checkKeys('scheduler', spec, SCHEDULER_KEYS);
+    if (!spec) throw emqError('invalid_option', 'upsertScheduler(id, { every | cron, tz, name, data, opts, firstAfter, limit, endAfter })');
+    for (const k of ['every', 'firstAfter', 'limit', 'endAfter'] as const) checkFinite(k, spec[k]);
+    const body = {
+      every: spec.every ?? undefined,
+      cron: spec.cron ?? undefined,
+      tz: spec.tz ?? undefined,
+      firstAfter: spec.firstAfter ?? undefined,
+      limit: spec.limit ?? undefined,
+      endAfter: spec.endAfter ?? undefined,
+      name: jobName(spec.name, 'the scheduled job'),
+      data: batchData('payload of the scheduled job', spec.data, true),
+      opts: jobOpts(spec.opts),
+    };
+    const text = batchJson('scheduler', body, () => [['payload of the scheduled job', spec.data]]);
+    return call(() => this[kNative].upsertScheduler(id, text));
+  }
+
+  /** Deletes the scheduler `id`; resolves to true when it existed. */
+  async removeScheduler(id: string): Promise<boolean> {
+    return call(() => this[kNative].removeScheduler(String(id)));
+  }
+
+  /** Every scheduler: `[{ id, every, cron, tz, count, limit, nextIn, endsIn, name }]` (ms; null when not set). */
+  async schedulers(): Promise<SchedulerInfo[]> {
+    return JSON.parse(await call(() => this[kNative].schedulers()));
+  }
+
+  /**
+   * Follows the queue's events from now on (or after the stream id `after`): an EventStream to read
+   * with `for await (const ev of stream)` or `await stream.next()`; `stream.close()` ends it.
+   */
+  async events({ after }: { after?: string } = {}): Promise<EventStream> {
+    const ne = await call(() => this[kNative].events(after == null ? null : String(after)));
+    return EventStream.open(kToken, ne);
+  }
+
+  /** The newest `limit` (default 100) events, oldest first, without waiting. */
+  async recentEvents(limit = 100): Promise<QueueEvent[]> {
+    return JSON.parse(await call(() => this[kNative].recentEvents(limit)));
+  }
+
+  /** Counts, finished jobs per minute over the last hour, and lifetime counters. */
+  async metrics(): Promise<QueueMetrics> {
+    return JSON.parse(await call(() => this[kNative].metrics()));
+  }
+
+  /**
+   * Copies the BullMQ queue `<fromPrefix>:<sourceQueue>` (`bull` is BullMQ's default prefix, `emq`
+   * EchoMQ 1.x's) into this queue, crash-safe and idempotent, as `emq migrate` does (MIGRATING.md).
+   * `opts`: `fromPrefix` ('bull'), `dryRun`, `completed`, `deleteSource` (false), `batch` (500).
+   * Resolves to the report (`states`, `reasons`, `not_mapped`, `log_lines`, `elapsed_ms`…).
+   */
+  async migrateFromBullmq(
+    sourceQueue: string,
+    opts: { fromPrefix?: string; dryRun?: boolean; completed?: boolean; deleteSource?: boolean; batch?: number } = {},
+  ): Promise<MigrateReport> {
+    if (typeof sourceQueue !== 'string') throw emqError('invalid_option', 'sourceQueue must be a string');
+    const o = opts || {};
+    for (const k of Object.keys(o)) {
+      if (!MIGRATE_KEYS.includes(k)) {
+        throw emqError('invalid_option', `unknown migrate option ${JSON.stringify(k)} (known: ${MIGRATE_KEYS.join(', ')})`);
+      }
+    }
+    const text = await call(() =>
+      this[kNative].migrateFromBullmq(
+        sourceQueue,
+        o.fromPrefix === undefined ? 'bull' : String(o.fromPrefix),
+        Boolean(o.dryRun),
+        Boolean(o.completed),
+        Boolean(o.deleteSource),
+        o.batch === undefined ? 500 : Number(o.batch),
+      ),
+    );
+    return JSON.parse(text);
+  }
+
+  /**
+   * Cancels a job with `reason`. Resolves to 'cancelled' (it was waiting or delayed: it will not
+   * run, and ends failed with the failure code `cancelled` and `reason` in its message),
+   * 'requested' (it is running: its worker aborts `job.signal`; it ends failed `cancelled`, not
+   * retried), 'finished' (it had already finished) or 'not_found'.
+   */
+  async cancel(id: JobId | string, reason = ''): Promise<CancelOutcome> {
+    if (typeof reason !== 'string') throw emqError('invalid_option', 'cancel(id, reason): reason must be a string');
+    return (await call(() => this[kNative].cancel(id, reason))) as CancelOutcome;
+  }
+
+  /**
+   * Waits up to `timeout` ms (default 30000) for a job to finish, also one that finished before
+   * the call. Resolves to its result; rejects with a HandlerFailed (code `handler_failed`) whose
+   * `failureCode` is the job's failure code (`handler_failed`, `timeout`, `cancelled`, `stalled`,
+   * or the handler's own), with the failure's message and `stack`; with a Timeout (code
+   * `timeout`) when it did not finish in time; with JobNotFound when there is no such job.
+   */
+  async wait<R = Json>(id: JobId | string, { timeout = 30000 }: { timeout?: number } = {}): Promise<R> {
+    checkFinite('timeout', timeout);
+    const r = JSON.parse(await call(() => this[kNative].wait(id, timeout)));
+    if (r.ok) return r.result;
+    throw failedError(r.failure);
+  }
+
+  /** The live workers of this queue (every language): `{ id, queue, host, pid, language, concurrency, running, ... }`. */
+  async workers(): Promise<WorkerInfo[]> {
+    return JSON.parse(await call(() => this[kNative].workers()));
+  }
+
+  /** Releases the queue's node-id lease. */
+  async close(): Promise<void> {
+    return call(() => this[kNative].close());
+  }
+}
