@@ -3,10 +3,10 @@
 //!
 //! - `python/src/emq/_codes.py`: `CODES`, (code, class name) pairs; `emq.errors` maps each code
 //!   to its exception class through it;
-//! - `node/codes.js`: `CLASS_NAMES`, code → class name; `node/index.js` builds its error classes
-//!   from it;
-//! - `node/codes.mjs`: the classes as named ES exports (`node/index.mjs` re-exports them);
-//! - `node/codes.d.ts`: its types, and the `ErrorCode` union (`node/index.d.ts` re-exports it).
+//! - `node/codes.js`: `CLASS_NAMES`, code → class name; `node/src/errors.ts` checks its classes
+//!   against it when the package loads;
+//! - `node/codes.d.ts`: its types, and the `ErrorCode` union, over which `errors.ts` types its
+//!   code → class table (so tsc refuses a code without a class).
 //!
 //! The class name of a code is its Rust variant's name (`invalid_queue_name` is
 //! `InvalidQueueName`), as uniffi gives Kotlin and Swift (`bindings/uniffi/src/error.rs`).
@@ -65,21 +65,6 @@ fn node_cjs() -> String {
     out
 }
 
-fn node_esm() -> String {
-    let mut out = banner("//");
-    out.push_str(
-        "// The error classes as named ES exports (index.js builds them in a loop, which Node cannot\n\
-         // see as named exports); node/index.mjs re-exports them.\n\
-         import emq from './index.js';\n\n\
-         export const {\n",
-    );
-    for c in ErrorCode::ALL {
-        out.push_str(&format!("  {},\n", class_name(c)));
-    }
-    out.push_str("} = emq;\n");
-    out
-}
-
 fn node_dts() -> String {
     let mut out = banner("//");
     out.push_str(
@@ -111,7 +96,6 @@ fn main() -> ExitCode {
     let files = [
         ("python/src/emq/_codes.py", python()),
         ("node/codes.js", node_cjs()),
-        ("node/codes.mjs", node_esm()),
         ("node/codes.d.ts", node_dts()),
     ];
     let mut stale = Vec::new();
