@@ -967,7 +967,7 @@ mod tests {
 
     #[test]
     fn an_unknown_language_is_leaked_once_per_name() {
-        assert!(std::ptr::eq(leak_lang("python"), "python"));
+        assert_eq!(leak_lang("python"), "python");
         let first = leak_lang("cobol-demo-test");
         for _ in 0..3 {
             assert!(
