@@ -4098,7 +4098,8 @@ public func FfiConverterTypeBackoff_lower(_ value: Backoff) -> RustBuffer {
  * `timeout`, `invalid_payload`…), `reason` its message, `stack` its stack when the handler that
  * failed it gave one (a Python or Node worker), else null.
  *
- * Kotlin reads `e.code` on either (an extension in CoreTypes.kt). The text field is `reason`, not
+ * Kotlin and Swift read `e.code` on either (extensions: kotlin/…/CoreTypes.kt,
+ * packaging/swift/Sources/EmqUniffi/Errors.swift). The text field is `reason`, not
  * `message`: a Kotlin exception field named `message` would clash with `Throwable.message`.
  */
 public 
