@@ -2,7 +2,8 @@
 //! into `$EMQ_BULLMQ_DIR`, default /tmp/emq-bullmq, when missing) writes a queue in every state with
 //! prefix `bull` (BullMQ's default) and `emq` (the v1 keyspace); `emq migrate` copies it; emq workers
 //! run the copies. A migration SIGKILLed midway and run again ends with every job copied once, in
-//! order. Without node or npm every test here prints SKIP and returns (CI has both).
+//! order. Without node or npm every test here prints SKIP and returns, except under CI (`CI=true`,
+//! as `.ci/run` → scripts/test-all sets it), where that fails the test.
 
 use emq::{ConnectOptions, JobContext, JobState, Queue, Worker, WorkerOptions};
 use emq_harness::RedisServer;
@@ -28,11 +29,16 @@ fn works(cmd: &str) -> bool {
 }
 
 /// Where BullMQ is installed, installing it once per test binary; None (with a SKIP line) when
-/// node or npm is missing.
+/// node or npm is missing, outside CI (under `CI=true` that panics: CI has both).
 fn bullmq() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
         if !works("node") || !works("npm") {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            assert!(
+                !ci,
+                "emq migrate's BullMQ tests need node and npm on PATH, and CI=true: none found"
+            );
             eprintln!("SKIP: emq migrate's BullMQ tests need node and npm on PATH; none found");
             return None;
         }

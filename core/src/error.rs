@@ -6,8 +6,11 @@
 
 use std::fmt;
 
-/// Stable error codes. `as_str` gives the snake_case form every language sees.
+/// Stable error codes. `as_str` gives the snake_case form every language sees. With the `uniffi`
+/// feature this enum itself crosses to Kotlin and Swift (bindings/uniffi's `EmqException` carries
+/// it as its `code` field), so their code enums are generated from this one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum ErrorCode {
     /// A queue name broke a keyspace rule (empty, `:` `{` `}`, reserved `emq`, length, whitespace…).
     InvalidQueueName,

@@ -168,10 +168,17 @@ async fn a_sigkill_storm_on_workers_loses_nothing() {
     }
 }
 
+/// Whether this runs under CI (`CI=true`, as `.ci/run` → scripts/test-all sets it): there every
+/// build a test needs must be there, and a missing one fails the test instead of skipping it.
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
 /// The worker programs of the other languages that are built here: Python (`tests/chaos/worker.py`
-/// with `$EMQ_CHAOS_PYTHON`, default `python3`, that can `import emq`: `bash python/ci.sh` builds
-/// it, `EMQ_PY_VENV=<dir>` keeps its venv) and Node (`tests/chaos/worker.js` with the addon
-/// `bash node/build.sh` puts in `node/`). Each as (label, program, script).
+/// with `$EMQ_CHAOS_PYTHON`, else `$EMQ_PY_VENV/bin/python`, else `python3`, that can
+/// `import emq`: `bash python/ci.sh` builds it, `EMQ_PY_VENV=<dir>` keeps its venv, as
+/// scripts/test-all does) and Node (`tests/chaos/worker.js` with the addon `bash node/build.sh`
+/// puts in `node/`). Each as (label, program, script). Under CI a missing one fails the test.
 fn other_language_workers() -> Vec<(&'static str, String, std::path::PathBuf)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let works = |program: &str, args: &[&str]| {
@@ -185,16 +192,37 @@ fn other_language_workers() -> Vec<(&'static str, String, std::path::PathBuf)> {
             .unwrap_or(false)
     };
     let mut out = Vec::new();
-    let python = std::env::var("EMQ_CHAOS_PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = std::env::var("EMQ_CHAOS_PYTHON")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::env::var("EMQ_PY_VENV")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .map(|v| format!("{v}/bin/python"))
+        })
+        .unwrap_or_else(|| "python3".into());
+    let mut missing = Vec::new();
     if works(&python, &["-c", "import emq, emq._emq"]) {
         out.push(("python", python, root.join("tests/chaos/worker.py")));
     } else {
-        println!("storm, other languages: no Python worker ({python} cannot import emq; build it with `EMQ_PY_VENV=<dir> bash python/ci.sh` and set EMQ_CHAOS_PYTHON=<dir>/bin/python)");
+        missing.push(format!("no Python worker ({python} cannot import emq; build it with `EMQ_PY_VENV=<dir> bash python/ci.sh` and set EMQ_PY_VENV or EMQ_CHAOS_PYTHON=<dir>/bin/python)"));
     }
     if works("node", &["-e", "require('./node')"]) {
         out.push(("node", "node".into(), root.join("tests/chaos/worker.js")));
     } else {
-        println!("storm, other languages: no Node worker (node cannot load ./node; build the addon with `bash node/build.sh`)");
+        missing.push(
+            "no Node worker (node cannot load ./node; build the addon with `bash node/build.sh`)"
+                .to_string(),
+        );
+    }
+    assert!(
+        !under_ci() || missing.is_empty(),
+        "storm, other languages, under CI=true (scripts/test-all builds both): {}",
+        missing.join("; ")
+    );
+    for why in missing {
+        println!("storm, other languages: {why}");
     }
     out
 }

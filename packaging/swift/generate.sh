@@ -33,7 +33,7 @@ awk '{ print } /^ *header "EmqUniffiFFI.h"$/ { print "    header \"EmqCoreFFI.h\
     | awk '/^}/ && !done { print "    link \"emq_uniffi\""; done = 1 } { print }' \
     > "$out/Sources/EmqUniffiFFI/module.modulemap"
 here=packaging/swift
-# Only these are generated; other files under Sources/ are hand-written (WorkerEvents.swift).
+# Only these are generated; other files under Sources/ are hand-written (WorkerEvents.swift, Errors.swift).
 files=(EmqUniffi/EmqUniffi.swift EmqUniffi/EmqCore.swift EmqUniffiFFI/EmqUniffiFFI.h
     EmqUniffiFFI/EmqCoreFFI.h EmqUniffiFFI/module.modulemap)
 if [[ $check == 1 ]]; then

@@ -370,15 +370,18 @@ def test_error_codes_are_one_table_in_every_language():
     init_py = (ROOT / "python/src/emq/__init__.py").read_text()
     errors_ts = (ROOT / "node/src/errors.ts").read_text()
     dts_classes = dict(re.findall(r"^export class (\w+) extends EmqError \{\s*declare readonly code: '(\w+)'", errors_ts, re.M))
+    # uniffi's EmqException has no class per code: each of its cases carries the core's own
+    # ErrorCode (derived uniffi::Enum in error.rs), so Kotlin's and Swift's enums are generated.
     uni = _block(_uniffi_sources(), r"^pub enum EmqException \{")
-    uni_variants = re.findall(r"^    (\w+) \{ message: String \},", uni, re.M)
+    uni_cases = re.findall(r"^    (\w+) \{\n        code: ErrorCode,$", uni, re.M)
+    assert uni_cases == ["Failed", "JobFailed"], "bindings/uniffi EmqException: each case's first field is `code: ErrorCode`: " + uni
+    assert re.search(r'#\[cfg_attr\(feature = "uniffi", derive\(uniffi::Enum\)\)\]\npub enum ErrorCode \{', (ROOT / "core/src/error.rs").read_text())
     wanted = dict(zip(names, codes))
     found = {
         "python/src/emq/errors.py classes": py_classes,
         "python/src/emq/errors.py __all__": {n: wanted.get(n) for n in re.findall(r'"(\w+)"', all_block) if n not in NOT_CODES},
         "python/src/emq/__init__.py": {n: wanted[n] for n in names if re.search(rf'^    "{n}",$', init_py, re.M)},
         "node/src/errors.ts classes": dts_classes,
-        "bindings/uniffi EmqException": {n: wanted.get(n) for n in uni_variants},
     }
     wrong = {where: (sorted(set(wanted.items()) - set(got.items())), sorted(set(got.items()) - set(wanted.items()))) for where, got in found.items() if got != wanted}
     assert not wrong, "error classes out of step with core/src/error.rs (missing, extra): " + repr(wrong)

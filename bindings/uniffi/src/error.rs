@@ -1,141 +1,86 @@
-//! Errors: one [`EmqException`] variant per core [`ErrorCode`], and the code helpers.
+//! Errors: [`EmqException`], whose `code` field is the core's own [`ErrorCode`] (exported by the
+//! core's `uniffi` feature, so Kotlin's `ErrorCode` enum and Swift's are generated from the core's
+//! table), and a job's failure with the failure's code, message and stack as fields of their own.
+//! No code is ever read back out of a message's text.
 
 use emq::ErrorCode;
 
-/// An emq error. One variant per stable core error code: the variant name is the code in
-/// UpperCamelCase (`InvalidQueueName` is `invalid_queue_name`), and the message starts with the
-/// code (`invalid_queue_name: …`). Kotlin sees a sealed exception class, Swift an `Error` enum.
+/// An emq error. Kotlin sees a sealed exception class, Swift an `Error` enum, with two cases:
+///
+/// - `Failed(code, reason)`: a call was refused or failed. `code` is the stable core code
+///   (Kotlin `ErrorCode.INVALID_OPTION`, Swift `.invalidOption`), `reason` says what happened and
+///   what to do.
+/// - `JobFailed(code, failureCode, reason, stack)`: the job `Queue.wait` waited on failed. `code`
+///   is `HandlerFailed`; `failureCode` is the failure's own code (`handler_failed`, `cancelled`,
+///   `timeout`, `invalid_payload`…), `reason` its message, `stack` its stack when the handler that
+///   failed it gave one (a Python or Node worker), else null.
+///
+/// Kotlin and Swift read `e.code` on either (extensions: kotlin/…/CoreTypes.kt,
+/// packaging/swift/Sources/EmqUniffi/Errors.swift). The text field is `reason`, not
+/// `message`: a Kotlin exception field named `message` would clash with `Throwable.message`.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Error)]
-#[uniffi(flat_error)]
 pub enum EmqException {
-    InvalidQueueName { message: String },
-    InvalidJobId { message: String },
-    InvalidOption { message: String },
-    InvalidPayload { message: String },
-    ServerUnavailable { message: String },
-    AuthFailed { message: String },
-    PermissionDenied { message: String },
-    IncompatibleVersion { message: String },
-    CrossSlot { message: String },
-    UndeclaredKey { message: String },
-    ScriptError { message: String },
-    LeaseLost { message: String },
-    NodeLeaseLost { message: String },
-    JobNotFound { message: String },
-    InvalidState { message: String },
-    Timeout { message: String },
-    NotReplicated { message: String },
-    Closed { message: String },
-    HandlerFailed { message: String },
-    Internal { message: String },
+    Failed {
+        code: ErrorCode,
+        reason: String,
+    },
+    JobFailed {
+        code: ErrorCode,
+        failure_code: String,
+        reason: String,
+        stack: Option<String>,
+    },
 }
 
 impl EmqException {
     /// The core code of this error.
     pub fn error_code(&self) -> ErrorCode {
-        use EmqException::*;
         match self {
-            InvalidQueueName { .. } => ErrorCode::InvalidQueueName,
-            InvalidJobId { .. } => ErrorCode::InvalidJobId,
-            InvalidOption { .. } => ErrorCode::InvalidOption,
-            InvalidPayload { .. } => ErrorCode::InvalidPayload,
-            ServerUnavailable { .. } => ErrorCode::ServerUnavailable,
-            AuthFailed { .. } => ErrorCode::AuthFailed,
-            PermissionDenied { .. } => ErrorCode::PermissionDenied,
-            IncompatibleVersion { .. } => ErrorCode::IncompatibleVersion,
-            CrossSlot { .. } => ErrorCode::CrossSlot,
-            UndeclaredKey { .. } => ErrorCode::UndeclaredKey,
-            ScriptError { .. } => ErrorCode::ScriptError,
-            LeaseLost { .. } => ErrorCode::LeaseLost,
-            NodeLeaseLost { .. } => ErrorCode::NodeLeaseLost,
-            JobNotFound { .. } => ErrorCode::JobNotFound,
-            InvalidState { .. } => ErrorCode::InvalidState,
-            Timeout { .. } => ErrorCode::Timeout,
-            NotReplicated { .. } => ErrorCode::NotReplicated,
-            Closed { .. } => ErrorCode::Closed,
-            HandlerFailed { .. } => ErrorCode::HandlerFailed,
-            Internal { .. } => ErrorCode::Internal,
+            EmqException::Failed { code, .. } | EmqException::JobFailed { code, .. } => *code,
         }
     }
 
     /// The message, without the code.
     pub fn message(&self) -> &str {
-        use EmqException::*;
         match self {
-            InvalidQueueName { message }
-            | InvalidJobId { message }
-            | InvalidOption { message }
-            | InvalidPayload { message }
-            | ServerUnavailable { message }
-            | AuthFailed { message }
-            | PermissionDenied { message }
-            | IncompatibleVersion { message }
-            | CrossSlot { message }
-            | UndeclaredKey { message }
-            | ScriptError { message }
-            | LeaseLost { message }
-            | NodeLeaseLost { message }
-            | JobNotFound { message }
-            | InvalidState { message }
-            | Timeout { message }
-            | NotReplicated { message }
-            | Closed { message }
-            | HandlerFailed { message }
-            | Internal { message } => message,
+            EmqException::Failed { reason, .. } | EmqException::JobFailed { reason, .. } => reason,
         }
     }
 }
 
 impl From<emq::Error> for EmqException {
     fn from(e: emq::Error) -> EmqException {
-        use EmqException::*;
-        let message = e.message().to_string();
-        match e.code() {
-            ErrorCode::InvalidQueueName => InvalidQueueName { message },
-            ErrorCode::InvalidJobId => InvalidJobId { message },
-            ErrorCode::InvalidOption => InvalidOption { message },
-            ErrorCode::InvalidPayload => InvalidPayload { message },
-            ErrorCode::ServerUnavailable => ServerUnavailable { message },
-            ErrorCode::AuthFailed => AuthFailed { message },
-            ErrorCode::PermissionDenied => PermissionDenied { message },
-            ErrorCode::IncompatibleVersion => IncompatibleVersion { message },
-            ErrorCode::CrossSlot => CrossSlot { message },
-            ErrorCode::UndeclaredKey => UndeclaredKey { message },
-            ErrorCode::ScriptError => ScriptError { message },
-            ErrorCode::LeaseLost => LeaseLost { message },
-            ErrorCode::NodeLeaseLost => NodeLeaseLost { message },
-            ErrorCode::JobNotFound => JobNotFound { message },
-            ErrorCode::InvalidState => InvalidState { message },
-            ErrorCode::Timeout => Timeout { message },
-            ErrorCode::NotReplicated => NotReplicated { message },
-            ErrorCode::Closed => Closed { message },
-            ErrorCode::HandlerFailed => HandlerFailed { message },
-            ErrorCode::Internal => Internal { message },
+        EmqException::Failed {
+            code: e.code(),
+            reason: e.message().to_string(),
         }
     }
 }
 
 impl std::fmt::Display for EmqException {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.error_code().as_str(), self.message())
+        match self {
+            EmqException::Failed { code, reason } => write!(f, "{code}: {reason}"),
+            EmqException::JobFailed {
+                code,
+                failure_code,
+                reason,
+                stack,
+            } => {
+                write!(f, "{code}: {failure_code}: {reason}")?;
+                match stack {
+                    Some(stack) if !stack.is_empty() => write!(f, "\n{stack}"),
+                    _ => Ok(()),
+                }
+            }
+        }
     }
 }
 
 impl std::error::Error for EmqException {}
 
-/// The stable code (`invalid_queue_name`, …) of an error message produced by this binding: the
-/// text before the first `:`. Foreign code that prefers a string to the exception's class uses
-/// this (Kotlin: `errorCode(e.message!!)`).
-#[uniffi::export]
-pub fn error_code(message: String) -> String {
-    let head = message.split(':').next().unwrap_or("").trim();
-    ErrorCode::parse(head)
-        .unwrap_or(ErrorCode::Internal)
-        .as_str()
-        .to_string()
-}
-
-/// Every stable error code, in the core's order.
+/// Every stable error code's snake_case text (`invalid_queue_name`, …), in the core's order: the
+/// codes other languages see (`ErrorCode.entries` lists the same codes as the enum).
 #[uniffi::export]
 pub fn error_codes() -> Vec<String> {
     ErrorCode::ALL
@@ -144,20 +89,33 @@ pub fn error_codes() -> Vec<String> {
         .collect()
 }
 
-/// A job's failure as the caller's error (`Queue.wait`): `HandlerFailed` whose message is the
-/// failure's code and message, then its stack (when it has one) on the next lines.
-pub(crate) fn job_failed(f: emq::Failure) -> EmqException {
-    let message = match &f.stack {
-        Some(stack) if !stack.is_empty() => format!("{}: {}\n{stack}", f.code, f.message),
-        _ => format!("{}: {}", f.code, f.message),
-    };
-    EmqException::HandlerFailed { message }
+/// The snake_case text of `code` (`ErrorCode.INVALID_OPTION` → `invalid_option`), as Python, Node
+/// and the scripts spell it.
+#[uniffi::export]
+pub fn error_code_name(code: ErrorCode) -> String {
+    code.as_str().to_string()
 }
 
-pub(crate) fn invalid_option(message: impl Into<String>) -> EmqException {
-    EmqException::InvalidOption {
-        message: message.into(),
+/// A job's failure as the caller's error (`Queue.wait`): `JobFailed`, the failure's code, message
+/// and stack as fields.
+pub(crate) fn job_failed(f: emq::Failure) -> EmqException {
+    EmqException::JobFailed {
+        code: ErrorCode::HandlerFailed,
+        failure_code: f.code,
+        reason: f.message,
+        stack: f.stack.filter(|s| !s.is_empty()),
     }
+}
+
+pub(crate) fn failed(code: ErrorCode, reason: impl Into<String>) -> EmqException {
+    EmqException::Failed {
+        code,
+        reason: reason.into(),
+    }
+}
+
+pub(crate) fn invalid_option(reason: impl Into<String>) -> EmqException {
+    failed(ErrorCode::InvalidOption, reason)
 }
 
 #[cfg(test)]
@@ -165,27 +123,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_code_maps_to_one_variant_and_back() {
+    fn every_code_crosses_as_itself() {
         for code in ErrorCode::ALL {
             let e = EmqException::from(emq::Error::new(code, "m"));
+            assert_eq!(e, failed(code, "m"));
             assert_eq!(e.error_code(), code);
             assert_eq!(e.to_string(), format!("{}: m", code.as_str()));
-            assert_eq!(error_code(e.to_string()), code.as_str());
+            assert_eq!(error_code_name(code), code.as_str());
         }
         assert_eq!(error_codes().len(), ErrorCode::ALL.len());
     }
 
     #[test]
-    fn a_job_failure_is_handler_failed_with_code_message_and_stack() {
+    fn a_message_naming_another_code_keeps_its_own() {
+        // The code is a field: text that starts with another code's name changes nothing.
+        let e = EmqException::from(emq::Error::new(
+            ErrorCode::InvalidJobId,
+            "job_not_found: [emq:not_found] is not an id",
+        ));
+        assert_eq!(e.error_code(), ErrorCode::InvalidJobId);
+        assert_eq!(e.message(), "job_not_found: [emq:not_found] is not an id");
+    }
+
+    #[test]
+    fn a_job_failure_is_job_failed_with_code_message_and_stack_as_fields() {
         let e = job_failed(emq::Failure {
             code: "cancelled".into(),
-            message: "the job was cancelled: bye".into(),
+            message: "timeout: the job was cancelled: bye".into(),
             stack: Some("at Foo.bar".into()),
         });
-        assert_eq!(e.error_code(), ErrorCode::HandlerFailed);
+        assert_eq!(
+            e,
+            EmqException::JobFailed {
+                code: ErrorCode::HandlerFailed,
+                failure_code: "cancelled".into(),
+                reason: "timeout: the job was cancelled: bye".into(),
+                stack: Some("at Foo.bar".into()),
+            }
+        );
         assert_eq!(
             e.to_string(),
-            "handler_failed: cancelled: the job was cancelled: bye\nat Foo.bar"
+            "handler_failed: cancelled: timeout: the job was cancelled: bye\nat Foo.bar"
         );
+        let no_stack = job_failed(emq::Failure {
+            code: "handler_failed".into(),
+            message: "boom".into(),
+            stack: Some(String::new()),
+        });
+        assert!(matches!(
+            no_stack,
+            EmqException::JobFailed { stack: None, .. }
+        ));
     }
 }

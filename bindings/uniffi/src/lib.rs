@@ -41,7 +41,7 @@ pub mod worker;
 pub mod worker_events;
 
 pub use connect::TlsFiles;
-pub use error::{error_code, error_codes, EmqException};
+pub use error::{error_code_name, error_codes, EmqException};
 pub use events::{Event, EventStream};
 pub use flow::{FlowIds, FlowJob};
 pub use handler::{HandlerFailure, JobHandler};

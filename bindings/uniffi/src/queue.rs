@@ -177,11 +177,11 @@ impl Queue {
     }
 
     /// Waits up to `timeout_ms` for a job to finish, also one that finished before the call:
-    /// returns its result as JSON text; throws `HandlerFailed` when it failed for good (its
-    /// message is `handler_failed: <failure code>: <failure message>`, then the stack on the next
-    /// lines when the handler's language gave one; a cancelled job's failure code is
-    /// `cancelled`), `Timeout` when it did not finish in time, `JobNotFound` when there is no such
-    /// job.
+    /// returns its result as JSON text; throws `JobFailed` when it failed for good (code
+    /// `HandlerFailed`; the failure's code, message and stack — when the handler's language gave
+    /// one — as the fields `failureCode`, `reason` and `stack`; a cancelled job's failure code is
+    /// `cancelled`), `Failed` with code `Timeout` when it did not finish in time, `JobNotFound`
+    /// when there is no such job.
     pub async fn wait(&self, id: String, timeout_ms: f64) -> Result<String, EmqException> {
         let id = emq::JobId::parse(&id)?;
         let timeout = Duration::from_millis(emq::options::millis("timeout_ms", timeout_ms)?);

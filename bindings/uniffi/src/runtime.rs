@@ -31,8 +31,9 @@ where
 {
     match runtime().spawn(fut).await {
         Ok(r) => r.map_err(EmqException::from),
-        Err(e) => Err(EmqException::Internal {
-            message: format!("the emq task did not finish: {e}"),
-        }),
+        Err(e) => Err(crate::error::failed(
+            emq::ErrorCode::Internal,
+            format!("the emq task did not finish: {e}"),
+        )),
     }
 }

@@ -54,7 +54,10 @@ expect 'func workers\(\) ?async throws +-> \[WorkerInfo\]' 'Queue.workers()'
 expect '^public struct WorkerInfo\b' 'struct WorkerInfo'
 expect 'open func abort\(\) *\{' 'WorkerHandle.abort()'
 expect 'open func close\(\) ?async throws +-> UInt64' 'WorkerHandle.close() async throws -> UInt64'
-expect 'public func errorCode\(message: String\) +-> String' 'errorCode(message:)'
+expect 'public func errorCodeName\(code: ErrorCode\) +-> String' 'errorCodeName(code:)'
+expect 'case Failed\(code: ErrorCode, reason: String' 'EmqException.Failed(code:reason:)'
+expect 'case JobFailed\(code: ErrorCode, failureCode: String, reason: String, stack: String\?' 'EmqException.JobFailed(code:failureCode:reason:stack:)'
+expect '^public enum ErrorCode\b' 'enum ErrorCode (the core'"'"'s, from EmqCore.swift)'
 expect 'func addBulk\(jobs: \[NewJob\]\) ?async throws +-> \[String\]' 'Queue.addBulk(jobs:)'
 expect 'func addFlow\(flow: FlowJob\) ?async throws +-> FlowIds' 'Queue.addFlow(flow:)'
 expect 'func childrenResults\(parent: String\) ?async throws +-> \[String: String\]' 'Queue.childrenResults(parent:)'
@@ -79,13 +82,14 @@ for f in delayMs priority attempts backoff jitter leaseMs lifo removeOnComplete 
     timeoutMs dedup debounce dedupTtlMs parentPolicy group id; do
     expect "public var $f: " "JobOptions.$f"
 done
-# One EmqException case per core error code: the class names of the list generated from the
-# core's table (python/src/emq/_codes.py; cargo run -q -p emq --example error_codes).
+# One ErrorCode case per core error code (the core's own enum, which EmqException carries as its
+# `code`): the names of the list generated from the core's table (python/src/emq/_codes.py;
+# cargo run -q -p emq --example error_codes), in lowerCamelCase.
 codes_py="$(dirname "$0")/../../../python/src/emq/_codes.py"
 codes="$(sed -nE 's/^    \("[a-z_]+", "([A-Za-z]+)"\),$/\1/p' "$codes_py")"
 [[ -n "$codes" ]] || { echo "swift check: no error codes read from $codes_py"; exit 1; }
 for code in $codes; do
-    expect "case $code\(message: String\)" "EmqException.$code"
+    expect '^    case `?'"${code,}"'`?$' "ErrorCode.${code,}"
 done
 if [[ $fail != 0 ]]; then exit 1; fi
 echo "swift check: ok ($(grep -c '' "$swift") lines in EmqUniffi.swift, $(grep -c '' "$core") in EmqCore.swift; generated, not compiled: no Swift toolchain here)"

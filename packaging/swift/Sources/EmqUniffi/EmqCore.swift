@@ -1051,6 +1051,267 @@ public func FfiConverterTypeSchedulerInfo_lower(_ value: SchedulerInfo) -> RustB
 
 
 /**
+ * Stable error codes. `as_str` gives the snake_case form every language sees. With the `uniffi`
+ * feature this enum itself crosses to Kotlin and Swift (bindings/uniffi's `EmqException` carries
+ * it as its `code` field), so their code enums are generated from this one.
+ */
+
+public enum ErrorCode: Equatable, Hashable {
+    
+    /**
+     * A queue name broke a keyspace rule (empty, `:` `{` `}`, reserved `emq`, length, whitespace…).
+     */
+    case invalidQueueName
+    /**
+     * A string that the core did not mint was offered as a job id.
+     */
+    case invalidJobId
+    /**
+     * A job or worker option is out of range (negative delay, zero attempts…).
+     */
+    case invalidOption
+    /**
+     * A payload or result is not valid JSON.
+     */
+    case invalidPayload
+    /**
+     * The datastore cannot be reached, the connection dropped, or the server is not ready yet
+     * (LOADING its data after a restart, cluster down, a failover under way): retry later.
+     */
+    case serverUnavailable
+    /**
+     * The datastore refused the credentials (wrong user or password, or none given: NOAUTH).
+     */
+    case authFailed
+    /**
+     * The datastore's ACL refuses this user the command or key (NOPERM), e.g. a user limited to
+     * another tenant's queues.
+     */
+    case permissionDenied
+    /**
+     * The keyspace was written by an incompatible emq wire version.
+     */
+    case incompatibleVersion
+    /**
+     * A script call would span more than one cluster slot.
+     */
+    case crossSlot
+    /**
+     * A guarded script touched a key that is not in its `KEYS`.
+     */
+    case undeclaredKey
+    /**
+     * A script failed for another reason (a bug, or the datastore refused it).
+     */
+    case scriptError
+    /**
+     * A job's lease token no longer matches: another worker owns the job, or it was recovered.
+     */
+    case leaseLost
+    /**
+     * This process lost its node-id lease and cannot mint job ids until it gets a new one.
+     */
+    case nodeLeaseLost
+    /**
+     * No job with that id exists in the queue.
+     */
+    case jobNotFound
+    /**
+     * The job is not in a state that allows the operation.
+     */
+    case invalidState
+    /**
+     * A call did not finish within its deadline.
+     */
+    case timeout
+    /**
+     * A durable add (`ConnectOptions::durable`) was written on the master, but fewer replicas
+     * than asked acknowledged it in time: it can be lost in a failover. Adding again with the
+     * same id is idempotent (and waits again).
+     */
+    case notReplicated
+    /**
+     * The queue or worker was closed.
+     */
+    case closed
+    /**
+     * A handler failed (used for failure records, not raised to callers).
+     */
+    case handlerFailed
+    /**
+     * Something emq did not expect; a bug report is welcome.
+     */
+    case `internal`
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ErrorCode: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorCode
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorCode {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .invalidQueueName
+        
+        case 2: return .invalidJobId
+        
+        case 3: return .invalidOption
+        
+        case 4: return .invalidPayload
+        
+        case 5: return .serverUnavailable
+        
+        case 6: return .authFailed
+        
+        case 7: return .permissionDenied
+        
+        case 8: return .incompatibleVersion
+        
+        case 9: return .crossSlot
+        
+        case 10: return .undeclaredKey
+        
+        case 11: return .scriptError
+        
+        case 12: return .leaseLost
+        
+        case 13: return .nodeLeaseLost
+        
+        case 14: return .jobNotFound
+        
+        case 15: return .invalidState
+        
+        case 16: return .timeout
+        
+        case 17: return .notReplicated
+        
+        case 18: return .closed
+        
+        case 19: return .handlerFailed
+        
+        case 20: return .`internal`
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ErrorCode, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .invalidQueueName:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .invalidJobId:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .invalidOption:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .invalidPayload:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .serverUnavailable:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .authFailed:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .permissionDenied:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .incompatibleVersion:
+            writeInt(&buf, Int32(8))
+        
+        
+        case .crossSlot:
+            writeInt(&buf, Int32(9))
+        
+        
+        case .undeclaredKey:
+            writeInt(&buf, Int32(10))
+        
+        
+        case .scriptError:
+            writeInt(&buf, Int32(11))
+        
+        
+        case .leaseLost:
+            writeInt(&buf, Int32(12))
+        
+        
+        case .nodeLeaseLost:
+            writeInt(&buf, Int32(13))
+        
+        
+        case .jobNotFound:
+            writeInt(&buf, Int32(14))
+        
+        
+        case .invalidState:
+            writeInt(&buf, Int32(15))
+        
+        
+        case .timeout:
+            writeInt(&buf, Int32(16))
+        
+        
+        case .notReplicated:
+            writeInt(&buf, Int32(17))
+        
+        
+        case .closed:
+            writeInt(&buf, Int32(18))
+        
+        
+        case .handlerFailed:
+            writeInt(&buf, Int32(19))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(20))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorCode_lift(_ buf: RustBuffer) throws -> ErrorCode {
+    return try FfiConverterTypeErrorCode.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorCode_lower(_ value: ErrorCode) -> RustBuffer {
+    return FfiConverterTypeErrorCode.lower(value)
+}
+
+
+
+/**
  * Where a job is in its lifecycle (which container holds it).
  */
 

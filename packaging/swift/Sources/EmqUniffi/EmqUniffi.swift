@@ -1203,11 +1203,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     /**
      * Waits up to `timeout_ms` for a job to finish, also one that finished before the call:
-     * returns its result as JSON text; throws `HandlerFailed` when it failed for good (its
-     * message is `handler_failed: <failure code>: <failure message>`, then the stack on the next
-     * lines when the handler's language gave one; a cancelled job's failure code is
-     * `cancelled`), `Timeout` when it did not finish in time, `JobNotFound` when there is no such
-     * job.
+     * returns its result as JSON text; throws `JobFailed` when it failed for good (code
+     * `HandlerFailed`; the failure's code, message and stack — when the handler's language gave
+     * one — as the fields `failureCode`, `reason` and `stack`; a cancelled job's failure code is
+     * `cancelled`), `Failed` with code `Timeout` when it did not finish in time, `JobNotFound`
+     * when there is no such job.
      */
     func wait(id: String, timeoutMs: Double) async throws  -> String
     
@@ -1991,11 +1991,11 @@ open func upsertScheduler(id: String, schedule: Schedule)async throws  -> Bool  
     
     /**
      * Waits up to `timeout_ms` for a job to finish, also one that finished before the call:
-     * returns its result as JSON text; throws `HandlerFailed` when it failed for good (its
-     * message is `handler_failed: <failure code>: <failure message>`, then the stack on the next
-     * lines when the handler's language gave one; a cancelled job's failure code is
-     * `cancelled`), `Timeout` when it did not finish in time, `JobNotFound` when there is no such
-     * job.
+     * returns its result as JSON text; throws `JobFailed` when it failed for good (code
+     * `HandlerFailed`; the failure's code, message and stack — when the handler's language gave
+     * one — as the fields `failureCode`, `reason` and `stack`; a cancelled job's failure code is
+     * `cancelled`), `Failed` with code `Timeout` when it did not finish in time, `JobNotFound`
+     * when there is no such job.
      */
 open func wait(id: String, timeoutMs: Double)async throws  -> String  {
     return
@@ -4088,55 +4088,29 @@ public func FfiConverterTypeBackoff_lower(_ value: Backoff) -> RustBuffer {
 
 
 /**
- * An emq error. One variant per stable core error code: the variant name is the code in
- * UpperCamelCase (`InvalidQueueName` is `invalid_queue_name`), and the message starts with the
- * code (`invalid_queue_name: …`). Kotlin sees a sealed exception class, Swift an `Error` enum.
+ * An emq error. Kotlin sees a sealed exception class, Swift an `Error` enum, with two cases:
+ *
+ * - `Failed(code, reason)`: a call was refused or failed. `code` is the stable core code
+ * (Kotlin `ErrorCode.INVALID_OPTION`, Swift `.invalidOption`), `reason` says what happened and
+ * what to do.
+ * - `JobFailed(code, failureCode, reason, stack)`: the job `Queue.wait` waited on failed. `code`
+ * is `HandlerFailed`; `failureCode` is the failure's own code (`handler_failed`, `cancelled`,
+ * `timeout`, `invalid_payload`…), `reason` its message, `stack` its stack when the handler that
+ * failed it gave one (a Python or Node worker), else null.
+ *
+ * Kotlin and Swift read `e.code` on either (extensions: kotlin/…/CoreTypes.kt,
+ * packaging/swift/Sources/EmqUniffi/Errors.swift). The text field is `reason`, not
+ * `message`: a Kotlin exception field named `message` would clash with `Throwable.message`.
  */
 public 
 enum EmqException: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
 
     
     
-    case InvalidQueueName(message: String)
-    
-    case InvalidJobId(message: String)
-    
-    case InvalidOption(message: String)
-    
-    case InvalidPayload(message: String)
-    
-    case ServerUnavailable(message: String)
-    
-    case AuthFailed(message: String)
-    
-    case PermissionDenied(message: String)
-    
-    case IncompatibleVersion(message: String)
-    
-    case CrossSlot(message: String)
-    
-    case UndeclaredKey(message: String)
-    
-    case ScriptError(message: String)
-    
-    case LeaseLost(message: String)
-    
-    case NodeLeaseLost(message: String)
-    
-    case JobNotFound(message: String)
-    
-    case InvalidState(message: String)
-    
-    case Timeout(message: String)
-    
-    case NotReplicated(message: String)
-    
-    case Closed(message: String)
-    
-    case HandlerFailed(message: String)
-    
-    case Internal(message: String)
-    
+    case Failed(code: ErrorCode, reason: String
+    )
+    case JobFailed(code: ErrorCode, failureCode: String, reason: String, stack: String?
+    )
 
     
 
@@ -4166,88 +4140,18 @@ public struct FfiConverterTypeEmqException: FfiConverterRustBuffer {
         
 
         
-        case 1: return .InvalidQueueName(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 2: return .InvalidJobId(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 3: return .InvalidOption(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 4: return .InvalidPayload(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 5: return .ServerUnavailable(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 6: return .AuthFailed(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 7: return .PermissionDenied(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 8: return .IncompatibleVersion(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 9: return .CrossSlot(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 10: return .UndeclaredKey(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 11: return .ScriptError(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 12: return .LeaseLost(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 13: return .NodeLeaseLost(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 14: return .JobNotFound(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 15: return .InvalidState(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 16: return .Timeout(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 17: return .NotReplicated(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 18: return .Closed(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 19: return .HandlerFailed(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 20: return .Internal(
-            message: try FfiConverterString.read(from: &buf)
-        )
-        
+        case 1: return .Failed(
+            code: try FfiConverterTypeErrorCode.read(from: &buf), 
+            reason: try FfiConverterString.read(from: &buf)
+            )
+        case 2: return .JobFailed(
+            code: try FfiConverterTypeErrorCode.read(from: &buf), 
+            failureCode: try FfiConverterString.read(from: &buf), 
+            reason: try FfiConverterString.read(from: &buf), 
+            stack: try FfiConverterOptionString.read(from: &buf)
+            )
 
-        default: throw UniffiInternalError.unexpectedEnumCase
+         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
 
@@ -4257,48 +4161,20 @@ public struct FfiConverterTypeEmqException: FfiConverterRustBuffer {
         
 
         
-        case .InvalidQueueName(_ /* message is ignored*/):
-            writeInt(&buf, Int32(1))
-        case .InvalidJobId(_ /* message is ignored*/):
-            writeInt(&buf, Int32(2))
-        case .InvalidOption(_ /* message is ignored*/):
-            writeInt(&buf, Int32(3))
-        case .InvalidPayload(_ /* message is ignored*/):
-            writeInt(&buf, Int32(4))
-        case .ServerUnavailable(_ /* message is ignored*/):
-            writeInt(&buf, Int32(5))
-        case .AuthFailed(_ /* message is ignored*/):
-            writeInt(&buf, Int32(6))
-        case .PermissionDenied(_ /* message is ignored*/):
-            writeInt(&buf, Int32(7))
-        case .IncompatibleVersion(_ /* message is ignored*/):
-            writeInt(&buf, Int32(8))
-        case .CrossSlot(_ /* message is ignored*/):
-            writeInt(&buf, Int32(9))
-        case .UndeclaredKey(_ /* message is ignored*/):
-            writeInt(&buf, Int32(10))
-        case .ScriptError(_ /* message is ignored*/):
-            writeInt(&buf, Int32(11))
-        case .LeaseLost(_ /* message is ignored*/):
-            writeInt(&buf, Int32(12))
-        case .NodeLeaseLost(_ /* message is ignored*/):
-            writeInt(&buf, Int32(13))
-        case .JobNotFound(_ /* message is ignored*/):
-            writeInt(&buf, Int32(14))
-        case .InvalidState(_ /* message is ignored*/):
-            writeInt(&buf, Int32(15))
-        case .Timeout(_ /* message is ignored*/):
-            writeInt(&buf, Int32(16))
-        case .NotReplicated(_ /* message is ignored*/):
-            writeInt(&buf, Int32(17))
-        case .Closed(_ /* message is ignored*/):
-            writeInt(&buf, Int32(18))
-        case .HandlerFailed(_ /* message is ignored*/):
-            writeInt(&buf, Int32(19))
-        case .Internal(_ /* message is ignored*/):
-            writeInt(&buf, Int32(20))
-
         
+        case let .Failed(code,reason):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypeErrorCode.write(code, into: &buf)
+            FfiConverterString.write(reason, into: &buf)
+            
+        
+        case let .JobFailed(code,failureCode,reason,stack):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypeErrorCode.write(code, into: &buf)
+            FfiConverterString.write(failureCode, into: &buf)
+            FfiConverterString.write(reason, into: &buf)
+            FfiConverterOptionString.write(stack, into: &buf)
+            
         }
     }
 }
@@ -5201,20 +5077,20 @@ public func uniffiForeignFutureHandleCountEmqUniffi() -> Int {
     UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.count
 }
 /**
- * The stable code (`invalid_queue_name`, …) of an error message produced by this binding: the
- * text before the first `:`. Foreign code that prefers a string to the exception's class uses
- * this (Kotlin: `errorCode(e.message!!)`).
+ * The snake_case text of `code` (`ErrorCode.INVALID_OPTION` → `invalid_option`), as Python, Node
+ * and the scripts spell it.
  */
-public func errorCode(message: String) -> String  {
+public func errorCodeName(code: ErrorCode) -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
         uniffiCallStatus in
-    uniffi_emq_uniffi_fn_func_error_code(
-        FfiConverterString.lower(message),uniffiCallStatus
+    uniffi_emq_uniffi_fn_func_error_code_name(
+        FfiConverterTypeErrorCode_lower(code),uniffiCallStatus
     )
 })
 }
 /**
- * Every stable error code, in the core's order.
+ * Every stable error code's snake_case text (`invalid_queue_name`, …), in the core's order: the
+ * codes other languages see (`ErrorCode.entries` lists the same codes as the enum).
  */
 public func errorCodes() -> [String]  {
     return try!  FfiConverterSequenceString.lift(try! rustCall() {
@@ -5239,10 +5115,10 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_emq_uniffi_checksum_func_error_code() != 21555) {
+    if (uniffi_emq_uniffi_checksum_func_error_code_name() != 20551) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_func_error_codes() != 2736) {
+    if (uniffi_emq_uniffi_checksum_func_error_codes() != 44725) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_eventstream_close() != 1769) {
@@ -5359,7 +5235,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_upsert_scheduler() != 6254) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_queue_wait() != 27842) {
+    if (uniffi_emq_uniffi_checksum_method_queue_wait() != 716) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_workers() != 23052) {

@@ -558,9 +558,9 @@ void uniffi_emq_uniffi_fn_method_workerevents_close(uint64_t ptr, RustCallStatus
 uint64_t uniffi_emq_uniffi_fn_method_workerevents_next(uint64_t ptr, double wait_ms, uint32_t count
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODE
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODE
-RustBuffer uniffi_emq_uniffi_fn_func_error_code(RustBuffer message, RustCallStatus *_Nonnull out_status
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODE_NAME
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODE_NAME
+RustBuffer uniffi_emq_uniffi_fn_func_error_code_name(RustBuffer code, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODES
@@ -829,9 +829,9 @@ void ffi_emq_uniffi_rust_future_free_void(uint64_t handle
 void ffi_emq_uniffi_rust_future_complete_void(uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODE
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODE
-uint16_t uniffi_emq_uniffi_checksum_func_error_code(void
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODE_NAME
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODE_NAME
+uint16_t uniffi_emq_uniffi_checksum_func_error_code_name(void
     
 );
 #endif

@@ -27,3 +27,13 @@ typealias SchedulerInfo = dev.emq.core.SchedulerInfo
 
 /** A job id as its text (the core's `JobId`, checked by its parser when it comes back in). */
 typealias JobId = dev.emq.core.JobId
+
+/** The stable code of an error (the core's `ErrorCode`): `EmqException`'s `code` field. */
+typealias ErrorCode = dev.emq.core.ErrorCode
+
+/** This error's stable code, whichever case it is (each case carries it as its `code` field). */
+val EmqException.code: ErrorCode
+    get() = when (this) {
+        is EmqException.Failed -> code
+        is EmqException.JobFailed -> code
+    }

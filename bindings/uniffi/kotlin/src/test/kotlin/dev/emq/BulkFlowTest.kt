@@ -2,7 +2,6 @@ package dev.emq
 
 import java.util.concurrent.ConcurrentHashMap
 import kotlinx.coroutines.runBlocking
-import kotlinx.coroutines.withTimeout
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
@@ -10,27 +9,12 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.Timeout
-import org.junit.jupiter.api.assertThrows
 
 /** Bulk adds and flows (a parent waiting for its children, across queues) from Kotlin. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(90)
 class BulkFlowTest {
     private val url by lazy { Harness.standaloneUrl() }
-
-    private fun withQueue(prefix: String, body: suspend (Queue) -> Unit) = runBlocking {
-        withTimeout(60_000) {
-            val q = Queue.connect(url, Harness.uniqueQueue(prefix))
-            try {
-                body(q)
-            } finally {
-                q.close()
-            }
-        }
-    }
-
-    private suspend fun Queue.waitFor(id: String, state: JobState): JobRecord =
-        eventually(15_000, "job $id to be $state") { get(id)?.takeIf { it.state == state } }
 
     @Test
     fun `addBulk returns the ids in order and stores each job`() = withQueue("kt-bulk") { q ->
@@ -60,10 +44,10 @@ class BulkFlowTest {
         assertEquals(Triple(2uL, 1uL, 1uL), Triple(c.waiting, c.prioritized, c.delayed))
 
         // One bad job refuses the whole batch before anything is written.
-        assertThrows<EmqException.InvalidPayload> {
+        assertCode(ErrorCode.INVALID_PAYLOAD) {
             runBlocking { q.addBulk(listOf(NewJob("ok", "{}"), NewJob("bad", "{not json"))) }
         }
-        assertThrows<EmqException.InvalidOption> {
+        assertCode(ErrorCode.INVALID_OPTION) {
             runBlocking { q.addBulk(listOf(NewJob("ok", "{}"), NewJob("bad", "{}", JobOptions(attempts = 0)))) }
         }
         assertEquals(c, q.counts())
@@ -119,12 +103,12 @@ class BulkFlowTest {
             other.close()
         }
         // A parent takes no delay (its children may).
-        assertThrows<EmqException.InvalidOption> {
+        assertCode(ErrorCode.INVALID_OPTION) {
             runBlocking {
                 q.addFlow(FlowJob("p", "{}", JobOptions(delayMs = 10.0), children = listOf(FlowJob("c", "{}"))))
             }
         }
-        assertThrows<EmqException.InvalidJobId> { runBlocking { q.childrenResults("nope") } }
+        assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.childrenResults("nope") } }
     }
 
     @Test

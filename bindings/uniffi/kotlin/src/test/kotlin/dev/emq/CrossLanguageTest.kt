@@ -166,6 +166,11 @@ class CrossLanguageTest {
                         assertNull(got.resultJson, id)
                         assertEquals(FAIL_MESSAGE, got.failure!!.message)
                         assertEquals("handler_failed", got.failure!!.code)
+                        // The wait's error carries the same failure as fields, the text untouched.
+                        val e = assertJobFailed { runBlocking { q.wait(id, 5_000.0) } }
+                        assertEquals(got.failure!!.code, e.failureCode)
+                        assertEquals(FAIL_MESSAGE, e.reason)
+                        assertEquals(got.failure!!.stack, e.stack)
                     } else {
                         assertEquals(JobState.COMPLETED, got.state, id)
                         assertNull(got.failure, id)

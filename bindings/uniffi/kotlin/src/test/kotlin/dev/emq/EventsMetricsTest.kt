@@ -12,7 +12,6 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.Timeout
-import org.junit.jupiter.api.assertThrows
 
 /**
  * Events, metrics, progress and logs, isPaused, every job option read back by `get`, and the
@@ -22,17 +21,6 @@ import org.junit.jupiter.api.assertThrows
 @Timeout(90)
 class EventsMetricsTest {
     private val url by lazy { Harness.standaloneUrl() }
-
-    private fun withQueue(prefix: String, body: suspend (Queue) -> Unit) = runBlocking {
-        withTimeout(60_000) {
-            val q = Queue.connect(url, Harness.uniqueQueue(prefix))
-            try {
-                body(q)
-            } finally {
-                q.close()
-            }
-        }
-    }
 
     /** Reads [stream] until [want] returns true for one of the events seen, bounded in reads. */
     private suspend fun awaitEvent(stream: EventStream, what: String, want: (Event) -> Boolean): List<Event> {
@@ -72,7 +60,7 @@ class EventsMetricsTest {
             stream.shutdown()
             stream.close()
         }
-        assertThrows<EmqException.InvalidOption> { runBlocking { q.events().next(-1.0, 10u) } }
+        assertCode(ErrorCode.INVALID_OPTION) { runBlocking { q.events().next(-1.0, 10u) } }
     }
 
     @Test
@@ -146,10 +134,10 @@ class EventsMetricsTest {
         assertEquals(2uL, q.log(id, "second ✓"))
         assertEquals(listOf("first", "second ✓"), q.logs(id))
         val missing = q.add("gone", "{}").also { q.remove(it) }
-        assertThrows<EmqException.JobNotFound> { runBlocking { q.log(missing, "x") } }
-        assertThrows<EmqException.JobNotFound> { runBlocking { q.updateProgress(missing, "1") } }
-        assertThrows<EmqException.InvalidPayload> { runBlocking { q.updateProgress(id, "{nope") } }
-        assertThrows<EmqException.InvalidJobId> { runBlocking { q.log("not-an-id", "x") } }
+        assertCode(ErrorCode.JOB_NOT_FOUND) { runBlocking { q.log(missing, "x") } }
+        assertCode(ErrorCode.JOB_NOT_FOUND) { runBlocking { q.updateProgress(missing, "1") } }
+        assertCode(ErrorCode.INVALID_PAYLOAD) { runBlocking { q.updateProgress(id, "{nope") } }
+        assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.log("not-an-id", "x") } }
     }
 
     @Test
@@ -191,7 +179,7 @@ class EventsMetricsTest {
             JobOptions(backoff = Backoff.Exponential(10.0, Double.NaN)),
             JobOptions(debounce = true),
         )) {
-            assertThrows<EmqException.InvalidOption>("$bad") { runBlocking { q.add("bad", "{}", bad) } }
+            assertCode(ErrorCode.INVALID_OPTION, "$bad") { runBlocking { q.add("bad", "{}", bad) } }
         }
     }
 
@@ -222,7 +210,7 @@ class EventsMetricsTest {
             val q = Queue.connect(url, Harness.uniqueQueue("kt-qclose"))
             val id = q.add("before", "{}")
             q.shutdown()
-            assertThrows<EmqException.NodeLeaseLost> { runBlocking { q.add("after", "{}") } }
+            assertCode(ErrorCode.NODE_LEASE_LOST) { runBlocking { q.add("after", "{}") } }
             assertEquals("before", q.get(id)!!.name, "reads still work")
             q.close()
         }

@@ -3,31 +3,17 @@ package dev.emq
 import java.util.concurrent.ConcurrentHashMap
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
-import kotlinx.coroutines.withTimeout
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNotEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.Timeout
-import org.junit.jupiter.api.assertThrows
 
 /** The queue's extras from Kotlin: dedup (live and with a TTL), limits and job schedulers. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(90)
 class ExtrasTest {
-    private val url by lazy { Harness.standaloneUrl() }
-
-    private fun withQueue(prefix: String, body: suspend (Queue) -> Unit) = runBlocking {
-        withTimeout(60_000) {
-            val q = Queue.connect(url, Harness.uniqueQueue(prefix))
-            try {
-                body(q)
-            } finally {
-                q.close()
-            }
-        }
-    }
 
     @Test
     fun `a dedup key returns the live job, and a TTL hold outlives it`() = withQueue("kt-dedup") { q ->
@@ -47,7 +33,7 @@ class ExtrasTest {
             worker.shutdown()
             worker.close()
         }
-        assertThrows<EmqException.InvalidOption> {
+        assertCode(ErrorCode.INVALID_OPTION) {
             runBlocking { q.add("x", "{}", JobOptions(dedupTtlMs = 10.0)) }
         }
     }
@@ -77,13 +63,13 @@ class ExtrasTest {
             worker.shutdown()
             worker.close()
         }
-        assertThrows<EmqException.InvalidOption> {
+        assertCode(ErrorCode.INVALID_OPTION) {
             runBlocking { q.upsertScheduler("bad", Schedule(name = "n", dataJson = "{}", cron = "61 * * * *")) }
         }
-        assertThrows<EmqException.InvalidOption> {
+        assertCode(ErrorCode.INVALID_OPTION) {
             runBlocking { q.upsertScheduler("bad", Schedule(name = "n", dataJson = "{}", cron = "* * * * *", tz = "Mars/Olympus")) }
         }
-        assertThrows<EmqException.InvalidOption> {
+        assertCode(ErrorCode.INVALID_OPTION) {
             runBlocking { q.upsertScheduler("bad", Schedule(name = "n", dataJson = "{}")) }
         }
     }
@@ -112,8 +98,8 @@ class ExtrasTest {
             worker.shutdown()
             worker.close()
         }
-        assertThrows<EmqException.InvalidOption> { runBlocking { q.setRateLimit(RateLimit(0u, 1_000.0)) } }
-        assertThrows<EmqException.InvalidOption> { runBlocking { q.setGlobalConcurrency(0u) } }
+        assertCode(ErrorCode.INVALID_OPTION) { runBlocking { q.setRateLimit(RateLimit(0u, 1_000.0)) } }
+        assertCode(ErrorCode.INVALID_OPTION) { runBlocking { q.setGlobalConcurrency(0u) } }
         q.setGlobalConcurrency(null)
         q.setRateLimit(null)
         q.setGroupRateLimit(null)

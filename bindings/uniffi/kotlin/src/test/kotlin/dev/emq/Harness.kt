@@ -6,7 +6,10 @@ import java.io.InputStreamReader
 import java.util.UUID
 import java.util.concurrent.TimeUnit
 import kotlinx.coroutines.delay
+import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.assertThrows
 
 /**
  * Real redis servers for the tests: `emq-harness up --standalone` prints one JSON line with the
@@ -129,3 +132,35 @@ suspend fun <T : Any> eventually(timeoutMs: Long = 15_000, what: String, check: 
     } catch (e: kotlinx.coroutines.TimeoutCancellationException) {
         throw AssertionError("timed out after $timeoutMs ms waiting for $what")
     }
+
+/**
+ * The test set-up of every class that needs one queue: connects to the harness's standalone
+ * server with a fresh queue name from [prefix], runs [body] within [timeoutMs], closes the queue.
+ */
+fun withQueue(prefix: String, timeoutMs: Long = 60_000, body: suspend (Queue) -> Unit): Unit = runBlocking {
+    withTimeout(timeoutMs) {
+        val q = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue(prefix))
+        try {
+            body(q)
+        } finally {
+            q.close()
+        }
+    }
+}
+
+/** Polls the job [id] until it is in [state], for at most [timeoutMs]; returns its record. */
+suspend fun Queue.waitFor(id: String, state: JobState, timeoutMs: Long = 15_000): JobRecord =
+    eventually(timeoutMs, "job $id to be $state") { get(id)?.takeIf { it.state == state } }
+
+/** Runs [block], which must throw an [EmqException] whose `code` field is [code]; returns it. */
+fun assertCode(code: ErrorCode, what: String? = null, block: () -> Unit): EmqException {
+    val e = assertThrows<EmqException>(what ?: "expected an EmqException with code $code") { block() }
+    assertEquals(code, e.code, "${what ?: ""} $e: ${e.message}")
+    return e
+}
+
+/** Runs [block], which must throw the [EmqException.JobFailed] of a job that failed; returns it. */
+fun assertJobFailed(block: () -> Unit): EmqException.JobFailed {
+    val e = assertCode(ErrorCode.HANDLER_FAILED, "a job failure", block)
+    return e as? EmqException.JobFailed ?: throw AssertionError("a HANDLER_FAILED that is not JobFailed: $e")
+}

@@ -11,7 +11,6 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.Timeout
-import org.junit.jupiter.api.assertThrows
 
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(90)
@@ -19,19 +18,6 @@ class QueueTest {
     private val url by lazy { Harness.standaloneUrl() }
 
     /** Runs [body] with a fresh queue, bounded in time. */
-    private fun withQueue(prefix: String, body: suspend (Queue) -> Unit) = runBlocking {
-        withTimeout(60_000) {
-            val q = Queue.connect(url, Harness.uniqueQueue(prefix))
-            try {
-                body(q)
-            } finally {
-                q.close()
-            }
-        }
-    }
-
-    private suspend fun Queue.waitFor(id: String, state: JobState, timeoutMs: Long = 15_000): JobRecord =
-        eventually(timeoutMs, "job $id to be $state") { get(id)?.takeIf { it.state == state } }
 
     @Test
     fun `add and process with a Kotlin handler`() = withQueue("kt-process") { q ->
@@ -72,8 +58,8 @@ class QueueTest {
         assertEquals(2u, q.get(later)!!.priority)
         assertTrue(!q.promote(later), "not delayed any more")
         assertTrue(!q.retry(later), "not failed")
-        assertThrows<EmqException.InvalidOption> { runBlocking { q.changePriority(later, -1) } }
-        assertThrows<EmqException.InvalidJobId> { runBlocking { q.remove("not an id") } }
+        assertCode(ErrorCode.INVALID_OPTION) { runBlocking { q.changePriority(later, -1) } }
+        assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.remove("not an id") } }
         assertTrue(q.remove(later))
         assertNull(q.get(later))
     }
@@ -103,7 +89,7 @@ class QueueTest {
         assertEquals(1uL, q.counts().delayed)
         assertEquals(1uL, q.drain(true))
         assertEquals(1uL, q.clean(JobState.COMPLETED, 0.0, 10uL))
-        assertThrows<EmqException.InvalidOption> { runBlocking { q.clean(JobState.ACTIVE, 0.0, 10uL) } }
+        assertCode(ErrorCode.INVALID_OPTION) { runBlocking { q.clean(JobState.ACTIVE, 0.0, 10uL) } }
         q.add("x", "{}")
         assertEquals(1uL, q.obliterate(false))
         assertEquals(0uL, q.counts().waiting)
@@ -215,28 +201,36 @@ class QueueTest {
     @Test
     fun `errors are typed exceptions with stable codes`() = runBlocking {
         withTimeout(30_000) {
-            val e = assertThrows<EmqException.InvalidQueueName> {
+            val e = assertCode(ErrorCode.INVALID_QUEUE_NAME) {
                 runBlocking { Queue.connect(url, "bad:name") }
             }
-            assertTrue(e.message!!.startsWith("invalid_queue_name: "), e.message)
-            assertEquals("invalid_queue_name", errorCode(e.message!!))
-            assertTrue(e is EmqException)
-            assertEquals(20, errorCodes().size)
+            assertTrue(e is EmqException.Failed, "$e")
+            assertTrue((e as EmqException.Failed).reason.contains("bad:name"), e.reason)
+            assertEquals(ErrorCode.entries.size, errorCodes().size)
+            assertEquals(errorCodes(), ErrorCode.entries.map { errorCodeName(it) }, "one table, in the core's order")
+            assertEquals("not_replicated", errorCodeName(ErrorCode.NOT_REPLICATED))
             assertTrue(errorCodes().containsAll(listOf("auth_failed", "permission_denied", "timeout", "not_replicated")), errorCodes().toString())
-            assertEquals("not_replicated", errorCode("not_replicated: 0 of 1 replicas acknowledged the add"))
 
+            // The code is a field, never read from the text: a queue name or a job id that spells
+            // another code (as a message prefix or as Node's old `[emq:…]` tag) changes nothing.
+            val named = assertCode(ErrorCode.INVALID_QUEUE_NAME) {
+                runBlocking { Queue.connect(url, "job_not_found: [emq:not_found] x") }
+            }
+            assertTrue(named.message!!.contains("job_not_found: [emq:not_found] x"), named.message)
             val q = Queue.connect(url, Harness.uniqueQueue("kt-errors"))
             try {
-                val bad = assertThrows<EmqException.InvalidOption> {
+                val bad = assertCode(ErrorCode.INVALID_OPTION) {
                     runBlocking { q.add("x", "{}", JobOptions(attempts = 0)) }
                 }
-                assertEquals("invalid_option", errorCode(bad.message!!))
-                assertThrows<EmqException.InvalidOption> {
+                assertEquals(ErrorCode.INVALID_OPTION, (bad as EmqException.Failed).code)
+                assertCode(ErrorCode.INVALID_OPTION) {
                     runBlocking { q.add("x", "{}", JobOptions(delayMs = -1.0)) }
                 }
-                assertThrows<EmqException.InvalidPayload> { runBlocking { q.add("x", "{nope") } }
-                assertThrows<EmqException.InvalidJobId> { runBlocking { q.get("not an id") } }
-                assertThrows<EmqException.InvalidOption> {
+                assertCode(ErrorCode.INVALID_PAYLOAD) { runBlocking { q.add("x", "{nope") } }
+                assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.get("not an id") } }
+                val id = assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.get("timeout: [emq:closed]") } }
+                assertTrue(id.message!!.contains("timeout: [emq:closed]"), id.message)
+                assertCode(ErrorCode.INVALID_OPTION) {
                     q.startWorker(object : JobHandler {
                         override suspend fun handle(job: JobRecord) = "null"
                     }, 0, 5_000.0)
@@ -244,10 +238,10 @@ class QueueTest {
             } finally {
                 q.close()
             }
-            val down = assertThrows<EmqException.ServerUnavailable> {
+            val down = assertCode(ErrorCode.SERVER_UNAVAILABLE) {
                 runBlocking { Queue.connect("redis://127.0.0.1:1", "nowhere") }
             }
-            assertEquals("server_unavailable", errorCode(down.message!!))
+            assertTrue(down is EmqException.Failed && down.reason.isNotEmpty(), "$down")
         }
     }
 }

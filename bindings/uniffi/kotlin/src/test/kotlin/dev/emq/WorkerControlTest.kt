@@ -21,7 +21,9 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.Timeout
-import org.junit.jupiter.api.assertThrows
+
+/** A handler failure message that spells other codes (a prefix, Node's old `[emq:…]` tag). */
+private const val TRICKY = "job_not_found: [emq:not_found] timeout: not the code of this failure"
 
 /**
  * Worker control (issue 14): a timeout, a cancel and a shutdown cancel the handler's coroutine and
@@ -32,20 +34,6 @@ import org.junit.jupiter.api.assertThrows
 @Timeout(120)
 class WorkerControlTest {
     private val url by lazy { Harness.standaloneUrl() }
-
-    private fun withQueue(prefix: String, body: suspend (Queue) -> Unit) = runBlocking {
-        withTimeout(90_000) {
-            val q = Queue.connect(url, Harness.uniqueQueue(prefix))
-            try {
-                body(q)
-            } finally {
-                q.close()
-            }
-        }
-    }
-
-    private suspend fun Queue.waitFor(id: String, state: JobState, timeoutMs: Long = 15_000): JobRecord =
-        eventually(timeoutMs, "job $id to be $state") { get(id)?.takeIf { it.state == state } }
 
     /** A handler that suspends until cancelled, then takes [cleanupMs] (non-cancellable) to stop. */
     private class Suspending(val cleanupMs: Long = 0) : JobHandler {
@@ -75,7 +63,7 @@ class WorkerControlTest {
 
     @Test
     fun `a timeout cancels the coroutine and no two runs of a job overlap at concurrency 1`() =
-        withQueue("kt-timeout") { q ->
+        withQueue("kt-timeout", 90_000) { q ->
             // Each run is cancelled at 300 ms and takes 400 ms more to stop: a retry that started
             // when the timeout fired, rather than when the coroutine ended, would overlap it.
             val h = Suspending(cleanupMs = 400)
@@ -98,7 +86,7 @@ class WorkerControlTest {
         }
 
     @Test
-    fun `cancel a waiting, a delayed, a running and a finished job`() = withQueue("kt-cancel") { q ->
+    fun `cancel a waiting, a delayed, a running and a finished job`() = withQueue("kt-cancel", 90_000) { q ->
         val waiting = q.add("w", "{}", JobOptions(attempts = 3))
         val delayed = q.add("d", "{}", JobOptions(delayMs = 60_000.0))
         assertEquals("cancelled", q.cancel(waiting, "not needed"))
@@ -111,7 +99,7 @@ class WorkerControlTest {
         }
         assertEquals("finished", q.cancel(waiting, "again"))
         assertEquals("not_found", q.cancel(q.mintId(), "never added"))
-        assertThrows<EmqException.InvalidJobId> { runBlocking { q.cancel("not an id", "") } }
+        assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.cancel("not an id", "") } }
 
         val h = Suspending()
         val running = q.add("r", "{}", JobOptions(attempts = 3))
@@ -135,10 +123,11 @@ class WorkerControlTest {
     }
 
     @Test
-    fun `wait returns the result or throws the failure or a timeout`() = withQueue("kt-wait") { q ->
+    fun `wait returns the result or throws the failure or a timeout`() = withQueue("kt-wait", 90_000) { q ->
         val handler = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = when (job.name) {
                 "bad" -> throw HandlerFailure.Failed("boom at the end", true)
+                "tricky" -> throw HandlerFailure.Failed(TRICKY, true)
                 "slow" -> { delay(300); """{"slow":true}""" }
                 else -> """{"n":${job.dataJson}}"""
             }
@@ -151,29 +140,37 @@ class WorkerControlTest {
             val after = q.add("slow", "{}")
             assertEquals("""{"slow":true}""", q.wait(after, 10_000.0), "finished while waiting")
             val bad = q.add("bad", "{}")
-            val e = assertThrows<EmqException.HandlerFailed> { runBlocking { q.wait(bad, 10_000.0) } }
-            assertTrue(e.message!!.contains("boom at the end"), e.message)
-            assertTrue(e.message!!.contains("handler_failed"), e.message)
+            val e = assertJobFailed { runBlocking { q.wait(bad, 10_000.0) } }
+            assertEquals("handler_failed", e.failureCode)
+            assertEquals("boom at the end", e.reason)
+            assertEquals(null, e.stack, "a Kotlin handler gives no stack")
+            // A failure message that spells other codes is only the reason: the codes are fields.
+            val tricky = q.add("tricky", "{}")
+            val te = assertJobFailed { runBlocking { q.wait(tricky, 10_000.0) } }
+            assertEquals(ErrorCode.HANDLER_FAILED, te.code)
+            assertEquals("handler_failed", te.failureCode)
+            assertEquals(TRICKY, te.reason)
             val cancelled = q.add("c", "{}", JobOptions(delayMs = 60_000.0))
             q.cancel(cancelled, "stop")
-            val ce = assertThrows<EmqException.HandlerFailed> { runBlocking { q.wait(cancelled, 5_000.0) } }
-            assertTrue(ce.message!!.contains("cancelled: the job was cancelled: stop"), ce.message)
+            val ce = assertJobFailed { runBlocking { q.wait(cancelled, 5_000.0) } }
+            assertEquals("cancelled", ce.failureCode)
+            assertEquals("the job was cancelled: stop", ce.reason)
         } finally {
             worker.shutdown()
             worker.close()
         }
         val never = q.add("never", "{}")
         val t0 = System.nanoTime()
-        assertThrows<EmqException.Timeout> { runBlocking { q.wait(never, 300.0) } }
+        assertCode(ErrorCode.TIMEOUT) { runBlocking { q.wait(never, 300.0) } }
         val waitedMs = (System.nanoTime() - t0) / 1_000_000
         assertTrue(waitedMs in 250..5_000, "waited $waitedMs ms")
-        assertThrows<EmqException.JobNotFound> { runBlocking { q.wait(q.mintId(), 1_000.0) } }
-        assertThrows<EmqException.InvalidOption> { runBlocking { q.wait(never, -1.0) } }
+        assertCode(ErrorCode.JOB_NOT_FOUND) { runBlocking { q.wait(q.mintId(), 1_000.0) } }
+        assertCode(ErrorCode.INVALID_OPTION) { runBlocking { q.wait(never, -1.0) } }
     }
 
     @Test
     fun `a graceful shutdown gives a running job back uncounted, abort stops at once`() =
-        withQueue("kt-shutdown") { q ->
+        withQueue("kt-shutdown", 90_000) { q ->
             val h = Suspending()
             val id = q.add("long", "{}")
             val worker = q.startWorker(h, 1, 5_000.0, shutdownTimeoutMs = 200.0)
@@ -206,7 +203,7 @@ class WorkerControlTest {
 
     @Test
     fun `SIGTERM to a JVM worker process gives its running job back to waiting, attempts intact`() =
-        withQueue("kt-sigterm") { q ->
+        withQueue("kt-sigterm", 90_000) { q ->
             val id = q.add("long", "{}", JobOptions(attempts = 2))
             val cp = System.getProperty("surefire.test.class.path") ?: System.getProperty("java.class.path")
             val java = File(System.getProperty("java.home"), "bin/java").path
@@ -254,12 +251,12 @@ class WorkerControlTest {
         }
 
     @Test
-    fun `mintId makes an add idempotent, workers lists this worker`() = withQueue("kt-mint") { q ->
+    fun `mintId makes an add idempotent, workers lists this worker`() = withQueue("kt-mint", 90_000) { q ->
         val id = q.mintId()
         assertEquals(id, q.add("once", "{}", JobOptions(id = id)))
         assertEquals(id, q.add("once", "{}", JobOptions(id = id)), "the same id adds one job")
         assertEquals(1uL, q.counts().waiting)
-        assertThrows<EmqException.InvalidJobId> { runBlocking { q.add("x", "{}", JobOptions(id = "nope")) } }
+        assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.add("x", "{}", JobOptions(id = "nope")) } }
 
         val idle = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = "null"
@@ -283,7 +280,7 @@ class WorkerControlTest {
     }
 
     @Test
-    fun `worker options are checked by the core`() = withQueue("kt-wopts") { q ->
+    fun `worker options are checked by the core`() = withQueue("kt-wopts", 90_000) { q ->
         val h = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = "null"
         }
@@ -295,7 +292,7 @@ class WorkerControlTest {
             { q.startWorker(h, shutdownTimeoutMs = 1e12) },
             { q.startWorker(h, concurrency = 0) },
         )) {
-            assertThrows<EmqException.InvalidOption> { bad() }
+            assertCode(ErrorCode.INVALID_OPTION) { bad() }
         }
         val w = q.startWorker(h, 2, 5_000.0, shutdownTimeoutMs = 0.0, stalledIntervalMs = 1_000.0, maxStalls = 3u, blockTimeoutMs = 500.0)
         val id = q.add("ok", "{}")
@@ -306,14 +303,14 @@ class WorkerControlTest {
     }
 
     @Test
-    fun `stats count a job failed for good once, its retried runs apart, and keep them after shutdown`() = withQueue("kstats") { q ->
+    fun `stats count a job failed for good once, its retried runs apart, and keep them after shutdown`() = withQueue("kstats", 90_000) { q ->
         val handler = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = throw IllegalStateException("always")
         }
         val w = q.startWorker(handler, 1, 5_000.0, blockTimeoutMs = 500.0)
         try {
             val id = q.add("bad", "{}", JobOptions(attempts = 3))
-            assertThrows<EmqException.HandlerFailed> { runBlocking { q.wait(id, 15_000.0) } }
+            assertJobFailed { runBlocking { q.wait(id, 15_000.0) } }
             assertEquals(3u, q.waitFor(id, JobState.FAILED).attemptsMade)
         } finally {
             w.shutdown()

@@ -147,7 +147,4 @@ class WorkerEventsTest {
             if (!p.waitFor(15, TimeUnit.SECONDS)) p.destroy()
         }
     }
-
-    private suspend fun Queue.waitFor(id: String, state: JobState, timeoutMs: Long = 15_000): JobRecord =
-        eventually(timeoutMs, "job $id to be $state") { get(id)?.takeIf { it.state == state } }
 }
