@@ -490,20 +490,31 @@ impl TryFrom<WorkerSpec> for WorkerOptions {
     type Error = Error;
     fn try_from(s: WorkerSpec) -> Result<WorkerOptions> {
         let d = WorkerOptions::default();
-        // Out-of-range numbers saturate here; validate() names the bound.
-        let count = |what: &str, v: Option<f64>| -> Result<Option<u64>> {
-            v.map(|n| whole(what, n.min(u64::MAX as f64), u64::MAX))
-                .transpose()
+        use crate::options::worker_bounds::{MAX_CONCURRENCY, MAX_PREFETCH, MAX_STALLS};
+        // Each count against its own bounds, so NaN, a fraction or a negative is refused naming
+        // them and the value as given (validate() holds the converted values to the same bounds).
+        let count = |what: &str, v: Option<f64>, min: u64, max: u64| -> Result<Option<u64>> {
+            match v {
+                None => Ok(None),
+                Some(n)
+                    if n.is_finite() && n.fract() == 0.0 && n >= min as f64 && n <= max as f64 =>
+                {
+                    Ok(Some(n as u64))
+                }
+                Some(n) => Err(invalid(format!(
+                    "{what} must be a whole number between {min} and {max}, got {n}"
+                ))),
+            }
         };
         let o = WorkerOptions {
-            concurrency: count("concurrency", s.concurrency)?
-                .map(|c| usize::try_from(c).unwrap_or(usize::MAX))
+            concurrency: count("concurrency", s.concurrency, 1, MAX_CONCURRENCY as u64)?
+                .map(|c| c as usize)
                 .unwrap_or(d.concurrency),
             lease: opt_dur("lease", s.lease)?.unwrap_or(d.lease),
             stalled_interval: opt_dur("stalled_interval", s.stalled_interval)?
                 .unwrap_or(d.stalled_interval),
-            max_stalls: count("max_stalls", s.max_stalls)?
-                .map(|m| u32::try_from(m).unwrap_or(u32::MAX))
+            max_stalls: count("max_stalls", s.max_stalls, 0, MAX_STALLS.into())?
+                .map(|m| m as u32)
                 .unwrap_or(d.max_stalls),
             block_timeout: opt_dur("block_timeout", s.block_timeout)?.unwrap_or(d.block_timeout),
             shutdown_deadline: opt_dur("shutdown_timeout", s.shutdown_timeout)?
@@ -519,8 +530,8 @@ impl TryFrom<WorkerSpec> for WorkerOptions {
                 .transpose()?
                 .unwrap_or(d.failed),
             trim_interval: opt_dur("trim_interval", s.trim_interval)?.unwrap_or(d.trim_interval),
-            prefetch: count("prefetch", s.prefetch)?
-                .map(|p| usize::try_from(p).unwrap_or(usize::MAX))
+            prefetch: count("prefetch", s.prefetch, 0, MAX_PREFETCH as u64)?
+                .map(|p| p as usize)
                 .or(d.prefetch),
         };
         o.validate()?;
@@ -535,6 +546,57 @@ mod tests {
     fn code<T: std::fmt::Debug>(r: Result<T>) -> (ErrorCode, String) {
         let e = r.unwrap_err();
         (e.code(), e.message().to_string())
+    }
+
+    #[test]
+    fn a_worker_count_is_refused_naming_its_own_bounds_and_the_value_given() {
+        // NaN saturated to u64::MAX and a negative was checked against 0..=u64::MAX: the message
+        // named neither the real bound nor the value the caller gave.
+        let worker = |spec: WorkerSpec| code(WorkerOptions::try_from(spec));
+        for (n, shown) in [
+            (f64::NAN, "NaN"),
+            (-1.0, "-1"),
+            (0.0, "0"),
+            (2.5, "2.5"),
+            (20_000.0, "20000"),
+        ] {
+            let (c, m) = worker(WorkerSpec {
+                concurrency: Some(n),
+                ..WorkerSpec::default()
+            });
+            assert_eq!(c, ErrorCode::InvalidOption);
+            assert_eq!(
+                m,
+                format!("concurrency must be a whole number between 1 and 10000, got {shown}")
+            );
+        }
+        let (_, m) = worker(WorkerSpec {
+            max_stalls: Some(-1.0),
+            ..WorkerSpec::default()
+        });
+        assert_eq!(
+            m,
+            "max_stalls must be a whole number between 0 and 1000, got -1"
+        );
+        let (_, m) = worker(WorkerSpec {
+            prefetch: Some(f64::NAN),
+            ..WorkerSpec::default()
+        });
+        assert_eq!(
+            m,
+            "prefetch must be a whole number between 0 and 10000, got NaN"
+        );
+        let ok = WorkerOptions::try_from(WorkerSpec {
+            concurrency: Some(10_000.0),
+            max_stalls: Some(0.0),
+            prefetch: Some(0.0),
+            ..WorkerSpec::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (ok.concurrency, ok.max_stalls, ok.prefetch),
+            (10_000, 0, Some(0))
+        );
     }
 
     #[test]

@@ -107,8 +107,8 @@ test('a worker count names its real bounds and the value as given', () => {
       typed('invalid_option', `concurrency must be a whole number between 1 and 10000, got ${shown}`),
     );
   }
-  assert.throws(() => new Worker(q, handler, { maxStalls: -1 }), typed('invalid_option', 'maxStalls must be a whole number between 0 and 1000, got -1'));
-  assert.throws(() => new Worker(q, handler, { maxStalls: NaN }), typed('invalid_option', 'maxStalls must be a whole number between 0 and 1000, got NaN'));
+  assert.throws(() => new Worker(q, handler, { maxStalls: -1 }), typed('invalid_option', 'max_stalls must be a whole number between 0 and 1000, got -1'));
+  assert.throws(() => new Worker(q, handler, { maxStalls: NaN }), typed('invalid_option', 'max_stalls must be a whole number between 0 and 1000, got NaN'));
 });
 
 test('an option of the wrong type is refused in emq words, naming the option and the value', async () => {

@@ -170,31 +170,16 @@ pub struct WorkerOpts {
     pub remove_on_fail: Option<Removal>,
 }
 
-/// A worker's count option against the core's bounds (`emq::options::worker_bounds`), before the
-/// spec conversion: that conversion saturates NaN to the largest count and checks a negative one
-/// against `u64::MAX`, so its refusal would name neither the real bound nor the value given.
-fn count(what: &str, v: Option<f64>, min: u64, max: u64) -> emq::Result<Option<f64>> {
-    match v {
-        Some(n) if !(n.is_finite() && n.fract() == 0.0 && n >= min as f64 && n <= max as f64) => {
-            Err(invalid_option(format!(
-                "{what} must be a whole number between {min} and {max}, got {n}"
-            )))
-        }
-        _ => Ok(v),
-    }
-}
-
 /// Converts a worker's options; the core validates them.
 pub(crate) fn worker_options(o: Option<WorkerOpts>) -> emq::Result<WorkerOptions> {
-    use emq::options::worker_bounds::{MAX_CONCURRENCY, MAX_STALLS};
     let Some(o) = o else {
         return Ok(WorkerOptions::default());
     };
     WorkerOptions::try_from(WorkerSpec {
-        concurrency: count("concurrency", o.concurrency, 1, MAX_CONCURRENCY as u64)?,
+        concurrency: o.concurrency,
         lease: millis(o.lease),
         stalled_interval: millis(o.stalled_interval),
-        max_stalls: count("maxStalls", o.max_stalls, 0, MAX_STALLS.into())?,
+        max_stalls: o.max_stalls,
         block_timeout: millis(o.block_timeout),
         shutdown_timeout: millis(o.shutdown_timeout),
         remove_on_complete: removal(o.remove_on_complete),
@@ -252,28 +237,5 @@ mod tests {
         let e = parse_spec::<JobSpec>("flow", r#"{"delay":"soon"}"#).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
         assert!(e.message().starts_with("flow: "), "{}", e.message());
-    }
-
-    #[test]
-    fn a_worker_count_names_its_real_bounds_and_the_value_given() {
-        for (v, shown) in [
-            (f64::NAN, "NaN"),
-            (-1.0, "-1"),
-            (0.0, "0"),
-            (1.5, "1.5"),
-            (10_001.0, "10001"),
-        ] {
-            let e = count("concurrency", Some(v), 1, 10_000).unwrap_err();
-            assert_eq!(e.code(), ErrorCode::InvalidOption);
-            assert_eq!(
-                e.message(),
-                format!("concurrency must be a whole number between 1 and 10000, got {shown}")
-            );
-        }
-        assert_eq!(
-            count("concurrency", Some(4.0), 1, 10_000).unwrap(),
-            Some(4.0)
-        );
-        assert_eq!(count("concurrency", None, 1, 10_000).unwrap(), None);
     }
 }

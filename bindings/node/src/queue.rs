@@ -10,9 +10,7 @@ use crate::options::{
 use crate::worker::NativeWorker;
 use crate::{throw, Result, Settled};
 use emq::spec::{FlowSpec, Millis, RateLimitSpec, ScheduleSpec};
-use emq::{
-    FlowIds, GroupRateLimit, Job, JobId, JobOptions, JobState, NewJob, Queue, RateLimit, Schedule,
-};
+use emq::{GroupRateLimit, Job, JobId, JobOptions, JobState, NewJob, Queue, RateLimit, Schedule};
 use napi::bindgen_prelude::Function;
 use napi_derive::napi;
 use serde_json::{json, Value};
@@ -51,14 +49,6 @@ pub(crate) fn job_json(j: &Job) -> Value {
         "failure": j.failure,
         "options": j.options,
         "parent": j.parent,
-    })
-}
-
-fn flow_ids_json(ids: &FlowIds) -> Value {
-    json!({
-        "queue": ids.queue,
-        "id": ids.id.to_string(),
-        "children": ids.children.iter().map(flow_ids_json).collect::<Vec<_>>(),
     })
 }
 
@@ -151,7 +141,7 @@ impl NativeQueue {
             let spec: FlowSpec = parse_spec("addFlow", &flow).map_err(throw)?;
             let job = spec.into_flow(self.q.name().as_str()).map_err(throw)?;
             let ids = self.q.add_flow(job).await.map_err(throw)?;
-            Ok(flow_ids_json(&ids).to_string())
+            serde_json::to_string(&ids).map_err(|e| throw(e.into()))
         })
         .await
     }
