@@ -159,6 +159,11 @@ impl EventStream {
 }
 
 impl crate::queue::Queue {
+    /// Follows the queue's events from now on (or after a stream id).
+    pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
+        EventStream::new(self.store().clone(), self.keys().events.clone(), after).await
+    }
+
     /// The newest `limit` events, oldest first (without waiting).
     pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
         let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")

@@ -1,0 +1,124 @@
+//! [`Queue`]: the producer and operator side of one queue — add, read, count, list, pause, drain,
+//! clean, obliterate, progress, logs, remove, retry, promote, events and audit.
+//!
+//! Ids are minted here, before sending, so a retried add (after a timeout or a dropped connection)
+//! carries the same id and the add script makes it a no-op: an add never duplicates. Work on ids not
+//! known in advance (drain, clean, trim, obliterate) selects ids from the queue's containers first,
+//! then removes each with a script that declares that job's keys and re-checks its state.
+//!
+//! One file per side: this one the handle (connect, its keys, minting); `add.rs` every add (one
+//! job, a batch, a debounce, the retry of an unavailable add); `ops.rs` reads and an operator's
+//! moves (get, counts, list, pause, remove, drain, clean, trim, obliterate, progress, logs, retry,
+//! promote, priority, cancel).
+
+use crate::error::Result;
+use crate::job_id::JobId;
+use crate::keyspace::{QueueKeys, QueueName};
+use crate::minter::IdMinter;
+use crate::options::JobOptions;
+use crate::script::{self};
+use crate::store::{ConnectOptions, Store};
+use serde_json::Value;
+use std::sync::Arc;
+
+mod add;
+mod ops;
+
+#[cfg(test)]
+pub(crate) use add::add_one_keyed;
+pub use ops::CancelOutcome;
+
+/// Default cap of a queue's events stream (approximate, trimmed as it grows).
+pub const DEFAULT_MAX_EVENTS: u64 = 10_000;
+/// Most log lines kept per job.
+pub const MAX_LOG_LINES: u64 = 1_000;
+
+/// One job to add.
+#[derive(Clone, Debug)]
+pub struct NewJob {
+    /// The kind of work.
+    pub name: String,
+    /// The payload.
+    pub data: Value,
+    /// Its options.
+    pub options: JobOptions,
+}
+
+/// A handle on one queue. Cheap to clone.
+#[derive(Clone)]
+pub struct Queue {
+    pub(crate) store: Store,
+    pub(crate) name: QueueName,
+    pub(crate) keys: Arc<QueueKeys>,
+    pub(crate) minter: Arc<IdMinter>,
+    pub(crate) max_events: u64,
+    /// Set once this handle wrote the queue into the registry (see `registry`).
+    pub(crate) registered: Arc<std::sync::atomic::AtomicBool>,
+    /// The waits of [`Queue::wait`] on this handle and its clones, and their one follower.
+    pub(crate) waiters: Arc<crate::waiters::Waiters>,
+    /// add_one.lua's checked front (its sha and eleven queue keys), made on the first one-job add.
+    add_one_prefix: Arc<std::sync::OnceLock<script::Prefix>>,
+}
+
+impl Queue {
+    /// Connects to the datastore and opens the queue `name` (`orders` or `{orders}`).
+    pub async fn connect(options: ConnectOptions, name: &str) -> Result<Queue> {
+        let queue_name = QueueName::new(name)?;
+        let store = Store::connect(options).await?;
+        let minter = Arc::new(IdMinter::start(store.clone()).await?);
+        Ok(Queue::from_parts(store, minter, queue_name))
+    }
+
+    /// Opens the queue `name` on an existing store and id minter (several queues share them).
+    pub fn with_store(store: Store, minter: Arc<IdMinter>, name: &str) -> Result<Queue> {
+        Ok(Queue::from_parts(store, minter, QueueName::new(name)?))
+    }
+
+    pub(crate) fn from_parts(store: Store, minter: Arc<IdMinter>, name: QueueName) -> Queue {
+        Queue {
+            keys: Arc::new(name.keys()),
+            store,
+            name,
+            minter,
+            max_events: DEFAULT_MAX_EVENTS,
+            registered: Arc::default(),
+            waiters: Arc::default(),
+            add_one_prefix: Arc::default(),
+        }
+    }
+
+    /// Another queue on the same connection and id minter.
+    pub fn queue(&self, name: &str) -> Result<Queue> {
+        Ok(Queue::from_parts(
+            self.store.clone(),
+            self.minter.clone(),
+            QueueName::new(name)?,
+        ))
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &QueueName {
+        &self.name
+    }
+
+    /// The store it talks to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Its keys.
+    pub fn keys(&self) -> &QueueKeys {
+        &self.keys
+    }
+
+    /// Mints a job id now (to add later with `JobOptions::id`, for an add that is idempotent across
+    /// process restarts).
+    pub fn mint_id(&self) -> Result<JobId> {
+        self.minter.mint()
+    }
+
+    /// Releases the queue's node-id lease (ids can no longer be minted by it or its siblings).
+    pub async fn close(&self) -> Result<()> {
+        self.minter.release().await
+    }
+}
