@@ -362,7 +362,7 @@ pub enum Family {
     /// HASH from a live worker's id to its description (JSON: host, pid, language, concurrency,
     /// running, started and last-beat stamps on the server's clock).
     WorkerInfo,
-    /// HASH kept by `emq migrate` (core/src/migrate.rs): from a source job (its BullMQ key,
+    /// HASH kept by `emq migrate` (core/src/migrate/): from a source job (its BullMQ key,
     /// `<prefix>:<queue>:<id>`, data) to the emq job id minted for it (`<id>` while the copy may not
     /// exist yet, `<id>|<state>` once it does), and from `=<emq id>` back to the source key.
     Migrated,

@@ -1,5 +1,5 @@
 //! The assembled scripts on a real server, in both modes. A script's text carries only the guard
-//! and library definitions it names (core/src/script.rs, `prologue`): every script must still
+//! and library definitions it names (core/src/script/assemble.rs, `prologue`): every script must still
 //! compile in both modes, and the unguarded texts, which users run and every other suite (guarded)
 //! does not, must still run a job's life: the one-job add and the batch add, the hand-off to a
 //! blocked worker, claim, completion, a failure and its retry, the operator's calls, the audit.

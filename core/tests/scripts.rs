@@ -170,7 +170,7 @@ async fn flush_scripts(store: &Store) {
         .unwrap();
 }
 
-/// The one NOSCRIPT retry (`script.rs`) serves single calls and pipelines alike: after SCRIPT
+/// The one NOSCRIPT retry (`script/send.rs`) serves single calls and pipelines alike: after SCRIPT
 /// FLUSH a pipelined bulk add (three add calls in one round trip), a single add, a pipelined drain,
 /// and a pipeline of two scripts of which only the second is gone all succeed. On servers of its
 /// own: a flush on the shared ones could land between another test's load and its one retry.
