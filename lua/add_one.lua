@@ -21,7 +21,7 @@
 -- ARGV[3..] tail       opts, attempts, max_events, in that order, each sent only when it or one
 --                      after it differs from its default: stored options (JSON, non-default
 --                      options only; absent: none), attempts allowed (absent: 1, not stored),
---                      the events stream's cap (absent: 10000, core/src/queue.rs
+--                      the events stream's cap (absent: 10000, core/src/queue/mod.rs
 --                      DEFAULT_MAX_EVENTS). The job's id is the record key's last part.
 -- Hand-off as in add.lua: added while the queue is empty, unpaused and unlimited, with a worker
 -- registered in waiters, the job is leased here and its entry pushed on `handoff`.

@@ -89,7 +89,10 @@ async fn the_dashboard_in_a_browser() {
         .add(
             "<b>html-name</b>",
             json!({"note": "<script>window.__pwned = 1</script><img src=x onerror=window.__pwned=2><b>bold</b>"}),
-            JobOptions::default(),
+            JobOptions {
+                description: Some("notes for <i>ops</i> — ünïcode".into()),
+                ..JobOptions::default()
+            },
         )
         .await
         .unwrap();

@@ -117,6 +117,9 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     assert(await page.evaluate(() => window.__pwned === undefined), 'the data ran');
     const name = await page.textContent('[data-field="Name"]');
     assert(name === '<b>html-name</b>', 'name as text: ' + name);
+    const about = await page.textContent('#job-description');
+    assert(about === 'notes for <i>ops</i> — ünïcode', 'the description, as text: ' + about);
+    assert(await page.evaluate(() => document.getElementById('job-description').children.length === 0), 'the description became markup');
     await shot(page, 'job-html');
   });
 

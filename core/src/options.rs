@@ -96,7 +96,14 @@ pub struct JobOptions {
     /// The job's group for the queue's per-group rate limit (`Queue::set_group_rate_limit`): each
     /// group is limited on its own. It is data (a field of the queue's groups hash), never a key.
     pub group: Option<String>,
+    /// Words for people about this job (up to [`MAX_DESCRIPTION`] bytes): stored with its options,
+    /// shown by `emq job` and the dashboard, never read by emq itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
+
+/// Longest job description, in bytes.
+pub const MAX_DESCRIPTION: usize = 1_024;
 
 /// What a child's final failure does to its parent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +161,7 @@ impl Default for JobOptions {
             dedup_ttl_ms: 0,
             parent_policy: ParentPolicy::Fail,
             group: None,
+            description: None,
         }
     }
 }
@@ -215,6 +223,15 @@ impl JobOptions {
             if g.is_empty() || g.len() > 256 {
                 return Err(invalid("group must be 1 to 256 bytes".into()));
             }
+        }
+        if self
+            .description
+            .as_ref()
+            .is_some_and(|d| d.len() > MAX_DESCRIPTION)
+        {
+            return Err(invalid(format!(
+                "description must be at most {MAX_DESCRIPTION} bytes"
+            )));
         }
         if let Some(d) = &self.dedup {
             if d.is_empty() || d.len() > 512 {

@@ -7,7 +7,8 @@ mod common;
 use common::{audit_ok, jobs, queue_on, wait_until};
 
 use emq::{
-    JobContext, JobOptions, RateLimit, Repeat, Schedule, Worker, WorkerHandle, WorkerOptions,
+    ErrorCode, JobContext, JobOptions, RateLimit, Repeat, Schedule, Worker, WorkerHandle,
+    WorkerOptions,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -389,4 +390,66 @@ async fn a_big_bulk_add_keeps_its_order() {
         );
         audit_ok(&q).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_description_reads_back_exactly_and_an_overlong_one_is_refused_writing_nothing() {
+    use emq::spec::JobSpec;
+    let store = common::standalone().await;
+    let q = queue_on(&store, "described").await;
+    // Up to the bound, any text (multi-byte too) reads back as given, through both add paths (a
+    // plain one-job add and a batch).
+    let text = "nightly import of account 7 — ünïcode, \"quotes\" and\nnewlines";
+    let described = |d: &str| {
+        JobOptions::try_from(JobSpec {
+            description: Some(d.to_string()),
+            ..JobSpec::default()
+        })
+        .unwrap()
+    };
+    let one = q.add("import", json!(1), described(text)).await.unwrap();
+    let longest = "é".repeat(emq::options::MAX_DESCRIPTION / 2);
+    let batch = q
+        .add_bulk(vec![emq::NewJob {
+            name: "import".into(),
+            data: json!(2),
+            options: described(&longest),
+        }])
+        .await
+        .unwrap();
+    let got = q.get(one).await.unwrap().unwrap();
+    assert_eq!(got.options["description"], json!(text));
+    assert_eq!(
+        got.job_options().description.as_deref(),
+        Some(text),
+        "the typed options read it back too"
+    );
+    let got = q.get(batch[0]).await.unwrap().unwrap();
+    assert_eq!(got.options["description"], json!(longest));
+    // No description: nothing stored for it.
+    let plain = q
+        .add("plain", json!(3), JobOptions::default())
+        .await
+        .unwrap();
+    let got = q.get(plain).await.unwrap().unwrap();
+    assert!(got.options.get("description").is_none(), "{}", got.options);
+    // One byte past the bound: refused before anything is sent.
+    let err = JobOptions::try_from(JobSpec {
+        description: Some("x".repeat(emq::options::MAX_DESCRIPTION + 1)),
+        ..JobSpec::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidOption);
+    assert!(err.message().contains("description"), "{}", err.message());
+    let mut direct = JobOptions::default();
+    direct.description = Some("x".repeat(emq::options::MAX_DESCRIPTION + 1));
+    assert_eq!(
+        q.add("too-long", json!(4), direct)
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidOption
+    );
+    assert_eq!(q.counts().await.unwrap().waiting, 3);
+    audit_ok(&q).await;
 }

@@ -7,7 +7,7 @@
 -- `undeclared_key` error naming any key that is not exactly one of KEYS. Unguarded, `call` is
 -- redis.call itself: no cost on the hot path.
 -- Of this file (and of every lib/ file) a script gets only the top-level definitions it names,
--- directly or through another one it gets (core/src/script.rs, `prologue`): a definition is a
+-- directly or through another one it gets (core/src/script/assemble.rs, `prologue`): a definition is a
 -- column-0 `local` line with everything up to the next one, so whatever changes a definition (the
 -- guarded `call` below) sits right under it. Unguarded, the `if EMQ_GUARDED then … end` blocks are
 -- left out.

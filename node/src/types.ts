@@ -71,6 +71,8 @@ export interface JobOptions {
   dedupTtl?: number;
   /** The job's group, for `setGroupRateLimit` (each group limited on its own). */
   group?: string;
+  /** Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`. */
+  description?: string;
   /**
    * With `dedup` and `delay`: while the job holding the key is still delayed, replace its data and
    * push its start to `delay` ms from now (debounce) instead of dropping the new job.

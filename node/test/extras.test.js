@@ -425,3 +425,16 @@ test('a cron scheduler in a time zone is stored and listed; a dedup TTL hold out
   assert.equal(await q.add('mail', 2, { dedup: 'welcome-7', dedupTtl: 60_000 }), first, 'held for its TTL');
   await assert.rejects(q.add('x', 1, { dedupTtl: 5 }), (e) => e.code === 'invalid_option');
 });
+
+test('a description reads back exactly, through add and addBulk, and is bounded', async () => {
+  const q = await connect('standalone', 'described');
+  const text = 'nightly import of account 7 — ünïcode, "quotes" and\nnewlines';
+  const one = await q.add('import', 1, { description: text });
+  const [two] = await q.addBulk([{ name: 'import', data: 2, opts: { description: text } }]);
+  assert.equal((await q.get(one)).options.description, text);
+  assert.equal((await q.get(two)).options.description, text);
+  assert.equal((await q.get(await q.add('plain', 3))).options.description, undefined);
+  await assert.rejects(q.add('import', 4, { description: 'x'.repeat(1025) }), (e) => e instanceof emq.InvalidOption && /description/.test(e.message));
+  await assert.rejects(q.add('import', 5, { description: 5 }), (e) => e.code === 'invalid_option' && /description/.test(e.message));
+  assert.equal((await q.counts()).waiting, 3);
+});

@@ -4,6 +4,7 @@ the wrong type that equals a default (`delay=False`, `attempts=True`) must still
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import math
 
@@ -60,3 +61,27 @@ async def test_the_payload_encoder_still_refuses_nan(standalone, qname):
         with pytest.raises(emq.InvalidPayload):
             await q.add("a", bad)
     assert (await q.counts())["waiting"] == 0
+
+
+async def test_a_description_reads_back_exactly_and_is_bounded(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname)
+    text = "nightly import of account 7 — ünïcode, \"quotes\" and\nnewlines"
+    j = await q.get(await q.add("import", 1, description=text))
+    assert j["options"]["description"] == text
+    seen = []
+
+    async def handle(job):
+        seen.append(job.options.get("description"))
+        return None
+
+    w = emq.Worker(q, handle, block_timeout=0.2)
+    run = asyncio.ensure_future(w.run())
+    await q.wait(j["id"], timeout=10)
+    await w.close()
+    await run
+    assert seen == [text]
+    for bad in ("x" * 1025, 5):
+        with pytest.raises(emq.InvalidOption):
+            await q.add("import", 1, description=bad)
+    assert (await q.counts())["waiting"] == 0
+    assert (await q.get(await q.add("plain", 1)))["options"].get("description") is None

@@ -74,7 +74,7 @@ ABSENT = {
     ("Queue.migrate_from_bullmq", "uniffi"): "an operator's one-off step, from a server or script: `emq migrate`, Python, Node and Rust",
 }
 
-# The core's spec types (core/src/spec.rs) a binding fills, and where each binding fills them: the
+# The core's spec types (core/src/spec/mod.rs) a binding fills, and where each binding fills them: the
 # function (file, `fn` name) whose body names every field it sets.
 SPEC_FILLERS = {
     "JobSpec": {
@@ -227,7 +227,7 @@ README = ROOT / "bindings/README.md"
 
 
 def rendered():
-    return table(core_ops(), binding_methods()) + "\n\nOptions: the fields of the core's spec types (`core/src/spec.rs`) each binding fills.\n\n" + spec_table()
+    return table(core_ops(), binding_methods()) + "\n\nOptions: the fields of the core's spec types (`core/src/spec/mod.rs`) each binding fills.\n\n" + spec_table()
 
 
 def test_every_core_operation_is_exported_or_deliberately_absent():
@@ -275,7 +275,7 @@ def test_job_options_fields_reach_every_binding():
 
 
 def core_spec_fields(struct):
-    body = _block((ROOT / "core/src/spec.rs").read_text(), rf"^pub struct {struct} \{{")
+    body = _block((ROOT / "core/src/spec/mod.rs").read_text(), rf"^pub struct {struct} \{{")
     return [m.group(1) for m in re.finditer(r"^    pub (\w+):", body, re.M)]
 
 
@@ -323,7 +323,7 @@ def test_every_spec_field_is_filled_by_every_binding():
 
 
 def test_bindings_match_no_option_strings():
-    """The option strings (backoff types, parent policies) are the core's (core/src/spec.rs): a
+    """The option strings (backoff types, parent policies) are the core's (core/src/spec/mod.rs): a
     binding's conversion code names none of them as a match arm."""
     offenders = []
     for path in sorted((ROOT / "bindings").rglob("*.rs")):

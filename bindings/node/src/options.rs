@@ -77,6 +77,7 @@ pub struct JobOpts {
     pub group: Option<String>,
     pub parent_policy: Option<String>,
     pub id: Option<String>,
+    pub description: Option<String>,
 }
 
 /// Converts a job's options; the core validates them.
@@ -105,6 +106,7 @@ pub(crate) fn job_options(o: Option<JobOpts>) -> emq::Result<JobOptions> {
         debounce: o.debounce,
         group: o.group,
         parent_policy: o.parent_policy,
+        description: o.description,
     })
 }
 

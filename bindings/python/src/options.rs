@@ -165,6 +165,7 @@ pub(crate) fn job_spec(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyRe
             "remove_on_fail" => s.remove_on_fail = Some(removal(py, "remove_on_fail", &v)?),
             "dedup_ttl" => s.dedup_ttl = Some(secs(py, "dedup_ttl", &v)?),
             "group" => s.group = text(py, "group", &v)?,
+            "description" => s.description = text(py, "description", &v)?,
             "dedup" => s.dedup = text(py, "dedup", &v)?,
             "id" if v.is_none() => s.id = None,
             "id" => {

@@ -133,6 +133,9 @@ pub struct JobOptions {
     /// The job's group for the queue's per-group rate limit.
     #[uniffi(default = None)]
     pub group: Option<String>,
+    /// Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`.
+    #[uniffi(default = None)]
+    pub description: Option<String>,
     /// Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
     /// adding the same id twice adds one job. Read back as null (the id is the record's).
     #[uniffi(default = None)]
@@ -170,6 +173,7 @@ impl From<&emq::JobOptions> for JobOptions {
                 p => Some(p),
             },
             group: o.group.clone(),
+            description: o.description.clone(),
             id: o.id.map(|id| id.to_string()),
         }
     }
@@ -217,6 +221,7 @@ impl JobOptions {
             dedup_ttl: Some(Millis(self.dedup_ttl_ms)),
             group: self.group.clone(),
             parent_policy: self.parent_policy.map(|p| p.as_str().to_string()),
+            description: self.description.clone(),
         })
     }
 }
@@ -373,6 +378,7 @@ mod tests {
             dedup_ttl_ms: 900.0,
             parent_policy: Some(ParentPolicy::Ignore),
             group: Some("g".into()),
+            description: Some("the nightly import of account 7 — ünïcode too".into()),
             id: None,
         };
         let core = o.to_core().unwrap();

@@ -61,6 +61,9 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         let state = job.state.map(|s| s.as_str()).unwrap_or("unknown");
         outln!("job {} in queue {}", job.id, opened.queue.name().as_str());
         outln!("  name      {}", job.name);
+        if let Some(d) = job.options["description"].as_str() {
+            outln!("  about     {d}");
+        }
         outln!("  state     {state}");
         outln!("  attempts  {}/{}", job.attempts_made, job.attempts);
         outln!("  created   {}", clock.stamp(job.created_ms));

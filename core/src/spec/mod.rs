@@ -236,6 +236,8 @@ pub struct JobSpec {
     /// `"fail"`, `"ignore"` or `"remove"`.
     #[serde(alias = "parentPolicy")]
     pub parent_policy: Option<String>,
+    /// Words for people, up to [`crate::options::MAX_DESCRIPTION`] bytes.
+    pub description: Option<String>,
 }
 
 impl JobSpec {
@@ -257,6 +259,7 @@ impl JobSpec {
         "debounce",
         "group",
         "parent_policy",
+        "description",
     ];
 }
 
@@ -302,6 +305,7 @@ impl TryFrom<JobSpec> for JobOptions {
                 Some(p) => ParentPolicy::parse(p)?,
             },
             group: s.group,
+            description: s.description,
         };
         o.validate()?;
         Ok(o)

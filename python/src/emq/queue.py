@@ -86,7 +86,8 @@ class Queue:
         ``debounce`` (with ``dedup`` and ``delay``: a later add while the first is still delayed
         replaces its data and pushes its start to ``delay`` from now), ``dedup_ttl`` (with
         ``dedup``: hold the key this many seconds after the add, whatever becomes of the job),
-        ``group`` (for :meth:`set_group_rate_limit`), ``parent_policy`` (flows).
+        ``group`` (for :meth:`set_group_rate_limit`), ``parent_policy`` (flows), ``description``
+        (words for people, at most 1,024 bytes, shown by ``emq job`` and ``emq ui``).
         Every duration is seconds (a number or a ``timedelta``).
         """
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)

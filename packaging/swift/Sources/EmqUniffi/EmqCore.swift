@@ -754,7 +754,8 @@ public func FfiConverterTypeEvent_lower(_ value: Event) -> RustBuffer {
 
 
 /**
- * The ids a flow was given, in the shape of the flow.
+ * The ids a flow was given, in the shape of the flow. As JSON (what every binding and the
+ * dashboard show): `{"queue", "id", "children": [...]}`.
  */
 public struct FlowIds: Equatable, Hashable {
     /**

@@ -2645,6 +2645,10 @@ public struct JobOptions: Equatable, Hashable {
      */
     public var group: String?
     /**
+     * Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`.
+     */
+    public var description: String?
+    /**
      * Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
      * adding the same id twice adds one job. Read back as null (the id is the record's).
      */
@@ -2709,6 +2713,9 @@ public struct JobOptions: Equatable, Hashable {
          * The job's group for the queue's per-group rate limit.
          */group: String? = nil, 
         /**
+         * Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`.
+         */description: String? = nil, 
+        /**
          * Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
          * adding the same id twice adds one job. Read back as null (the id is the record's).
          */id: String? = nil) {
@@ -2729,6 +2736,7 @@ public struct JobOptions: Equatable, Hashable {
         self.dedupTtlMs = dedupTtlMs
         self.parentPolicy = parentPolicy
         self.group = group
+        self.description = description
         self.id = id
     }
 
@@ -2765,6 +2773,7 @@ public struct FfiConverterTypeJobOptions: FfiConverterRustBuffer {
                 dedupTtlMs: FfiConverterDouble.read(from: &buf), 
                 parentPolicy: FfiConverterOptionTypeParentPolicy.read(from: &buf), 
                 group: FfiConverterOptionString.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf), 
                 id: FfiConverterOptionString.read(from: &buf)
         )
     }
@@ -2787,6 +2796,7 @@ public struct FfiConverterTypeJobOptions: FfiConverterRustBuffer {
         FfiConverterDouble.write(value.dedupTtlMs, into: &buf)
         FfiConverterOptionTypeParentPolicy.write(value.parentPolicy, into: &buf)
         FfiConverterOptionString.write(value.group, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
         FfiConverterOptionString.write(value.id, into: &buf)
     }
 }

@@ -412,6 +412,7 @@ const VIEWS = {
       h('h1', {}, 'Job ', h('span', { id: 'job-id' }, j.id), ' ', h('span', { id: 'job-state', class: 'badge ' + (j.state || '') }, j.state || 'unknown')),
       h('p', {}, h('a', { href: queueHref(r.queue, j.state || 'waiting') }, '← ' + r.queue)),
       h('div', { class: 'actions' }, jobButtons(r.queue, j, d.read_only), more),
+      j.options && j.options.description ? h('p', { class: 'description', id: 'job-description' }, j.options.description) : null,
       j.cancelled ? h('p', { class: 'failure', id: 'cancel-requested' }, 'cancel requested: ' + j.cancelled) : null,
       h('dl', { class: 'fields' },
         field('Name', j.name), field('State', j.state || '-'),
