@@ -123,18 +123,7 @@ fn demo_rejects_zero_jobs() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("error[invalid_option]"));
 }
 
-/// Under CI (`CI=true`, as `.ci/run` → scripts/test-all sets it) a test whose build is missing
-/// fails, saying why: scripts/test-all builds the Python venv, the Node addon and the Kotlin demo
-/// worker before `cargo test`, so a missing one is a broken run, not a reason to pass. Elsewhere a
-/// developer without that build gets a `SKIPPED` line and the test returns.
-fn skip_unless_ci(test: &str, why: &str) {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !ci,
-        "{test}: {why} (CI=true: every build a test needs must be there; scripts/test-all builds it)"
-    );
-    println!("SKIPPED {test}: {why}");
-}
+use emq_harness::builds::skip_unless_ci;
 
 /// The repository root.
 fn repo() -> PathBuf {
@@ -147,16 +136,7 @@ fn repo() -> PathBuf {
 /// A Python interpreter that imports emq: `EMQ_PYTHON`, else `$EMQ_PY_VENV/bin/python`, else
 /// `python3`; or why there is none.
 fn python_with_emq() -> Result<String, String> {
-    let python = std::env::var("EMQ_PYTHON")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| {
-            std::env::var("EMQ_PY_VENV")
-                .ok()
-                .filter(|s| !s.is_empty())
-                .map(|v| format!("{v}/bin/python"))
-        })
-        .unwrap_or_else(|| "python3".into());
+    let python = emq_harness::builds::python("EMQ_PYTHON");
     let ok = Command::new(&python)
         .args(["-c", "import emq"])
         .stdout(Stdio::null())

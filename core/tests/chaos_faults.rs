@@ -168,11 +168,7 @@ async fn a_sigkill_storm_on_workers_loses_nothing() {
     }
 }
 
-/// Whether this runs under CI (`CI=true`, as `.ci/run` → scripts/test-all sets it): there every
-/// build a test needs must be there, and a missing one fails the test instead of skipping it.
-fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
+use emq_harness::builds::under_ci;
 
 /// The worker programs of the other languages that are built here: Python (`tests/chaos/worker.py`
 /// with `$EMQ_CHAOS_PYTHON`, else `$EMQ_PY_VENV/bin/python`, else `python3`, that can
@@ -192,16 +188,7 @@ fn other_language_workers() -> Vec<(&'static str, String, std::path::PathBuf)> {
             .unwrap_or(false)
     };
     let mut out = Vec::new();
-    let python = std::env::var("EMQ_CHAOS_PYTHON")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| {
-            std::env::var("EMQ_PY_VENV")
-                .ok()
-                .filter(|s| !s.is_empty())
-                .map(|v| format!("{v}/bin/python"))
-        })
-        .unwrap_or_else(|| "python3".into());
+    let python = emq_harness::builds::python("EMQ_CHAOS_PYTHON");
     let mut missing = Vec::new();
     if works(&python, &["-c", "import emq, emq._emq"]) {
         out.push(("python", python, root.join("tests/chaos/worker.py")));

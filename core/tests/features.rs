@@ -441,8 +441,10 @@ async fn a_description_reads_back_exactly_and_an_overlong_one_is_refused_writing
     .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidOption);
     assert!(err.message().contains("description"), "{}", err.message());
-    let mut direct = JobOptions::default();
-    direct.description = Some("x".repeat(emq::options::MAX_DESCRIPTION + 1));
+    let direct = JobOptions {
+        description: Some("x".repeat(emq::options::MAX_DESCRIPTION + 1)),
+        ..JobOptions::default()
+    };
     assert_eq!(
         q.add("too-long", json!(4), direct)
             .await

@@ -8,10 +8,12 @@
 //! [`tls`] (certs + TLS/ACL server), [`registry`] (pids to stop at exit),
 //! [`resp`] (tiny RESP client for readiness/cluster polls, from the crate
 //! `emq-server-process`, whose process helpers `server` uses too) and `cmd`
-//! (bounded runs of `redis-cli`/`openssl`; `EMQ_SERVER_BIN` / `EMQ_CLI_BIN` name
+//! (bounded runs of `redis-cli`/`openssl`; [`builds`]: the Python, Node and Kotlin builds a test
+//! needs, and the one rule for a missing one under CI; `EMQ_SERVER_BIN` / `EMQ_CLI_BIN` name
 //! another server and client, e.g. Valkey's, for the datastore matrix). `src/main.rs` is the
 //! `emq-harness up` binary used by the non-Rust test suites.
 
+pub mod builds;
 pub mod cluster;
 mod cmd;
 pub mod registry;
