@@ -15,8 +15,8 @@
 //!   queues).
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::hash_slot::key_slot;
 use crate::job_id::JobId;
-use crate::slot::key_slot;
 use std::fmt;
 
 /// Longest queue name, in bytes of UTF-8.
@@ -602,7 +602,7 @@ mod tests {
     #[test]
     fn core_keys_share_the_emq_tag() {
         for k in CoreKey::ALL {
-            assert_eq!(crate::slot::hash_tag(k.key().as_str()), Some("emq"));
+            assert_eq!(crate::hash_slot::hash_tag(k.key().as_str()), Some("emq"));
         }
     }
 }

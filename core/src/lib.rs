@@ -17,7 +17,7 @@
 //! undeclared-key guard, EVALSHA), `store` (the connection, standalone or cluster, TLS/ACL; its
 //! types [`Store`], [`ConnectOptions`], … are re-exported here) and `connect` (its wire-version
 //! check), `minter` (ids minted under a node-id lease; [`IdMinter`] re-exported), `durable` and
-//! `durable_pool` (the opt-in replicated add), `handoff`, `clock`, `slot`, `task` ([`TaskHandle`]
+//! `durable_pool` (the opt-in replicated add), `handoff`, `clock`, `hash_slot`, `task` ([`TaskHandle`]
 //! re-exported). `core/tests` reach the script registry through `emq::testing` (feature
 //! `testing`, on for those tests only).
 
@@ -31,6 +31,7 @@ pub mod events;
 pub mod flow;
 pub mod handler;
 mod handoff;
+mod hash_slot;
 pub mod job;
 pub mod job_id;
 pub mod keyspace;
@@ -48,7 +49,6 @@ pub mod scheduler;
 pub mod script;
 #[cfg(not(feature = "testing"))]
 mod script;
-mod slot;
 pub mod spec;
 mod store;
 mod task;
@@ -60,6 +60,7 @@ pub use durable_pool::Durability;
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
 pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};
+pub use hash_slot::{hash_tag, key_slot};
 pub use job::{Counts, Failure, Job, JobState};
 pub use job_id::JobId;
 pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
@@ -70,7 +71,6 @@ pub use options::{Backoff, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
-pub use slot::{hash_tag, key_slot};
 pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology, WIRE_VERSION};
 pub use task::TaskHandle;
 pub use worker::{

@@ -45,8 +45,9 @@
 //!   binding handler) before its outcome is recorded, so a retry never overlaps it.
 //!
 //! Files, one concern each: `builder.rs` (options validated, tasks started), `handle.rs` (stats,
-//! close, abort), `fetch.rs` (claim, block, hand-off), `slots.rs` (capacity and dispatch), `run.rs`
-//! (a handler's run, its interrupts, releases), `outcome.rs` (completions and failures recorded),
+//! close, abort), `fetch.rs` (claim, block, hand-off), `capacity.rs` (capacity and dispatch), `run.rs`
+//! (a handler's run, its interrupts, releases), `record.rs` (completions and failures recorded),
+//! `hooks.rs` (what a worker reports to its host: [`WorkerEvent`]),
 //! `lease.rs` (renewal), `cancel.rs` (the `cancels` stream), `maintenance.rs` (sweep, schedulers,
 //! retention). This file holds the options, the stats and the state the tasks share.
 
@@ -71,29 +72,29 @@ use tokio::sync::Notify;
 
 mod builder;
 mod cancel;
-pub mod events;
+mod capacity;
 mod fetch;
 mod handle;
+pub mod hooks;
 mod lease;
 mod maintenance;
-mod outcome;
+mod record;
 mod run;
-mod slots;
 
 pub use crate::options::{WorkerOptions, PREFETCH_MAX_JOB};
 pub use builder::{Worker, WorkerBuilder};
 use cancel::*;
-use events::emit;
-pub use events::{WorkerEvent, WorkerEventHook};
+use capacity::*;
 use fetch::*;
 use handle::withdraw;
 pub use handle::{CloseReport, WorkerAborter, WorkerHandle, SHUTDOWN_STOP_WAIT};
+use hooks::emit;
+pub use hooks::{WorkerEvent, WorkerEventHook};
 use lease::*;
 use maintenance::*;
-use outcome::*;
+use record::*;
 use run::*;
 pub use run::{CANCELLED, INTERRUPT_DROP_AFTER};
-use slots::*;
 
 /// Counters of one worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
