@@ -53,7 +53,7 @@ pub(crate) fn not_found(id: JobId, why: &str) -> Error {
 }
 
 /// Turns stream entries into events, one per job of a batch entry.
-fn expand(
+pub(crate) fn expand(
     entries: Vec<(String, HashMap<String, String>)>,
     last: Option<&mut String>,
 ) -> Vec<Event> {
@@ -155,26 +155,5 @@ impl EventStream {
             out.extend(expand(entries, Some(&mut self.last)));
         }
         Ok(out)
-    }
-}
-
-impl crate::queue::Queue {
-    /// Follows the queue's events from now on (or after a stream id).
-    pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
-        EventStream::new(self.store().clone(), self.keys().events.clone(), after).await
-    }
-
-    /// The newest `limit` events, oldest first (without waiting).
-    pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
-        let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
-            .arg(&self.keys().events)
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(limit)
-            .query_async(&mut self.store().conn())
-            .await?;
-        entries.reverse();
-        Ok(expand(entries, None))
     }
 }

@@ -228,7 +228,7 @@ pub struct JobContext {
     pub(crate) lost: Arc<AtomicBool>,
     pub(crate) interrupt: watch::Receiver<Option<Interrupt>>,
     /// The worker's hook for its host's events (the `progress` event).
-    pub(crate) events: Option<crate::worker::WorkerEventHook>,
+    pub(crate) events: Option<crate::worker::hooks::WorkerEventHook>,
 }
 
 impl JobContext {
@@ -286,7 +286,7 @@ impl JobContext {
     pub async fn progress(&self, progress: Value) -> Result<()> {
         self.queue.update_progress(self.job.id, &progress).await?;
         if let Some(hook) = &self.events {
-            hook(crate::worker::WorkerEvent::Progress {
+            hook(crate::worker::hooks::WorkerEvent::Progress {
                 job: self.job.clone(),
                 value: progress,
             });

@@ -43,7 +43,7 @@ async fn concurrent_waits_share_one_follower_and_it_ends_when_idle() {
         })
         .collect();
     common::wait_until("50 waits registered", Duration::from_secs(10), || async {
-        emq::waiters::registered(&q) == (50, true)
+        q.waits_registered() == (50, true)
     })
     .await;
     let during = connected_clients(&url).await;
@@ -66,12 +66,12 @@ async fn concurrent_waits_share_one_follower_and_it_ends_when_idle() {
         );
     }
     assert_eq!(
-        emq::waiters::registered(&q).0,
+        q.waits_registered().0,
         0,
         "every finished wait deregistered"
     );
     common::wait_until("the follower to end", Duration::from_secs(5), || async {
-        emq::waiters::registered(&q) == (0, false)
+        q.waits_registered() == (0, false)
     })
     .await;
     // A wait after the follower ended starts a new one and still sees a finished job.

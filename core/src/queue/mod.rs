@@ -22,7 +22,9 @@ use serde_json::Value;
 use std::sync::Arc;
 
 mod add;
+mod events;
 mod ops;
+mod wait;
 
 #[cfg(test)]
 pub(crate) use add::add_one_keyed;
