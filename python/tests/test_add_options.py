@@ -4,7 +4,6 @@ the wrong type that equals a default (`delay=False`, `attempts=True`) must still
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import math
 
@@ -74,11 +73,9 @@ async def test_a_description_reads_back_exactly_and_is_bounded(standalone, qname
         seen.append(job.options.get("description"))
         return None
 
-    w = emq.Worker(q, handle, block_timeout=0.2)
-    run = asyncio.ensure_future(w.run())
+    w = emq.Worker(q, handle)
     await q.wait(j["id"], timeout=10)
     await w.close()
-    await run
     assert seen == [text]
     for bad in ("x" * 1025, 5):
         with pytest.raises(emq.InvalidOption):
