@@ -55,7 +55,8 @@ class WorkerEventsTest {
             val flaky = q.add("flaky", "0", JobOptions(attempts = 2))
             gate.complete(Unit)
             eventually(20_000, "4 outcome events") {
-                seen.count { it.kind == WorkerEventKind.COMPLETED || it.kind == WorkerEventKind.FAILED }
+                // A synchronized list is iterated under its lock: the collector adds to it meanwhile.
+                synchronized(seen) { seen.count { it.kind == WorkerEventKind.COMPLETED || it.kind == WorkerEventKind.FAILED } }
                     .takeIf { it >= 4 }
             }
             val byJob = synchronized(seen) { seen.groupBy { it.jobId } }
@@ -69,7 +70,8 @@ class WorkerEventsTest {
             assertEquals("handler_failed", failed.failureCode)
             val flakyKinds = byJob[flaky]!!.map { it.kind to it.willRetry }
             assertEquals(listOf(WorkerEventKind.FAILED to true, WorkerEventKind.COMPLETED to false), flakyKinds)
-            assertTrue(seen.none { it.kind == WorkerEventKind.ERROR }, "$seen")
+            val all = synchronized(seen) { seen.toList() }
+            assertTrue(all.none { it.kind == WorkerEventKind.ERROR }, "$all")
         } finally {
             collector.cancelAndJoin()
             worker.shutdown()
