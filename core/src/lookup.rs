@@ -283,10 +283,13 @@ impl Queue {
     /// dashboard's order): completed and failed are stored newest first (and stalled, a set, has
     /// no order); the other states are read from their far end and turned round. The page's
     /// records come in one round trip, each in the state it was listed in; a job removed in
-    /// between is left out, one that moved shows this state.
+    /// between is left out, one that moved shows this state. `held` is the state's count as the
+    /// caller read it ([`Queue::counts`]), so the page and the count shown beside it agree and no
+    /// second read of the counts is made.
     pub async fn list_newest_first(
         &self,
         state: JobState,
+        held: u64,
         offset: u64,
         limit: u64,
     ) -> Result<Vec<Job>> {
@@ -295,7 +298,6 @@ impl Queue {
                 self.list_as_stored(state, offset, limit).await?
             }
             _ => {
-                let held = self.counts().await?.get(state);
                 let end = held.saturating_sub(offset);
                 let start = end.saturating_sub(limit);
                 let mut v = self.list_as_stored(state, start, end - start).await?;

@@ -370,7 +370,10 @@ async fn jobs(
     let now = server_time_ms(&app.store).await.map_err(e)?;
     let s = summary(&q, now).await.map_err(e)?;
     let in_state = s.counts.get(state);
-    let list = q.list_newest_first(state, offset, limit).await.map_err(e)?;
+    let list = q
+        .list_newest_first(state, in_state, offset, limit)
+        .await
+        .map_err(e)?;
     Ok(Json(json!({
         "summary": s,
         "read_only": app.read_only,
