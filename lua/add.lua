@@ -1,6 +1,7 @@
 -- add: add a batch of jobs (one or many); idempotent per job (a retried add of an id that exists
 -- changes nothing for it).
 -- uses lib/handoff.lua
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- KEYS[1] wait         LIST
 -- KEYS[2] paused       LIST
@@ -10,14 +11,19 @@
 -- KEYS[6] events       STREAM
 -- KEYS[7] dedup        HASH dedup key (user data) -> id of the live job holding it
 -- KEYS[8] marker       LIST ("1", or the id an idle worker should claim)
--- KEYS[9] groups       HASH job id -> group key (user data), while the queue has a group limit
+-- KEYS[9] groups       HASH grouped job id -> its group (user data), or its group-ready member
 -- KEYS[10] dedup_expiry ZSET dedup key -> when its TTL hold ends (keys held for a TTL only)
 -- KEYS[11] waiters     ZSET "<worker>|<lease_ms>" -> end of its blocking wait (wait_register.lua)
 -- KEYS[12] handoff     LIST entries handed to blocked workers
 -- KEYS[13] active      ZSET id -> lease expiry
 -- KEYS[14] leases      HASH id -> "<token>|<start ms>"
 -- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
--- KEYS[16..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
+-- KEYS[16] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[17] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[18] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[19] group_state HASH each group's settings (`m|<g>` most waiting) and running count
+-- KEYS[20] group_names ZSET the groups known to the queue (Queue::groups)
+-- KEYS[21..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
 -- ARGV[2..] job        groups of 7: id, name, data (JSON), opts (JSON, non-default options only),
 --                      spec "<attempts>|<delay_ms>|<priority>|<flags>|<dedup TTL ms>|<dedup>"
@@ -28,6 +34,9 @@
 -- unlimited, with a worker registered in waiters, is leased here (lease from the server's clock, as
 -- the registration asked) and its entry pushed on `handoff`, which that worker's BRPOP pops: the job
 -- starts with no claim round trip (the entry: lib/handoff.lua). One registration is consumed per job handed over.
+-- A grouped job that is ready at once waits in its group (lib/groups.lua); when that would put more
+-- ready jobs in a group than its cap (`m|<g>`, or meta `gmaxw` for every group), the whole call is
+-- refused with a group_full error before anything is written.
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
 -- the existing job, or of the live job holding its dedup key); empty when every job was added.
 -- Costs counted per call (bench/RESULTS.md, "where the time goes"): every KEYS/ARGV entry and every
@@ -35,9 +44,31 @@
 -- (spec "1|0|0||0|") is read with string compares only, the created stamp is the server's TIME as
 -- text, and the clock is read once, in the forms of now_clock() (lib/guard.lua).
 local us_text, now_text, now = now_clock()
-local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max')
+local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max', 'gmaxw')
 local paused = m[1] == '1'
-local grouped = m[2] ~= false
+-- Each group's cap on ready jobs, checked for the whole call before anything is written.
+local need, order = nil, nil
+for j = 0, (#ARGV - 1) / 7 - 1 do
+  local group = ARGV[2 + j * 7 + 6]
+  if group ~= '' and string.match(ARGV[2 + j * 7 + 4], '^%d+|(%d+)|') == '0' then
+    if not need then need, order = {}, {} end
+    if not need[group] then order[#order + 1] = group end
+    need[group] = (need[group] or 0) + 1
+  end
+end
+if need and (m[5] or call('HLEN', K.group_state) > 0) then
+  for _, g in ipairs(order) do
+    local cap = tonumber(call('HGET', K.group_state, 'm|' .. g) or m[5] or '')
+    if cap then
+      local lo, hi = emq_group_range(g)
+      local waiting = call('ZLEXCOUNT', K.group_ready, lo, hi)
+      if waiting + need[g] > cap then
+        fail('group_full', 'group ' .. g .. ' has ' .. waiting .. ' jobs waiting and takes at most ' .. cap ..
+          '; adding ' .. need[g] .. ' more would pass it (nothing was added)')
+      end
+    end
+  end
+end
 local out = {}
 local fifo, lifo, added, handed = {}, {}, {}, {}
 local prio_seq = nil
@@ -46,7 +77,7 @@ local woke = false
 local can_hand = nil
 for j = 0, (#ARGV - 1) / 7 - 1 do
   local a = 2 + j * 7
-  local record = KEYS[16 + j]
+  local record = KEYS[21 + j]
   local id = ARGV[a]
   local spec = ARGV[a + 4]
   local attempts, delay, priority, flags, ttl, dedup = '1', 0, 0, '', 0, ''
@@ -88,7 +119,8 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
     if ARGV[a + 5] ~= '' then fields[n + 1] = 'parent'; fields[n + 2] = ARGV[a + 5]; n = n + 2 end
     if group ~= '' then
       fields[n + 1] = 'group'; fields[n + 2] = group; n = n + 2
-      if grouped then call('HSET', K.groups, id, group) end
+      call('HSET', K.groups, id, group)
+      call('ZADD', K.group_names, 'NX', 0, group)
     end
     call('HSET', record, unpack(fields))
     if can_hand ~= false and delay <= 0 and priority <= 0 and group == '' and #fifo == 0
@@ -124,6 +156,10 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
       if priority > 0 then call('HSET', K.delayed_priority, id, priority) end
       -- A new earliest due time: wake a blocked worker so its next wait ends when this job is due.
       if not paused and call('ZRANGE', K.delayed, 0, 0)[1] == id then woke = true end
+    elseif group ~= '' then
+      -- Ready in its group: it takes the group's turn (lib/groups.lua).
+      emq_group_ready(K, id, group, priority, flags == 'l')
+      woke = true
     elseif priority > 0 then
       prio_seq = prio_seq or call('HINCRBY', K.meta, 'prio_seq', 1)
       prio_seq = prio_seq + 1

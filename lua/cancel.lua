@@ -1,6 +1,7 @@
 -- cancel: a job that has not run yet does not run (it ends in failed, its failure code
 -- 'cancelled' with the reason); for a running job the request goes on the cancels stream, which
 -- every worker follows, and the worker holding it stops its handler and fails it the same way.
+-- uses lib/groups.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] wait         LIST
 -- KEYS[3] paused       LIST
@@ -14,10 +15,11 @@
 -- KEYS[11] meta        HASH
 -- KEYS[12] events      STREAM
 -- KEYS[13] metrics     HASH finished counts per minute
--- KEYS[14] groups      HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[14] groups      HASH grouped job id -> its group, or its group-ready member while it waits
 -- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
 -- KEYS[16] cancels     STREAM cancel requests for running jobs (id, reason)
 -- KEYS[17] leases      HASH (a stalled job whose run never started holds a mark there)
+-- KEYS[18] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
 -- ARGV[1] id
 -- ARGV[2] reason       free text, kept in the failure
 -- ARGV[3] max_events   stream cap (the cancels stream keeps about a tenth of it, at least 100)
@@ -37,6 +39,12 @@ end
 if call('ZSCORE', K.failed, id) then return 'finished' end
 local found = call('ZREM', K.delayed, id) + call('ZREM', K.prioritized, id) + call('SREM', K.stalled, id)
   + call('ZREM', K.waiting_children, id)
+if found == 0 then
+  -- Waiting in its group.
+  local v = call('HGET', K.groups, id)
+  local _, member = emq_group_of(v or '')
+  if member then found = call('ZREM', K.group_ready, member) end
+end
 if found == 0 then found = call('LREM', K.wait, -1, id) end
 if found == 0 then found = call('LREM', K.paused, -1, id) end
 -- Completed (or in no container at all): nothing to cancel.

@@ -3,6 +3,7 @@
 -- when it was added; from wait (or paused) it goes to the back of its priority; with the priority
 -- dropped, from prioritized to the back of wait. A delayed job takes it when due; an active or
 -- stalled job, or a parent waiting for its children, when it is next ready.
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] wait         LIST
@@ -13,6 +14,10 @@
 -- KEYS[7] meta         HASH
 -- KEYS[8] marker       LIST
 -- KEYS[9] events       STREAM
+-- KEYS[10] groups       HASH grouped job id -> its group (lib/groups.lua)
+-- KEYS[11] group_ready ZSET the grouped jobs ready to run
+-- KEYS[12] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[13] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- ARGV[1] id
 -- ARGV[2] priority     0 none, lower first
 -- ARGV[3] max_events   stream cap
@@ -23,7 +28,13 @@ if priority > 0 then call('HSET', K.record, 'priority', priority) else call('HDE
 local paused = call('HGET', K.meta, 'paused') == '1'
 local moved = false
 local score = call('ZSCORE', K.prioritized, id)
-if score then
+local g, member = emq_group_of(call('HGET', K.groups, id) or '')
+if member then
+  -- Waiting in its group: to the back of its new priority there.
+  call('ZREM', K.group_ready, member)
+  emq_group_ready(K, id, g, priority, false)
+  moved = true
+elseif score then
   call('ZREM', K.prioritized, id)
   if priority > 0 then
     call('ZADD', K.prioritized, priority * EMQ_PRIORITY_SPAN + tonumber(score) % EMQ_PRIORITY_SPAN, id)

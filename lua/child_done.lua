@@ -3,6 +3,7 @@
 -- move the parent to wait (prioritized, if it has a priority). Safe to repeat (a child already
 -- counted is a no-op) and safe if the process died between the child's own step and this one (the
 -- child is then re-run and repeats it).
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- KEYS[1] record       the parent's emq:{q}:<id>, HASH
 -- KEYS[2] waiting_children ZSET
@@ -13,6 +14,10 @@
 -- KEYS[7] events       STREAM
 -- KEYS[8] marker       LIST
 -- KEYS[9] prioritized  ZSET
+-- KEYS[10] groups       HASH grouped job id -> its group (lib/groups.lua)
+-- KEYS[11] group_ready ZSET the grouped jobs ready to run
+-- KEYS[12] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[13] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- ARGV[1] id           the parent's id
 -- ARGV[2] child        "<queue>:<id>" of the child
 -- ARGV[3] outcome      "ok" or "failed"

@@ -1,6 +1,7 @@
 -- claim: lease up to `count` ready jobs to a worker (the select half of select-then-claim; the
 -- worker then reads each job's record with a plain HMGET of that job's key).
 -- uses lib/handoff.lua
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- uses lib/claim.lua
 -- KEYS[1] wait         LIST
@@ -13,11 +14,15 @@
 -- KEYS[8] events       STREAM
 -- KEYS[9] marker       LIST
 -- KEYS[10] limiter     STRING rate-limit counter
--- KEYS[11] groups      HASH job id -> group key, for the per-group rate limit
+-- KEYS[11] groups      HASH grouped job id -> its group (lib/groups.lua)
 -- KEYS[12] group_counts HASH group key -> jobs started in its window
 -- KEYS[13] group_windows ZSET group key -> end of its window (server ms)
 -- KEYS[14] handoff     LIST entries an add handed to blocked workers, not taken yet
 -- KEYS[15] delayed_priority HASH id -> priority, for delayed jobs that have one
+-- KEYS[16] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[17] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[18] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[19] group_state HASH each group's settings and running count
 -- ARGV[1] count        jobs wanted
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap

@@ -10,6 +10,7 @@
 -- KEYS[6] events       STREAM
 -- KEYS[7] marker       LIST
 -- KEYS[8] prioritized  ZSET (a waiting prioritized job goes first: fall back)
+-- KEYS[9] group_turns  ZSET groups that may run (any: the fair claim decides, fall back)
 -- ARGV[1] id           the job the marker named
 -- ARGV[2] lease_ms     lease length
 -- ARGV[3] max_events   stream cap
@@ -19,7 +20,8 @@
 -- Returns {1, token, value of each field…}, or {0}.
 local id = ARGV[1]
 local m = call('HMGET', K.meta, 'paused', 'concurrency', 'rl_max', 'grl_max')
-if m[1] == '1' or m[2] or m[3] or m[4] or call('ZCARD', K.prioritized) > 0 then return {0} end
+if m[1] == '1' or m[2] or m[3] or m[4] or call('ZCARD', K.prioritized) > 0
+  or call('ZCARD', K.group_turns) > 0 then return {0} end
 if call('LREM', K.wait, -1, id) == 0 then return {0} end
 local us_text, now_text, now = now_clock()
 local token = us_text .. '.1'

@@ -1,6 +1,7 @@
 -- complete: finish a batch of leased jobs with their results, then lease the worker's next jobs in
 -- the same call.
 -- uses lib/handoff.lua
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- uses lib/claim.lua
 -- KEYS[1] active       ZSET
@@ -16,12 +17,16 @@
 -- KEYS[11] marker      LIST
 -- KEYS[12] limiter     STRING rate-limit counter
 -- KEYS[13] metrics     HASH finished counts per minute
--- KEYS[14] groups      HASH job id -> group key (per-group rate limit)
+-- KEYS[14] groups      HASH grouped job id -> its group (lib/groups.lua)
 -- KEYS[15] group_counts HASH group key -> starts in its current window
 -- KEYS[16] group_windows ZSET group key -> end of its current window
 -- KEYS[17] handoff     LIST entries an add handed to blocked workers, not taken yet
 -- KEYS[18] delayed_priority HASH id -> priority, for delayed jobs that have one
--- KEYS[19..] job=record+logs record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
+-- KEYS[19] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[20] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[21] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[22] group_state HASH each group's settings and running count
+-- KEYS[23..] job=record+logs record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
 -- ARGV[1] count        next jobs wanted
 -- ARGV[2] lease_ms     lease length of the next jobs
 -- ARGV[3] max_events   stream cap
@@ -91,7 +96,7 @@ for j = 1, n do
       if call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
     end
     if byte(flags, 1) == 49 then -- '1'
-      local record = keys[17 + j * 2]
+      local record = keys[21 + j * 2]
       call('HINCRBY', record, 'atts', 1)
       -- "<token>|<start ms>[|a]"; a start reported in this same call (of a job leased ahead) began
       -- now.
@@ -107,8 +112,8 @@ for j = 1, n do
       nkept = nkept + 2
     else
       dropped = dropped + 1
-      dropped_keys[dropped * 2 - 1] = keys[17 + j * 2]
-      dropped_keys[dropped * 2] = keys[18 + j * 2]
+      dropped_keys[dropped * 2 - 1] = keys[21 + j * 2]
+      dropped_keys[dropped * 2] = keys[22 + j * 2]
     end
   else
     nlost = nlost + 1
@@ -140,6 +145,11 @@ if ns > 0 then
 end
 if ndone > 0 then
   call('ZREM', K.active, unpack(done, 1, ndone))
+  if call('HLEN', K.groups) > 0 then
+    -- Grouped jobs free their groups' slots (a parked group rejoins) and their entries go.
+    emq_group_left(K, done, 1, ndone)
+    call('HDEL', K.groups, unpack(done, 1, ndone))
+  end
   if nkept > 0 then call('ZADD', K.completed, unpack(kept)) end
   if dropped > 0 then
     call('DEL', unpack(dropped_keys))

@@ -2,6 +2,7 @@
 -- moveToDelayed / DelayedError, River's snooze). Due at the server's now + delay_ms; the run counts
 -- as an attempt only when asked. The lease must be the caller's. The job keeps its priority (beside
 -- it in delayed_priority) and waits under its group's limit again once due.
+-- uses lib/groups.lua
 -- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] active       ZSET
@@ -11,7 +12,11 @@
 -- KEYS[6] meta         HASH
 -- KEYS[7] events       STREAM
 -- KEYS[8] marker       LIST
--- KEYS[9] groups       HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[9] groups       HASH grouped job id -> its group (lib/groups.lua)
+-- KEYS[10] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[11] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[12] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[13] group_state HASH each group's settings and running count
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] delay_ms     how long from now
@@ -20,6 +25,8 @@
 -- Returns the due time (server ms), or a lease_lost error.
 local id = ARGV[1]
 emq_take_lease(K, id, ARGV[2])
+-- Its group's slot is free while it waits (lib/groups.lua).
+emq_group_left(K, {id})
 local now = now_ms()
 local atts
 if ARGV[4] == '1' then
@@ -27,8 +34,6 @@ if ARGV[4] == '1' then
 else
   atts = tonumber(call('HGET', K.record, 'atts') or '0')
 end
-local group = call('HGET', K.record, 'group')
-if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
 local priority = call('HGET', K.record, 'priority')
 if priority then call('HSET', K.delayed_priority, id, priority) end
 local due = now + tonumber(ARGV[3])

@@ -1,4 +1,5 @@
 -- fail: a leased job's handler failed; retry it (after a backoff) or move it to failed.
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
@@ -14,9 +15,13 @@
 -- KEYS[11] events      STREAM
 -- KEYS[12] marker      LIST
 -- KEYS[13] metrics     HASH finished counts per minute
--- KEYS[14] groups      HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[14] groups      HASH grouped job id -> its group (lib/groups.lua)
 -- KEYS[15] prioritized ZSET
 -- KEYS[16] delayed_priority HASH id -> priority, for delayed jobs that have one
+-- KEYS[17] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[18] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[19] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[20] group_state HASH each group's settings and running count
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] failure      JSON text {code, message, stack}
@@ -30,6 +35,7 @@
 local EVENT_VALUE_CAP = 512
 local id = ARGV[1]
 local lease = emq_take_lease(K, id, ARGV[2])
+emq_group_left(K, {id})
 local now = now_ms()
 local atts = call('HINCRBY', K.record, 'atts', 1)
 local ok, decoded = pcall(cjson.decode, ARGV[3])
@@ -41,9 +47,6 @@ end
 local most = tonumber(call('HGET', K.record, 'attempts') or '1')
 call('HSET', K.record, 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)'))
 if ARGV[5] == '1' and atts < most then
-  -- A retry starts again under its group's limit.
-  local group = call('HGET', K.record, 'group')
-  if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
   -- The retry keeps the job's priority: at the front of it, or from when its backoff ends.
   local priority = call('HGET', K.record, 'priority')
   local backoff = tonumber(ARGV[4])
@@ -60,6 +63,7 @@ if ARGV[5] == '1' and atts < most then
     'code', fcode, 'message', fmessage)
   return 'retry'
 end
+emq_group_forget(K, id)
 emq_fail_for_good(K, id, now, ARGV[6] == '1', atts, fcode, fmessage, ARGV[7])
 if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
 return 'failed'

@@ -9,6 +9,7 @@
 -- KEYS[8] failed       ZSET
 -- KEYS[9] stalled      SET
 -- KEYS[10] waiting_children ZSET
+-- KEYS[11] groups      HASH grouped job id -> its group-ready member while it waits (lib/groups.lua)
 -- ARGV[1] id
 -- Returns {state, field, value, …}, or {} when there is no such job.
 local id = ARGV[1]
@@ -54,6 +55,7 @@ elseif call('ZSCORE', K.completed, id) then state = 'completed'
 elseif call('ZSCORE', K.failed, id) then state = 'failed'
 elseif call('SISMEMBER', K.stalled, id) == 1 then state = 'stalled'
 elseif call('ZSCORE', K.waiting_children, id) then state = 'waiting-children'
+elseif string.find(call('HGET', K.groups, id) or '', '\0', 1, true) then state = 'waiting'
 elseif listed(K.wait) then state = 'waiting'
 elseif listed(K.paused) then state = 'paused'
 end

@@ -1,4 +1,5 @@
 -- promote_job: run a delayed job now.
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- KEYS[1] delayed      ZSET
 -- KEYS[2] wait         LIST
@@ -8,6 +9,10 @@
 -- KEYS[6] marker       LIST
 -- KEYS[7] prioritized  ZSET
 -- KEYS[8] delayed_priority HASH id -> priority, for delayed jobs that have one
+-- KEYS[9] groups       HASH grouped job id -> its group (lib/groups.lua)
+-- KEYS[10] group_ready ZSET the grouped jobs ready to run
+-- KEYS[11] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[12] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- ARGV[1] id
 -- ARGV[2] max_events   stream cap
 -- Returns 1, or 0 when the job is not delayed.

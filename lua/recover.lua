@@ -1,6 +1,7 @@
 -- recover: put one stalled job back in wait (prioritized, if it has a priority), or in failed after
 -- too many stalls. A job whose run never started (leased ahead by a worker that died before it
 -- reported the start: sweep.lua left the mark STRANDED in leases) goes back uncounted instead.
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
@@ -13,10 +14,14 @@
 -- KEYS[8] meta         HASH
 -- KEYS[9] events       STREAM
 -- KEYS[10] marker      LIST
--- KEYS[11] groups      HASH job id -> group key, while the queue has a per-group rate limit
+-- KEYS[11] groups      HASH grouped job id -> its group (lib/groups.lua)
 -- KEYS[12] prioritized ZSET
 -- KEYS[13] leases      HASH (holds STRANDED for a stalled job whose run never started)
 -- KEYS[14] metrics     HASH finished counts per minute
+-- KEYS[15] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[16] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[17] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[18] group_state HASH each group's settings and running count
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it
@@ -47,9 +52,6 @@ end
 -- A job cancelled while it ran (its worker died before it could stop it) does not run again.
 local cancel = call('HGET', K.record, 'cancel')
 if (stranded or stalls <= tonumber(ARGV[2])) and not cancel then
-  -- The re-run starts again under its group's limit.
-  local group = call('HGET', K.record, 'group')
-  if group and call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, group) end
   local paused = call('HGET', K.meta, 'paused') == '1'
   emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, true, paused)
   if not paused then call('LPUSH', K.marker, '1') end
@@ -68,5 +70,6 @@ if cancel then
   if cancel ~= '' then failure.message = failure.message .. ': ' .. cancel end
 end
 call('HSET', K.record, 'failure', cjson.encode(failure))
+emq_group_forget(K, id)
 emq_fail_for_good(K, id, now, ARGV[3] == '1', atts, failure.code, failure.message, ARGV[4])
 return 'failed'

@@ -1,5 +1,6 @@
 -- remove_job: delete one job from whichever container holds it, if its state is allowed.
 -- uses lib/handoff.lua
+-- uses lib/groups.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] wait         LIST
@@ -15,9 +16,14 @@
 -- KEYS[13] dedup       HASH
 -- KEYS[14] meta        HASH
 -- KEYS[15] events      STREAM
--- KEYS[16] groups      HASH job id -> group key (a waiting grouped job's entry)
+-- KEYS[16] groups      HASH grouped job id -> its group, or its group-ready member while it waits
 -- KEYS[17] handoff     LIST entries an add handed to blocked workers, not taken yet
 -- KEYS[18] delayed_priority HASH id -> priority, for delayed jobs that have one
+-- KEYS[19] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[20] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[21] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[22] group_state HASH each group's settings and running count
+-- KEYS[23] marker      LIST (a parked group that may run again wakes a worker)
 -- ARGV[1] id
 -- ARGV[2] allowed      which states may be removed: any | waiting | completed | failed | force
 -- ARGV[3] max_events   stream cap
@@ -28,6 +34,7 @@ local id, allowed = ARGV[1], ARGV[2]
 local state = nil
 local score = nil
 local list = nil
+local _, member = emq_group_of(call('HGET', K.groups, id) or '')
 if call('ZSCORE', K.active, id) then state = 'active'
 elseif call('ZSCORE', K.delayed, id) then state = 'waiting'
 elseif call('ZSCORE', K.prioritized, id) then state = 'waiting'
@@ -35,6 +42,7 @@ elseif call('ZSCORE', K.completed, id) then state = 'completed'; score = call('Z
 elseif call('ZSCORE', K.failed, id) then state = 'failed'; score = call('ZSCORE', K.failed, id)
 elseif call('SISMEMBER', K.stalled, id) == 1 then state = 'stalled'
 elseif call('ZSCORE', K.waiting_children, id) then state = 'waiting-children'
+elseif member then state = 'waiting'
 -- Lists are searched from the right, where the oldest jobs sit (drain and obliterate take those
 -- first, so each removal finds its job at once rather than scanning the whole list).
 elseif call('LPOS', K.wait, id, 'RANK', -1) then state = 'waiting'; list = K.wait
@@ -49,6 +57,9 @@ if allowed ~= 'any' and allowed ~= 'force' and state ~= allowed then return 0 en
 local older = tonumber(ARGV[4])
 if score and older > 0 and tonumber(score) > now_ms() - older then return 0 end
 if list then call('LREM', list, -1, id) end
+if member then call('ZREM', K.group_ready, member) end
+-- An active grouped job frees its group's slot.
+if state == 'active' then emq_group_left(K, {id}) end
 call('ZREM', K.active, id)
 call('HDEL', K.leases, id)
 call('ZREM', K.delayed, id)

@@ -1,5 +1,6 @@
 -- retry_job: send a failed job back to wait (prioritized, if it has a priority) with its attempts
 -- reset.
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] failed       ZSET
@@ -9,6 +10,10 @@
 -- KEYS[6] events       STREAM
 -- KEYS[7] marker       LIST
 -- KEYS[8] prioritized  ZSET
+-- KEYS[9] groups       HASH grouped job id -> its group (lib/groups.lua)
+-- KEYS[10] group_ready ZSET the grouped jobs ready to run
+-- KEYS[11] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[12] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- ARGV[1] id
 -- ARGV[2] max_events   stream cap
 -- Returns 1, or 0 when the job is not failed.

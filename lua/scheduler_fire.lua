@@ -2,6 +2,7 @@
 -- many workers race: the run is enqueued only while the scheduler's revision is still the one the
 -- caller read with its due time (compare-and-set; every step that moves the due time bumps it), and
 -- the due time moves in the same atomic step. A run with a priority goes to prioritized.
+-- uses lib/groups.lua
 -- uses lib/ready.lua
 -- KEYS[1] schedulers   HASH scheduler id -> spec (JSON)
 -- KEYS[2] schedule_due ZSET scheduler id -> next due (server ms)
@@ -11,8 +12,11 @@
 -- KEYS[6] meta         HASH
 -- KEYS[7] events       STREAM
 -- KEYS[8] marker       LIST
--- KEYS[9] groups       HASH job id -> group key (user data), for the per-group rate limit
+-- KEYS[9] groups       HASH grouped job id -> its group (lib/groups.lua)
 -- KEYS[10] prioritized ZSET
+-- KEYS[11] group_ready ZSET the grouped jobs ready to run
+-- KEYS[12] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[13] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- ARGV[1] scheduler    the scheduler id
 -- ARGV[2] id           a freshly minted job id for this run
 -- ARGV[3] max_events   stream cap
@@ -49,7 +53,7 @@ if spec.priority then fields[#fields + 1] = 'priority'; fields[#fields + 1] = sp
 call('HSET', K.record, unpack(fields))
 if spec.group then
   call('HSET', K.record, 'group', spec.group)
-  if call('HEXISTS', K.meta, 'grl_max') == 1 then call('HSET', K.groups, id, spec.group) end
+  call('HSET', K.groups, id, spec.group)
 end
 call('HINCRBY', K.meta, 'added', 1)
 local paused = call('HGET', K.meta, 'paused') == '1'

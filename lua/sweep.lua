@@ -1,5 +1,6 @@
 -- sweep: select stalled jobs (lease expired) for recovery; one worker at a time, by the sweep lock.
 -- uses lib/handoff.lua
+-- uses lib/groups.lua
 -- Moves expired ids from active to stalled (containers only); recover.lua then acts on each id.
 -- A job an add handed over whose entry is still on `handoff` never reached a worker: in the same
 -- call its entry is dropped and it goes back to wait (or paused) without counting a stall.
@@ -16,6 +17,10 @@
 -- KEYS[8] meta         HASH
 -- KEYS[9] events       STREAM
 -- KEYS[10] marker      LIST
+-- KEYS[11] groups      HASH grouped job id -> its group (lib/groups.lua)
+-- KEYS[12] group_turns ZSET group -> pass, the groups that may run
+-- KEYS[13] group_parked ZSET group -> pass, ready groups paused or at their cap
+-- KEYS[14] group_state HASH each group's settings and running count
 -- ARGV[1] interval_ms  how long this worker holds the sweep
 -- ARGV[2] limit        most ids per sweep
 -- ARGV[3] max_events   stream cap
@@ -50,5 +55,7 @@ for _, id in ipairs(expired) do
     call('SADD', K.stalled, id)
   end
 end
+-- Stalled jobs are out of active: their groups' slots are free (recover.lua readies them).
+if #expired > 0 then emq_group_left(K, expired) end
 if back > 0 and not paused then call('LPUSH', K.marker, '1') end
 return call('SRANDMEMBER', K.stalled, limit)

@@ -6,8 +6,9 @@
 //! whose lease expired is "stalled-pending", which is allowed; a stalled job whose run never
 //! started holds the mark `-|a` in leases until it is recovered); jobs added minus jobs deleted equals
 //! jobs held; every dedup entry points at a job that is waiting or active; every hand-off entry names
-//! an active job under the lease it carries; the groups hash names only waiting jobs and, while the
-//! queue has a per-group rate limit, every waiting job of a group; a job with a priority never
+//! an active job under the lease it carries; the groups hash names only live grouped jobs (a ready
+//! one by its group-ready member, and every group-ready job), and each group's running count equals
+//! its jobs in active (so the counts sum to the grouped jobs in active); a job with a priority never
 //! sits in wait or paused, and a delayed one has its priority in the delayed-priority hash (which
 //! names delayed jobs only).
 
@@ -40,6 +41,7 @@ impl Queue {
     pub async fn audit(&self) -> Result<AuditReport> {
         let k = self.keys();
         let mut conn = self.store().conn();
+        let mut report_early = Vec::new();
         let mut pipe = redis::pipe();
         pipe.cmd("LRANGE").arg(&k.wait).arg(0).arg(-1);
         pipe.cmd("LRANGE").arg(&k.paused).arg(0).arg(-1);
@@ -54,7 +56,22 @@ impl Queue {
             pipe.cmd("ZRANGE").arg(z).arg(0).arg(-1);
         }
         pipe.cmd("SMEMBERS").arg(&k.stalled);
-        let lists: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
+        pipe.cmd("ZRANGE").arg(&k.group_ready).arg(0).arg(-1);
+        let mut lists: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
+        // The grouped ready jobs: each member of group-ready ends with its job's id.
+        let members = lists.pop().unwrap_or_default();
+        let mut member_of: HashMap<String, String> = HashMap::new();
+        let mut ready_grouped = Vec::new();
+        for m in members {
+            match crate::groups::member_id(m.as_bytes()) {
+                Some(id) => {
+                    member_of.insert(id.clone(), m);
+                    ready_grouped.push(id);
+                }
+                None => report_early.push(format!("group-ready member {m:?} names no job")),
+            }
+        }
+        lists.push(ready_grouped);
         let names = [
             "wait",
             "paused",
@@ -65,8 +82,12 @@ impl Queue {
             "failed",
             "waiting-children",
             "stalled",
+            "group-ready",
         ];
-        let mut report = AuditReport::default();
+        let mut report = AuditReport {
+            problems: report_early,
+            ..AuditReport::default()
+        };
         let mut seen: HashMap<String, &str> = HashMap::new();
         for (name, ids) in names.iter().zip(&lists) {
             for id in ids {
@@ -161,36 +182,64 @@ impl Queue {
             .arg(&k.meta)
             .query_async(&mut conn)
             .await?;
-        // The groups hash names waiting jobs only; with a per-group rate limit, every waiting job of
-        // a group is in it (else the claim would start it outside its group's limit).
+        // The groups hash names live grouped jobs only (any state but completed and failed), a
+        // job in group-ready by its member there; each group's running count is its jobs in
+        // active (lib/groups.lua).
         let groups: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(&k.groups)
             .query_async(&mut conn)
             .await?;
-        let waiting = |id: &str| {
-            matches!(
-                seen.get(id),
-                Some(&("wait" | "paused" | "delayed" | "prioritized"))
-            )
-        };
-        for id in groups.keys().filter(|id| !waiting(id)) {
-            report.problems.push(format!(
-                "group entry for job {id}, which is {:?}, not waiting",
-                seen.get(id.as_str())
-            ));
-        }
-        if meta.contains_key("grl_max") {
-            let waiting_ids: Vec<&JobId> =
-                ids.iter().filter(|id| waiting(&id.to_string())).collect();
-            let own: Vec<Option<String>> =
-                self.record_field(&mut conn, &waiting_ids, "group").await?;
-            for (id, group) in waiting_ids.iter().zip(own) {
-                let Some(group) = group else { continue };
-                if groups.get(&id.to_string()) != Some(&group) {
-                    report.problems.push(format!(
-                        "waiting job {id} of group {group:?} is not under its group's limit"
-                    ));
+        let mut active_per_group: HashMap<String, i64> = HashMap::new();
+        for (id, v) in &groups {
+            let group = v.split('\0').next().unwrap_or_default();
+            match seen.get(id.as_str()) {
+                None | Some(&("completed" | "failed")) => report.problems.push(format!(
+                    "group entry for job {id}, which is {:?}, not live",
+                    seen.get(id.as_str())
+                )),
+                Some(&"group-ready") => {
+                    if member_of.get(id) != Some(v) {
+                        report.problems.push(format!(
+                            "group entry for ready job {id} is not its group-ready member"
+                        ));
+                    }
                 }
+                Some(&"active") => *active_per_group.entry(group.to_string()).or_default() += 1,
+                Some(_) => {
+                    if v.contains('\0') {
+                        report.problems.push(format!(
+                            "group entry for job {id}, which is not ready, names a group-ready member"
+                        ));
+                    }
+                }
+            }
+        }
+        for (id, m) in &member_of {
+            if groups.get(id) != Some(m) {
+                report
+                    .problems
+                    .push(format!("group-ready job {id} has no group entry naming it"));
+            }
+        }
+        let state: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&k.group_state)
+            .query_async(&mut conn)
+            .await?;
+        let mut running: HashMap<String, i64> = HashMap::new();
+        for (field, v) in &state {
+            if let Some(g) = field.strip_prefix("r|") {
+                running.insert(g.to_string(), v.parse().unwrap_or(-1));
+            }
+        }
+        for g in running.keys().chain(active_per_group.keys()) {
+            let (counted, held) = (
+                running.get(g).copied().unwrap_or(0),
+                active_per_group.get(g).copied().unwrap_or(0),
+            );
+            if counted != held {
+                report.problems.push(format!(
+                    "group {g:?} counts {counted} running, but {held} of its jobs are active"
+                ));
             }
         }
         self.audit_priorities(&mut conn, &seen, &ids, &mut report)
@@ -211,7 +260,10 @@ impl Queue {
         // TTL holds ("<id>|<until ms>") outlive their jobs on purpose.
         for (key, id) in dedup.into_iter().filter(|(_, v)| !v.contains('|')) {
             match seen.get(&id) {
-                Some(&("wait" | "paused" | "active" | "delayed" | "prioritized" | "stalled")) => {}
+                Some(
+                    &("wait" | "paused" | "active" | "delayed" | "prioritized" | "stalled"
+                    | "group-ready"),
+                ) => {}
                 other => report
                     .problems
                     .push(format!("dedup key {key:?} points at job {id} in {other:?}")),

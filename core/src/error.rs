@@ -56,11 +56,14 @@ pub enum ErrorCode {
     HandlerFailed,
     /// Something emq did not expect; a bug report is welcome.
     Internal,
+    /// An add would put more jobs in a group's backlog than its cap allows
+    /// (`Queue::set_group_max_waiting`): nothing was written; add again once the group has drained.
+    GroupFull,
 }
 
 impl ErrorCode {
     /// Every code, for bindings that generate their exception classes.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::InvalidQueueName,
         ErrorCode::InvalidJobId,
         ErrorCode::InvalidOption,
@@ -81,6 +84,7 @@ impl ErrorCode {
         ErrorCode::Closed,
         ErrorCode::HandlerFailed,
         ErrorCode::Internal,
+        ErrorCode::GroupFull,
     ];
 
     /// The stable snake_case code.
@@ -106,6 +110,7 @@ impl ErrorCode {
             ErrorCode::Closed => "closed",
             ErrorCode::HandlerFailed => "handler_failed",
             ErrorCode::Internal => "internal",
+            ErrorCode::GroupFull => "group_full",
         }
     }
 
@@ -165,6 +170,16 @@ impl From<redis::RedisError> for Error {
         if let Some(code) = e.code().and_then(ErrorCode::parse) {
             let detail = e.detail().unwrap_or_default();
             return Error::new(code, detail.to_string());
+        }
+        // A pipeline of script calls fails with its calls' errors: the first that carries a code
+        // of ours is the error (a refused add in a pipelined batch is a group_full, not a
+        // script_error).
+        if let Some(errors) = e.clone().into_server_errors() {
+            for (_, se) in errors.iter() {
+                if let Some(code) = ErrorCode::parse(se.code()) {
+                    return Error::new(code, se.details().unwrap_or_default().to_string());
+                }
+            }
         }
         let text = e.to_string();
         if let Some(pos) = text.find("undeclared_key") {

@@ -196,6 +196,16 @@ pub struct QueueKeys {
     pub workers: Key,
     /// `emq:{q}:worker-info`
     pub worker_info: Key,
+    /// `emq:{q}:group-ready`
+    pub group_ready: Key,
+    /// `emq:{q}:group-turns`
+    pub group_turns: Key,
+    /// `emq:{q}:group-parked`
+    pub group_parked: Key,
+    /// `emq:{q}:group-state`
+    pub group_state: Key,
+    /// `emq:{q}:group-names`
+    pub group_names: Key,
 }
 
 impl QueueName {
@@ -231,6 +241,11 @@ impl QueueName {
             cancels: self.key(Family::Cancels),
             workers: self.key(Family::Workers),
             worker_info: self.key(Family::WorkerInfo),
+            group_ready: self.key(Family::GroupReady),
+            group_turns: self.key(Family::GroupTurns),
+            group_parked: self.key(Family::GroupParked),
+            group_state: self.key(Family::GroupState),
+            group_names: self.key(Family::GroupNames),
         }
     }
 }
@@ -330,8 +345,9 @@ pub enum Family {
     Schedulers,
     /// ZSET of scheduler ids by their next due time (server ms).
     ScheduleDue,
-    /// HASH from a job id to its group key (user data), held while the job waits to start, so the
-    /// claim script can apply the per-group rate limit without reading the job's record.
+    /// HASH from a grouped job's id to its group (user data), held from its add until it finishes
+    /// or is removed, so a script that moves the job finds its group without reading its record.
+    /// While the job waits in `group-ready` the value is that job's member there (`<group>\0…`).
     Groups,
     /// HASH from a group key (user data) to the jobs of that group started in its current window.
     GroupCounts,
@@ -366,11 +382,26 @@ pub enum Family {
     /// `<prefix>:<queue>:<id>`, data) to the emq job id minted for it (`<id>` while the copy may not
     /// exist yet, `<id>|<state>` once it does), and from `=<emq id>` back to the source key.
     Migrated,
+    /// ZSET (every score 0, ordered by member) of the grouped jobs ready to run, each member
+    /// `<group>\0<priority:7><order:16><id>`: one group's jobs are one lexicographic range, in the
+    /// order they run (priority, then FIFO; LIFO and interrupted runs ahead). See `core/src/groups.rs`.
+    GroupReady,
+    /// ZSET of the groups that may run now, by their pass (stride scheduling, virtual time): the
+    /// claim serves the lowest pass and advances it by 1,000,000 / weight per job.
+    GroupTurns,
+    /// ZSET of the groups with ready jobs that may not run now (paused, or at their concurrency
+    /// cap), by the pass they left with; a freed slot or a resume moves a group back to the turns.
+    GroupParked,
+    /// HASH of each group's settings and running count: `w|<g>` weight, `c|<g>` concurrency,
+    /// `m|<g>` most waiting, `p|<g>` paused, `r|<g>` jobs of the group in `active`.
+    GroupState,
+    /// ZSET (every score 0) of the groups known to the queue, by name, for `Queue::groups`.
+    GroupNames,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 30] = [
+    pub const ALL: [Family; 35] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -401,6 +432,11 @@ impl Family {
         Family::Workers,
         Family::WorkerInfo,
         Family::Migrated,
+        Family::GroupReady,
+        Family::GroupTurns,
+        Family::GroupParked,
+        Family::GroupState,
+        Family::GroupNames,
     ];
 
     /// The `<type>` part of the key.
@@ -436,6 +472,11 @@ impl Family {
             Family::Workers => "workers",
             Family::WorkerInfo => "worker-info",
             Family::Migrated => "migrated",
+            Family::GroupReady => "group-ready",
+            Family::GroupTurns => "group-turns",
+            Family::GroupParked => "group-parked",
+            Family::GroupState => "group-state",
+            Family::GroupNames => "group-names",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -448,6 +489,11 @@ impl Family {
             Family::DedupExpiry => "dedup_expiry",
             Family::DelayedPriority => "delayed_priority",
             Family::WorkerInfo => "worker_info",
+            Family::GroupReady => "group_ready",
+            Family::GroupTurns => "group_turns",
+            Family::GroupParked => "group_parked",
+            Family::GroupState => "group_state",
+            Family::GroupNames => "group_names",
             other => other.suffix(),
         }
     }
@@ -466,7 +512,11 @@ impl Family {
             | Family::Prioritized
             | Family::Completed
             | Family::Failed
-            | Family::WaitingChildren => "zset",
+            | Family::WaitingChildren
+            | Family::GroupReady
+            | Family::GroupTurns
+            | Family::GroupParked
+            | Family::GroupNames => "zset",
             Family::Stalled => "set",
             Family::Events | Family::Cancels => "stream",
             Family::Meta
@@ -478,7 +528,8 @@ impl Family {
             | Family::GroupCounts
             | Family::DelayedPriority
             | Family::WorkerInfo
-            | Family::Migrated => "hash",
+            | Family::Migrated
+            | Family::GroupState => "hash",
             Family::Sweep | Family::Limiter => "string",
         }
     }

@@ -220,9 +220,7 @@ impl JobOptions {
             return Err(invalid("debounce needs a dedup key and a delay".into()));
         }
         if let Some(g) = &self.group {
-            if g.is_empty() || g.len() > 256 {
-                return Err(invalid("group must be 1 to 256 bytes".into()));
-            }
+            crate::groups::check_group_name(g)?;
         }
         if self
             .description

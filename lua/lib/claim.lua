@@ -1,17 +1,15 @@
 -- claim (library): lease up to `count` ready jobs; used by claim.lua and complete.lua.
 -- Touches only the queue's containers, passed in by the including script; never a job's own key.
--- Needs lib/handoff.lua and lib/ready.lua before it.
+-- Needs lib/handoff.lua, lib/groups.lua and lib/ready.lua before it.
 -- KEYS: none of its own. ARGV: none of its own.
 --
 -- Honours the queue's settings in meta: `paused`, `concurrency` (most jobs active across all
 -- workers), `rl_max` per `rl_window_ms` (a fixed-window rate limit counted in the limiter key) and
--- `grl_max` per `grl_window_ms` (the same per group: each popped job's group is looked up in
--- k.groups; a group's window ends at its score in k.group_windows, its starts so far are in
--- k.group_counts; a job whose group has used its window moves to delayed until that window ends
--- (or, for the call's further jobs of the group, until a later one), and the claim looks further
--- down the queue, up to a bounded number of jobs, so other groups
--- flow). A caller that passes no group containers (k.groups nil) leases nothing while a group limit
--- is set, and wakes a worker whose claim.lua does.
+-- `grl_max` per `grl_window_ms` (the same per group: a group's window ends at its score in
+-- k.group_windows, its starts so far are in k.group_counts; a group that has used its window leaves
+-- the turns until the window ends, when a claim rejoins it). While any group is in k.group_turns,
+-- jobs are taken fairly (lib/groups.lua: groups and the ungrouped jobs by pass, each group's weight,
+-- concurrency cap and pause honoured); otherwise from prioritized and wait alone.
 -- Promotes due delayed jobs into wait (or paused; prioritized for those with an entry in
 -- k.delayed_priority), then, unless the queue is paused, takes jobs
 -- handed over but not taken (k.handoff, when given), pops from prioritized (lowest score first)
@@ -61,10 +59,6 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
   if head[2] then out[1] = math.max(0, tonumber(head[2]) - now) end
   if maxc and freed > 0 and not paused then call('LPUSH', k.marker, '1') end
   if paused or count <= 0 then return out end
-  if grl and not k.groups then
-    if call('LLEN', k.wait) > 0 or call('ZCARD', k.prioritized) > 0 then call('LPUSH', k.marker, '1') end
-    return out
-  end
   if maxc then count = math.min(count, maxc - call('ZCARD', k.active)) end
   if rl then
     local used = tonumber(call('GET', k.limiter) or '0')
@@ -87,97 +81,60 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
       if call('ZSCORE', k.active, id) then ids[#ids + 1] = id end
     end
   end
-  -- Without a group limit, look at `count` jobs; with one, at up to `budget` (held ones included).
-  local budget = grl and math.max(count * 4, 100) or count
-  local seen, held, held_until = 0, 0, nil
+  -- Ungrouped jobs for the fair path: up to `n`, prioritized first, then wait, appended to `ids`.
+  -- Returns how many it took.
+  local function pop_plain(n)
+    local got = 0
+    local popped = call('ZPOPMIN', k.prioritized, emq_count_text(n))
+    for i = 1, #popped, 2 do
+      got = got + 1
+      ids[#ids + 1] = popped[i]
+    end
+    if got < n then
+      for _, id in ipairs(call('RPOP', k.wait, emq_count_text(n - got)) or {}) do
+        got = got + 1
+        ids[#ids + 1] = id
+      end
+    end
+    return got
+  end
+  local held_until, more = nil, false
   local windows = {}
   if grl then
+    -- Ended windows are forgotten, and their groups take their turns again.
     local ended = call('ZRANGEBYSCORE', k.group_windows, '-inf', now, 'LIMIT', 0, 100)
     if #ended > 0 then
       call('ZREM', k.group_windows, unpack(ended))
       call('HDEL', k.group_counts, unpack(ended))
+      for _, g in ipairs(ended) do emq_group_join(k, g) end
     end
   end
-  if not grl then
-    -- No group limit: one look at `count` jobs, prioritized first, then wait (RPOP's reply is the
-    -- list of ids itself when nothing came before it).
-    local nids = #ids
-    if nids < count then
+  if #ids < count then
+    if call('ZCARD', k.group_turns) > 0 then
+      -- Grouped jobs are ready: every group, and the ungrouped jobs as one, take turns.
+      held_until, more = emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain)
+    else
+      -- No group is ready: one look at the jobs wanted, prioritized first, then wait (RPOP's
+      -- reply is the list of ids itself when nothing came before it).
+      local nids = #ids
       local popped = call('ZPOPMIN', k.prioritized, emq_count_text(count - nids))
       for i = 1, #popped, 2 do
         nids = nids + 1
         ids[nids] = popped[i]
       end
-    end
-    if nids < count then
-      local more = call('RPOP', k.wait, emq_count_text(count - nids))
-      if more then
-        if nids == 0 then
-          ids = more
-        else
-          for i = 1, #more do
-            nids = nids + 1
-            ids[nids] = more[i]
-          end
-        end
-      end
-    end
-  end
-  while grl and #ids < count and seen < budget do
-    local want = math.min(count - #ids, budget - seen)
-    local batch, scores = {}, {}
-    local popped = call('ZPOPMIN', k.prioritized, want)
-    for i = 1, #popped, 2 do
-      batch[#batch + 1] = popped[i]
-      scores[#batch] = popped[i + 1]
-    end
-    if #batch < want then
-      local more = call('RPOP', k.wait, want - #batch)
-      if more then
-        for i = 1, #more do batch[#batch + 1] = more[i] end
-      end
-    end
-    if #batch == 0 then break end
-    seen = seen + #batch
-    if grl then
-      local groups = call('HMGET', k.groups, unpack(batch))
-      local started = {}
-      for i = 1, #batch do
-        local g = groups[i]
-        if not g then
-          ids[#ids + 1] = batch[i]
-        else
-          local w = windows[g]
-          if not w then
-            local ends = tonumber(call('ZSCORE', k.group_windows, g) or '0')
-            if ends > now then
-              w = {ends = ends, used = tonumber(call('HGET', k.group_counts, g) or '0'), new = false, held = 0}
-            else
-              w = {ends = now + gwin, used = 0, new = true, held = 0}
-            end
-            windows[g] = w
-          end
-          if w.used < grl then
-            w.used = w.used + 1
-            w.dirty = true
-            ids[#ids + 1] = batch[i]
-            started[#started + 1] = batch[i]
+      if nids < count then
+        local more_ids = call('RPOP', k.wait, emq_count_text(count - nids))
+        if more_ids then
+          if nids == 0 then
+            ids = more_ids
           else
-            -- Spread this call's overflow over the windows to come (M per window), so a long
-            -- backlog is not all returned to wait at every window's end; the claim re-checks.
-            local due = w.ends + math.floor(w.held / grl) * gwin
-            w.held = w.held + 1
-            call('ZADD', k.delayed, due, batch[i])
-            -- A held prioritized job keeps its priority for when the hold ends.
-            if scores[i] then call('HSET', k.delayed_priority, batch[i], emq_priority_of(scores[i])) end
-            held = held + 1
-            if not held_until or due < held_until then held_until = due end
+            for i = 1, #more_ids do
+              nids = nids + 1
+              ids[nids] = more_ids[i]
+            end
           end
         end
       end
-      if #started > 0 then call('HDEL', k.groups, unpack(started)) end
-    else
-      for i = 1, #batch do ids[#ids + 1] = batch[i] end
     end
   end
   for g, w in pairs(windows) do
@@ -187,11 +144,6 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
     end
   end
   if held_until and (out[1] < 0 or held_until - now < out[1]) then out[1] = held_until - now end
-  -- The bounded look ended with jobs left to look at: another claim goes on from there.
-  local more = grl and seen >= budget
-  if not grl and k.groups and #ids > 0 and call('HLEN', k.groups) > 0 then
-    call('HDEL', k.groups, unpack(ids))
-  end
   if #ids == 0 then
     if wake then
       if more then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end

@@ -162,7 +162,9 @@ impl Queue {
             .key(&k.handoff)
             .key(&k.active)
             .key(&k.leases)
-            .key(&k.delayed_priority);
+            .key(&k.delayed_priority)
+            .group_keys(k)
+            .key(&k.group_names);
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }

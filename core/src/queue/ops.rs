@@ -58,9 +58,11 @@ impl Queue {
         pipe.cmd("ZCARD").arg(&k.failed);
         pipe.cmd("SCARD").arg(&k.stalled);
         pipe.cmd("ZCARD").arg(&k.waiting_children);
+        pipe.cmd("ZCARD").arg(&k.group_ready);
         let v: Vec<u64> = pipe.query_async(&mut self.store.conn()).await?;
         Ok(Counts {
-            waiting: v[0],
+            // Ready jobs in wait and, for grouped jobs, in their groups.
+            waiting: v[0] + v[9],
             paused: v[1],
             active: v[2],
             delayed: v[3],
@@ -96,6 +98,19 @@ impl Queue {
                     .query_async(&mut conn)
                     .await?;
                 v.reverse();
+                if state == JobState::Waiting && (v.len() as u64) < limit {
+                    // Then the grouped ready jobs, group by group in name order.
+                    let listed: u64 = redis::cmd("LLEN").arg(key).query_async(&mut conn).await?;
+                    let from = offset.saturating_sub(listed);
+                    let want = limit - v.len() as u64;
+                    let members: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+                        .arg(&k.group_ready)
+                        .arg(from)
+                        .arg(from + want - 1)
+                        .query_async(&mut conn)
+                        .await?;
+                    v.extend(members.iter().filter_map(|m| crate::groups::member_id(m)));
+                }
                 v
             }
             JobState::Stalled => {

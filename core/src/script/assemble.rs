@@ -9,6 +9,7 @@ pub(super) const KEYSPEC: &str = include_str!("../../lua/lib/keyspec.lua");
 /// Library files a script may pull in with a `-- uses lib/<name>.lua` header line.
 pub(super) const LIBS: &[(&str, &str)] = &[
     ("lib/handoff.lua", include_str!("../../lua/lib/handoff.lua")),
+    ("lib/groups.lua", include_str!("../../lua/lib/groups.lua")),
     ("lib/ready.lua", include_str!("../../lua/lib/ready.lua")),
     ("lib/claim.lua", include_str!("../../lua/lib/claim.lua")),
     ("lib/finish.lua", include_str!("../../lua/lib/finish.lua")),

@@ -74,6 +74,15 @@ impl Invocation {
         self
     }
 
+    /// Adds the fair-group containers in the order every script header lists them
+    /// (`group_ready`, `group_turns`, `group_parked`, `group_state`: lua/lib/groups.lua).
+    pub(crate) fn group_keys(self, k: &crate::keyspace::QueueKeys) -> Self {
+        self.key(&k.group_ready)
+            .key(&k.group_turns)
+            .key(&k.group_parked)
+            .key(&k.group_state)
+    }
+
     /// Makes room for `bytes` more bytes of `ARGV` (their total, when the caller knows it).
     pub(crate) fn reserve_arg_bytes(mut self, bytes: usize) -> Self {
         self.args.bytes.reserve(bytes);

@@ -218,6 +218,10 @@ scripts! {
     ADD_PARENT => "add_parent",
     /// Records a child's outcome in its parent (the second, idempotent step).
     CHILD_DONE => "child_done",
+    /// Changes one fair-group setting (weight, concurrency, cap on waiting, pause).
+    GROUP_SET => "group_set",
+    /// Reads one page of the queue's groups.
+    GROUPS_LIST => "groups_list",
     /// Registers or heartbeats a worker in the queue's worker registry.
     WORKER_BEAT => "worker_beat",
     /// Removes a closing worker from the registry.

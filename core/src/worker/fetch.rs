@@ -19,6 +19,7 @@ pub(super) fn claim_keys(inv: Invocation, q: &Queue) -> Invocation {
         .key(&k.group_windows)
         .key(&k.handoff)
         .key(&k.delayed_priority)
+        .group_keys(k)
 }
 
 pub(super) fn parse_err(e: impl std::fmt::Display) -> crate::Error {

@@ -85,6 +85,7 @@ pub(super) async fn finish_reporting(
                 .key(&k.groups)
                 .key(&k.prioritized)
                 .key(&k.delayed_priority)
+                .group_keys(k)
                 .arg(job.id)
                 .arg(token)
                 .arg(failure.to_string())
@@ -199,7 +200,8 @@ pub(super) async fn complete_loop(
             .key(&k.group_counts)
             .key(&k.group_windows)
             .key(&k.handoff)
-            .key(&k.delayed_priority);
+            .key(&k.delayed_priority)
+            .group_keys(k);
         for c in &batch {
             inv = inv
                 .key(&q.name().job_key(c.id, JobPart::Record))

@@ -229,7 +229,8 @@ pub(super) async fn release_jobs(s: &Shared, held: &[(JobId, String)]) -> u64 {
         .key(&k.events)
         .key(&k.marker)
         .key(&k.groups)
-        .key(&k.prioritized);
+        .key(&k.prioritized)
+        .group_keys(k);
     for (id, _) in held {
         inv = inv.key(&s.queue.name().job_key(*id, JobPart::Record));
     }
