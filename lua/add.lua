@@ -71,6 +71,8 @@ if need and (m[5] or call('HLEN', K.group_state) > 0) then
 end
 local out = {}
 local fifo, lifo, added, handed = {}, {}, {}, {}
+-- The 'added' event's {'g:<id>', group, …} for the grouped jobs.
+local tags = {}
 local prio_seq = nil
 local woke = false
 -- nil: not looked yet; false: no hand-off in this call.
@@ -121,6 +123,8 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
       fields[n + 1] = 'group'; fields[n + 2] = group; n = n + 2
       call('HSET', K.groups, id, group)
       call('ZADD', K.group_names, 'NX', 0, group)
+      tags[#tags + 1] = 'g:' .. id
+      tags[#tags + 1] = group
     end
     call('HSET', record, unpack(fields))
     if can_hand ~= false and delay <= 0 and priority <= 0 and group == '' and #fifo == 0
@@ -192,7 +196,7 @@ if n_added > 0 then
     call('LPUSH', K.marker, '1')
   end
   call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'added', 'ids',
-    n_added == 1 and added[1] or table.concat(added, ' '))
+    n_added == 1 and added[1] or table.concat(added, ' '), unpack(tags))
   if #handed > 0 then
     call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'active', 'ids', table.concat(handed, ' '))
   end

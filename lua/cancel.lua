@@ -33,7 +33,8 @@ if call('ZSCORE', K.active, id) then
   call('HSET', K.record, 'cancel', reason)
   local cap = math.max(100, math.floor(tonumber(ARGV[3]) / 10))
   call('XADD', K.cancels, 'MAXLEN', '~', cap, '*', 'id', id, 'reason', reason)
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'cancelling', 'id', id, 'reason', reason)
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'cancelling', 'id', id, 'reason', reason,
+    unpack(emq_group_tag(K, id)))
   return 'running'
 end
 if call('ZSCORE', K.failed, id) then return 'finished' end
@@ -50,6 +51,7 @@ if found == 0 then found = call('LREM', K.paused, -1, id) end
 -- Completed (or in no container at all): nothing to cancel.
 if found == 0 then return 'finished' end
 call('HDEL', K.delayed_priority, id)
+local tag = emq_group_tag(K, id)
 call('HDEL', K.groups, id)
 if call('HGET', K.leases, id) == '-|a' then call('HDEL', K.leases, id) end
 local now = now_ms()
@@ -60,5 +62,5 @@ local dedup = call('HGET', K.record, 'dedup')
 if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
 call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)
 call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'failed', 'id', id, 'code', 'cancelled',
-  'message', string.sub(message, 1, 512), 'reason', reason)
+  'message', string.sub(message, 1, 512), 'reason', reason, unpack(tag))
 return 'cancelled'

@@ -49,5 +49,5 @@ elseif priority > 0 and call('LREM', K.wait, -1, id) + call('LREM', K.paused, -1
   moved = true
 end
 if moved and not paused then call('LPUSH', K.marker, '1') end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'priority', 'id', id, 'priority', priority)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'priority', 'id', id, 'priority', priority, unpack(emq_group_tag(K, id)))
 return 1

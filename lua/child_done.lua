@@ -50,7 +50,7 @@ if pending <= 0 and call('ZREM', K.waiting_children, id) == 1 then
   local paused = call('HGET', K.meta, 'paused') == '1'
   emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, false, paused)
   if not paused then call('LPUSH', K.marker, '1') end
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[6], '*', 'ev', 'added', 'id', id)
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[6], '*', 'ev', 'added', 'id', id, unpack(emq_group_tag(K, id)))
   return 'moved'
 end
 return 'waiting'

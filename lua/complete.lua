@@ -146,8 +146,12 @@ end
 if ndone > 0 then
   call('ZREM', K.active, unpack(done, 1, ndone))
   if call('HLEN', K.groups) > 0 then
-    -- Grouped jobs free their groups' slots (a parked group rejoins) and their entries go.
-    emq_group_left(K, done, 1, ndone)
+    -- Grouped jobs free their groups' slots (a parked group rejoins) and their entries go; the
+    -- event names each one's group (`g:<id>`).
+    for _, v in ipairs(emq_group_left(K, done, 1, ndone)) do
+      nresults = nresults + 1
+      results[nresults] = v
+    end
     call('HDEL', K.groups, unpack(done, 1, ndone))
   end
   if nkept > 0 then call('ZADD', K.completed, unpack(kept)) end

@@ -43,5 +43,5 @@ local paused = call('HGET', K.meta, 'paused') == '1'
 if not paused and (call('ZRANGE', K.delayed, 0, 0)[1] == id or call('HEXISTS', K.meta, 'concurrency') == 1) then
   call('LPUSH', K.marker, '1')
 end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[5], '*', 'ev', 'delayed', 'id', id, 'due', due, 'atts', atts)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[5], '*', 'ev', 'delayed', 'id', id, 'due', due, 'atts', atts, unpack(emq_group_tag(K, id)))
 return due

@@ -36,6 +36,7 @@ local EVENT_VALUE_CAP = 512
 local id = ARGV[1]
 local lease = emq_take_lease(K, id, ARGV[2])
 emq_group_left(K, {id})
+local tag = emq_group_tag(K, id)
 local now = now_ms()
 local atts = call('HINCRBY', K.record, 'atts', 1)
 local ok, decoded = pcall(cjson.decode, ARGV[3])
@@ -60,10 +61,10 @@ if ARGV[5] == '1' and atts < most then
   end
   if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
   call('XADD', K.events, 'MAXLEN', '~', ARGV[7], '*', 'ev', 'retrying', 'id', id, 'atts', atts,
-    'code', fcode, 'message', fmessage)
+    'code', fcode, 'message', fmessage, unpack(tag))
   return 'retry'
 end
 emq_group_forget(K, id)
-emq_fail_for_good(K, id, now, ARGV[6] == '1', atts, fcode, fmessage, ARGV[7])
+emq_fail_for_good(K, id, now, ARGV[6] == '1', atts, fcode, fmessage, ARGV[7], tag)
 if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
 return 'failed'

@@ -23,5 +23,5 @@ local priority = call('HGET', K.delayed_priority, id)
 if priority then call('HDEL', K.delayed_priority, id) end
 emq_ready(K, {id}, {priority}, false, paused)
 if not paused then call('LPUSH', K.marker, '1') end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id, unpack(emq_group_tag(K, id)))
 return 1

@@ -56,10 +56,10 @@ if (stranded or stalls <= tonumber(ARGV[2])) and not cancel then
   emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, true, paused)
   if not paused then call('LPUSH', K.marker, '1') end
   if stranded then
-    call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'released', 'id', id)
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'released', 'id', id, unpack(emq_group_tag(K, id)))
     return 'unstarted'
   end
-  call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'stalled', 'id', id, 'atts', atts)
+  call('XADD', K.events, 'MAXLEN', '~', ARGV[4], '*', 'ev', 'stalled', 'id', id, 'atts', atts, unpack(emq_group_tag(K, id)))
   return 'wait'
 end
 local now = now_ms()
@@ -70,6 +70,7 @@ if cancel then
   if cancel ~= '' then failure.message = failure.message .. ': ' .. cancel end
 end
 call('HSET', K.record, 'failure', cjson.encode(failure))
+local tag = emq_group_tag(K, id)
 emq_group_forget(K, id)
-emq_fail_for_good(K, id, now, ARGV[3] == '1', atts, failure.code, failure.message, ARGV[4])
+emq_fail_for_good(K, id, now, ARGV[3] == '1', atts, failure.code, failure.message, ARGV[4], tag)
 return 'failed'

@@ -32,7 +32,7 @@ for i = 2, #ARGV, 2 do
     call('HDEL', K.leases, id)
     emq_group_left(K, {id})
     emq_ready(K, {id}, {call('HGET', record, 'priority')}, true, paused)
-    call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id)
+    call('XADD', K.events, 'MAXLEN', '~', ARGV[1], '*', 'ev', 'released', 'id', id, unpack(emq_group_tag(K, id)))
     n = n + 1
   end
 end

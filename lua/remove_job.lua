@@ -60,6 +60,7 @@ if list then call('LREM', list, -1, id) end
 if member then call('ZREM', K.group_ready, member) end
 -- An active grouped job frees its group's slot.
 if state == 'active' then emq_group_left(K, {id}) end
+local tag = emq_group_tag(K, id)
 call('ZREM', K.active, id)
 call('HDEL', K.leases, id)
 call('ZREM', K.delayed, id)
@@ -82,5 +83,5 @@ if existed then
   call('DEL', K.record, K.logs)
   call('HINCRBY', K.meta, 'gone', 1)
 end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'removed', 'id', id)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'removed', 'id', id, unpack(tag))
 return 1

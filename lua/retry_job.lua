@@ -24,5 +24,5 @@ call('HDEL', K.record, 'failure', 'finished_ms', 'processed_ms', 'cancel')
 local paused = call('HGET', K.meta, 'paused') == '1'
 emq_ready(K, {id}, {call('HGET', K.record, 'priority')}, false, paused)
 if not paused then call('LPUSH', K.marker, '1') end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[2], '*', 'ev', 'added', 'id', id, unpack(emq_group_tag(K, id)))
 return 1

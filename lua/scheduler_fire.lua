@@ -59,7 +59,7 @@ call('HINCRBY', K.meta, 'added', 1)
 local paused = call('HGET', K.meta, 'paused') == '1'
 emq_ready(K, {id}, {spec.priority}, false, paused)
 if not paused then call('LPUSH', K.marker, '1') end
-call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'added', 'id', id, 'scheduler', sid)
+call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'added', 'id', id, 'scheduler', sid, unpack(emq_group_tag(K, id)))
 spec.count = (spec.count or 0) + 1
 if spec.limit and spec.limit > 0 and spec.count >= spec.limit then finish(); return 1 end
 local next_due

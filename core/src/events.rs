@@ -4,7 +4,7 @@
 //! delayed (a handler put its job back to delayed: `due` = server ms, `atts`), released, removed,
 //! progress, paused, resumed, cancelling (a running job's cancel was asked, with its `reason`); `id` = the job, or `ids` = the jobs of a batch transition, read back as one
 //! [`Event`] per job). A job cancelled before it ran is `failed` with `code` = `cancelled` and
-//! its `reason`.
+//! its `reason`. A grouped job's events carry its `group` (a batch entry as `g:<id>` fields).
 //!
 //! Outcomes travel with their events, capped: a `completed` event carries the job's result
 //! (field `result`, JSON text) when it is at most [`EVENT_VALUE_CAP`] bytes (and the results of
@@ -68,14 +68,20 @@ pub(crate) fn expand(
             (None, Some(id)) => vec![JobId::parse(id).ok()],
             (None, None) => vec![None],
         };
-        // Per-job values of a batch entry (`r:<id>`: a completed job's result) become that job's
-        // own `result` field.
-        let (per_job, shared): (HashMap<String, String>, HashMap<String, String>) =
-            fields.into_iter().partition(|(k, _)| k.starts_with("r:"));
+        // Per-job values of a batch entry (`r:<id>`: a completed job's result; `g:<id>`: a
+        // grouped job's group) become that job's own `result` and `group` fields.
+        let (per_job, shared): (HashMap<String, String>, HashMap<String, String>) = fields
+            .into_iter()
+            .partition(|(k, _)| k.starts_with("r:") || k.starts_with("g:"));
         for job_id in ids {
             let mut fields = shared.clone();
-            if let Some(r) = job_id.and_then(|id| per_job.get(&format!("r:{id}"))) {
-                fields.insert("result".into(), r.clone());
+            if let Some(id) = job_id {
+                if let Some(r) = per_job.get(&format!("r:{id}")) {
+                    fields.insert("result".into(), r.clone());
+                }
+                if let Some(g) = per_job.get(&format!("g:{id}")) {
+                    fields.insert("group".into(), g.clone());
+                }
             }
             out.push(Event {
                 stream_id: stream_id.clone(),

@@ -1,6 +1,8 @@
 //! Queue metrics: counts per state, finished jobs per minute over a bounded window, and lifetime
 //! counters (added, deleted, lease losses, stalled recoveries); rendered in the Prometheus text
-//! format for `emq metrics --listen`.
+//! format for `emq metrics --listen`. Per-group gauges (backlog and running, a series per group)
+//! only when asked ([`Queue::metrics_with_groups`]): a label per tenant can grow a metrics store
+//! without bound, so they are off by default and capped in number.
 
 use crate::error::Result;
 use crate::job::{Counts, JobState};
@@ -30,6 +32,9 @@ pub struct QueueMetrics {
     pub lease_lost: u64,
     /// Stalled jobs recovered.
     pub stalled: u64,
+    /// The queue's groups (fair groups), only when asked for ([`Queue::metrics_with_groups`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<crate::groups::GroupInfo>,
 }
 
 impl Queue {
@@ -71,6 +76,15 @@ impl Queue {
         }
         m.completed_per_minute.sort();
         m.failed_per_minute.sort();
+        Ok(m)
+    }
+
+    /// The queue's metrics with its first `most` groups (by name; at most 10,000), whose backlog
+    /// and running count [`prometheus_text`] renders as `emq_group_waiting` and
+    /// `emq_group_running`, labelled by group.
+    pub async fn metrics_with_groups(&self, most: u64) -> Result<QueueMetrics> {
+        let mut m = self.metrics().await?;
+        m.groups = self.groups(0, most).await?;
         Ok(m)
     }
 
@@ -173,6 +187,31 @@ pub fn prometheus_text(all: &[QueueMetrics]) -> String {
                 .map(|(_, n)| *n)
                 .unwrap_or(0);
             let _ = writeln!(out, "{name}{{queue=\"{}\"}} {last_full}", label(&m.queue));
+        }
+    }
+    if all.iter().any(|m| !m.groups.is_empty()) {
+        for (name, help, f) in [
+            (
+                "emq_group_waiting",
+                "Jobs of a group ready to run.",
+                (|g: &crate::groups::GroupInfo| g.waiting) as fn(&crate::groups::GroupInfo) -> u64,
+            ),
+            ("emq_group_running", "Jobs of a group running.", |g| {
+                g.running
+            }),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for m in all {
+                for g in &m.groups {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{queue=\"{}\",group=\"{}\"}} {}",
+                        label(&m.queue),
+                        label(&g.name),
+                        f(g)
+                    );
+                }
+            }
         }
     }
     out

@@ -53,7 +53,11 @@ async fn wait_completed(q: &Queue, fleet: &mut Fleet, n: u64, limit: Duration) {
     let until = Instant::now() + limit;
     loop {
         fleet.pump();
-        let c = q.counts().await.unwrap();
+        // A datastore restart breaks the connection once: the next read reconnects.
+        let Ok(c) = q.counts().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
         if c.completed == n {
             return;
         }
@@ -566,6 +570,148 @@ async fn the_datastore_sigkilled_and_restarted_from_its_aof_loses_no_acknowledge
             "topology": "standalone", "faults": kills, "jobs": acked.len(), "lost": lost,
             "run_twice": twice, "adds_refused": failed_adds.len(), "recovery_ms_max": worst,
             "recovery_bound_ms": null, "seconds": started.elapsed().as_secs(),
+        }),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_cap_holds_through_a_kill_storm_and_a_datastore_restart() {
+    if chaos_support::is_child() {
+        return;
+    }
+    // Eight workers in three languages (Rust, Python, Node), concurrency 10 each, every group
+    // capped at 2 (issue 26): SIGKILLs among the workers and the datastore SIGKILLed and restarted
+    // from its AOF halfway. From the handlers' own start/stop stamps, no group ever has more than
+    // 2 jobs running, and no job is lost.
+    const CAP: usize = 2;
+    let p = Profile::get();
+    let started = Instant::now();
+    let mut langs: Vec<(&str, Option<(String, std::path::PathBuf)>)> = vec![("rust", None)];
+    for (l, program, script) in other_language_workers() {
+        langs.push((l, Some((program, script))));
+    }
+    let mut server = durable();
+    let url = server.url();
+    let opts = emq::ConnectOptions::new(url.clone())
+        .guarded(true)
+        .retry_unavailable(Duration::from_secs(20));
+    let q = Queue::connect(opts, &common::unique("group-cap-chaos"))
+        .await
+        .unwrap();
+    let name = q.name().to_string();
+    q.set_group_concurrency(Some(CAP as u32), None)
+        .await
+        .unwrap();
+    let groups = 5;
+    let n = p.pick(400, 950);
+    let mut ids = Vec::with_capacity(n);
+    let mut group_of = HashMap::new();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(200) {
+        let jobs = chunk
+            .iter()
+            .map(|i| NewJob {
+                name: "capped".into(),
+                data: json!(i),
+                options: JobOptions {
+                    group: Some(format!("tenant-{}", i % groups)),
+                    ..JobOptions::default()
+                },
+            })
+            .collect();
+        for (i, id) in chunk.iter().zip(q.add_bulk(jobs).await.unwrap()) {
+            group_of.insert(id.to_string(), format!("tenant-{}", i % groups));
+            ids.push(id);
+        }
+    }
+    let (workers, conc, job_ms) = (8, 10, p.pick(100, 150));
+    let mut fleet = Fleet::new("chaos_worker_child");
+    let mut next = 0usize;
+    let mut spawn = |fleet: &mut Fleet| {
+        let (_, other) = &langs[next % langs.len()];
+        next += 1;
+        match other {
+            None => fleet.spawn(&url, &name, LEASE_MS, job_ms, conc),
+            Some((program, script)) => {
+                let mut cmd = std::process::Command::new(program);
+                cmd.arg(script);
+                fleet.spawn_command(cmd, &url, &name, LEASE_MS, job_ms, conc)
+            }
+        }
+    };
+    for _ in 0..workers {
+        spawn(&mut fleet);
+    }
+    let mut rng = rand::thread_rng();
+    let kills = p.pick(6, 24);
+    let storm_until = Instant::now() + Duration::from_secs(p.pick(30, 120));
+    let (mut done_kills, mut restarts) = (0, 0);
+    while done_kills < kills && Instant::now() < storm_until {
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(300..700))).await;
+        fleet.pump();
+        if q.counts().await.is_ok_and(|c| c.completed >= n as u64) {
+            break;
+        }
+        if done_kills == 2 && restarts == 0 {
+            chaos_support::signal(server.pid(), chaos_support::SIGKILL);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            server = tokio::task::spawn_blocking(move || {
+                server.restart().expect("restart from the AOF");
+                server
+            })
+            .await
+            .unwrap();
+            restarts += 1;
+        }
+        let live = fleet.live();
+        fleet.kill(live[rng.gen_range(0..live.len())]);
+        done_kills += 1;
+        spawn(&mut fleet);
+    }
+    wait_completed(
+        &q,
+        &mut fleet,
+        n as u64,
+        Duration::from_secs(p.pick(120, 300)),
+    )
+    .await;
+    let (lost, twice) = final_checks(&q, &mut fleet, &ids).await;
+    let most = fleet.most_at_once(&group_of);
+    fleet.stop_all();
+    let labels: Vec<&str> = langs.iter().map(|l| l.0).collect();
+    let mut runs_by: HashMap<&str, usize> = HashMap::new();
+    for run in fleet.runs.values().flatten() {
+        *runs_by.entry(labels[run.child % labels.len()]).or_default() += 1;
+    }
+    let highest = most.values().copied().max().unwrap_or(0);
+    assert_eq!(lost, 0);
+    assert_eq!(restarts, 1, "the datastore was restarted once");
+    assert!(done_kills > 0, "the storm killed nobody");
+    assert_eq!(most.len(), groups, "every group ran: {most:?}");
+    assert!(
+        highest <= CAP,
+        "a group ran {highest} jobs at once (cap {CAP}): {most:?}"
+    );
+    for l in &labels {
+        assert!(
+            runs_by.get(l).copied().unwrap_or(0) > 0,
+            "no {l} worker ran a job: {runs_by:?}"
+        );
+    }
+    let groups_view = q.groups(0, 100).await.unwrap();
+    assert!(
+        groups_view.iter().all(|g| g.running == 0 && g.waiting == 0),
+        "{groups_view:?}"
+    );
+    report(
+        &format!(
+            "group cap {CAP} under a kill storm and a datastore restart, {workers} workers ({})",
+            labels.join(" + ")
+        ),
+        json!({
+            "topology": "standalone", "faults": done_kills + restarts, "jobs": n, "lost": lost,
+            "run_twice": twice, "group_cap": CAP, "most_running_in_a_group": highest,
+            "frozen_worker_overlaps": 0, "recovery_ms_max": null, "recovery_bound_ms": null,
+            "seconds": started.elapsed().as_secs(), "languages": labels, "runs_by_language": runs_by,
         }),
     );
 }

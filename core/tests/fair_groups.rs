@@ -440,3 +440,83 @@ async fn cancel_remove_and_retries_keep_the_group_books() {
         assert_eq!((g.waiting, g.running), (0, 0), "{topology}: {g:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grouped_jobs_events_name_its_group() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "events").await;
+        let mut events = q.events(None).await.unwrap();
+        let mut jobs = grouped("tenant-7", 2);
+        jobs[1].options.attempts = 2;
+        jobs.push(job(None, 0));
+        let ids = q.add_bulk(jobs).await.unwrap();
+        let flaky = ids[1];
+        let w = Worker::builder(q.clone())
+            .options(one_at_a_time())
+            .handler(move |job: JobContext| async move {
+                if job.id() == flaky && job.job().attempts_made == 0 {
+                    return Err(emq::HandlerError::new("again"));
+                }
+                Ok(Value::Null)
+            })
+            .run()
+            .unwrap();
+        wait_until("all done", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 3
+        })
+        .await;
+        w.close().await.unwrap();
+        let mut seen: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+        loop {
+            let batch = events
+                .next_batch(Duration::from_millis(100), 100)
+                .await
+                .unwrap();
+            if batch.is_empty() {
+                break;
+            }
+            for e in batch {
+                seen.push((
+                    e.kind.clone(),
+                    e.job_id.map(|id| id.to_string()),
+                    e.fields.get("group").cloned(),
+                ));
+            }
+        }
+        for kind in ["added", "active", "completed", "retrying"] {
+            for id in [ids[0], ids[1]] {
+                if kind == "retrying" && id == ids[0] {
+                    continue;
+                }
+                assert!(
+                    seen.iter().any(|(k, j, g)| k == kind
+                        && j.as_deref() == Some(&id.to_string())
+                        && g.as_deref() == Some("tenant-7")),
+                    "{topology}: a {kind} event of {id} with its group: {seen:?}"
+                );
+            }
+        }
+        assert!(
+            seen.iter()
+                .filter(|(_, j, _)| j.as_deref() == Some(&ids[2].to_string()))
+                .all(|(_, _, g)| g.is_none()),
+            "{topology}: the ungrouped job's events name no group"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_group_gauges_only_when_asked() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "gauges").await;
+    q.add_bulk(grouped("acme \"inc\"", 3)).await.unwrap();
+    let plain = emq::prometheus_text(&[q.metrics().await.unwrap()]);
+    assert!(!plain.contains("emq_group_"), "{plain}");
+    let text = emq::prometheus_text(&[q.metrics_with_groups(100).await.unwrap()]);
+    let line = format!(
+        "emq_group_waiting{{queue=\"{}\",group=\"acme \\\"inc\\\"\"}} 3",
+        q.name()
+    );
+    assert!(text.contains(&line), "{line} in:\n{text}");
+    assert!(text.contains("# TYPE emq_group_running gauge"), "{text}");
+}

@@ -99,6 +99,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
     return got
   end
   local held_until, more = nil, false
+  local tags = {}
   local windows = {}
   if grl then
     -- Ended windows are forgotten, and their groups take their turns again.
@@ -112,7 +113,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
   if #ids < count then
     if call('ZCARD', k.group_turns) > 0 then
       -- Grouped jobs are ready: every group, and the ungrouped jobs as one, take turns.
-      held_until, more = emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain)
+      held_until, more = emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain, tags)
     else
       -- No group is ready: one look at the jobs wanted, prioritized first, then wait (RPOP's
       -- reply is the list of ids itself when nothing came before it).
@@ -191,7 +192,7 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
   if wide_leases then call('HSET', k.leases, wide, '') end
   call('HSET', k.leases, unpack(leased))
   if wide_leases then call('HDEL', k.leases, wide) end
-  call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'active', 'ids', table.concat(ids, ' '))
+  call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'active', 'ids', table.concat(ids, ' '), unpack(tags))
   if wake then
     if #ids == count or more then call('LPUSH', k.marker, '1') else call('DEL', k.marker) end
   end

@@ -19,8 +19,9 @@ end
 -- Ends job `id` as failed for good, at server time `now`: its dedup key freed (if it still names
 -- the job), its record kept in failed (`keep`, finished now) or deleted with its logs (counted
 -- gone), the failed metric counted and a 'failed' event with the run's `atts` and the failure's
--- `code` and `message` written. The caller has stored the failure in the record.
-local function emq_fail_for_good(k, id, now, keep, atts, code, message, max_events)
+-- `code` and `message` (and the fields in `tag`, the job's group: lib/groups.lua) written. The
+-- caller has stored the failure in the record.
+local function emq_fail_for_good(k, id, now, keep, atts, code, message, max_events, tag)
   local dedup = call('HGET', k.record, 'dedup')
   if dedup and dedup ~= '' and call('HGET', k.dedup, dedup) == id then call('HDEL', k.dedup, dedup) end
   if keep then
@@ -32,5 +33,5 @@ local function emq_fail_for_good(k, id, now, keep, atts, code, message, max_even
   end
   call('HINCRBY', k.metrics, 'f:' .. math.floor(now / 60000), 1)
   call('XADD', k.events, 'MAXLEN', '~', max_events, '*', 'ev', 'failed', 'id', id, 'atts', atts,
-    'code', code, 'message', message)
+    'code', code, 'message', message, unpack(tag or {}))
 end

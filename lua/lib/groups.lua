@@ -21,6 +21,13 @@ local function emq_group_of(v)
   return v, nil
 end
 
+-- The event fields naming job `id`'s group ({'group', g}), or none for an ungrouped job.
+local function emq_group_tag(k, id)
+  local v = call('HGET', k.groups, id)
+  if not v then return {} end
+  return {'group', (emq_group_of(v))}
+end
+
 -- Whether group `g`, with `running` jobs active, may run now (not paused, below its cap).
 local function emq_group_may_run(k, g, running)
   local st = call('HMGET', k.group_state, 'p|' .. g, 'c|' .. g)
@@ -90,15 +97,18 @@ end
 
 -- Jobs `ids` (from index `from` to `to`) left active: their groups' running counts go down, and
 -- a parked group that may run again rejoins the turns. Call it before their entries are forgotten.
+-- Returns the event fields naming the grouped ones' groups ({'g:<id>', group, …}).
 local function emq_group_left(k, ids, from, to)
   from, to = from or 1, to or #ids
-  if to < from or call('HLEN', k.groups) == 0 then return end
+  if to < from or call('HLEN', k.groups) == 0 then return {} end
   local gs = call('HMGET', k.groups, unpack(ids, from, to))
-  local per, order = {}, {}
+  local per, order, tags = {}, {}, {}
   for i = 1, #gs do
     local v = gs[i]
     if v then
       local g = emq_group_of(v)
+      tags[#tags + 1] = 'g:' .. ids[from + i - 1]
+      tags[#tags + 1] = g
       if not per[g] then order[#order + 1] = g end
       per[g] = (per[g] or 0) + 1
     end
@@ -112,15 +122,17 @@ local function emq_group_left(k, ids, from, to)
     local pass = call('ZSCORE', k.group_parked, g)
     if pass then emq_group_unpark(k, g, pass, running) end
   end
+  return tags
 end
 
 -- Lease up to `count` jobs into `ids` fairly: each group with ready jobs, and the ungrouped jobs
 -- (wait, prioritized) as one group of weight 1, in order of pass. A group at its cap or paused is
 -- parked; one whose rate window (`grl` jobs per `gwin` ms, `windows` the call's view of them) is
 -- used leaves the turns until the window ends. `pop_plain(n)` takes up to n ungrouped jobs into
--- `ids` and returns how many. Returns the earliest end of a window that held a group (or nil) and
+-- `ids` and returns how many. Each grouped job taken adds {'g:<id>', group} to `tags` (for the
+-- 'active' event). Returns the earliest end of a window that held a group (or nil) and
 -- whether the call stopped with turns left to look at.
-local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain)
+local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain, tags)
   local mv = call('HMGET', k.meta, 'gvt', 'gup', 'gconc')
   local gvt, gup, gconc = tonumber(mv[1]) or 0, tonumber(mv[2]) or 0, tonumber(mv[3])
   local uleft = call('ZCARD', k.prioritized) + call('LLEN', k.wait)
@@ -131,9 +143,10 @@ local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain
     local top = call('ZRANGE', k.group_turns, 0, 1, 'WITHSCORES')
     local g, pass = top[1], tonumber(top[2])
     local upass = math.max(gup, gvt)
-    if uleft > 0 and (not g or upass <= pass) then
+    -- The ungrouped jobs run while their pass is below the lowest group's (a tie goes to the group).
+    if uleft > 0 and (not g or upass < pass) then
       local n = math.min(count - #ids, uleft)
-      if g then n = math.min(n, math.floor((pass - upass) / EMQ_GROUP_PASS) + 1) end
+      if g then n = math.min(n, math.ceil((pass - upass) / EMQ_GROUP_PASS)) end
       local got = pop_plain(n)
       if got == 0 then
         uleft = 0
@@ -193,6 +206,8 @@ local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain
             taken[i] = members[i]
             named[i * 2 - 1] = id
             named[i * 2] = g
+            tags[#tags + 1] = 'g:' .. id
+            tags[#tags + 1] = g
           end
           call('ZREM', k.group_ready, unpack(taken))
           call('HSET', k.groups, unpack(named))

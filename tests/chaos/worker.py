@@ -1,10 +1,11 @@
 """A Python worker child of the chaos storm (core/tests/chaos_faults.rs): reads
-EMQ_CHAOS_CHILD=url|queue|lease_ms|sleep_ms|tag|concurrency, prints `STARTED <id>` when a handler
-starts and `DONE <id>` when it returns (the storm's ledger), results {"by": tag}. Lives at most
+EMQ_CHAOS_CHILD=url|queue|lease_ms|sleep_ms|tag|concurrency, prints `STARTED <id> <µs>` when a
+handler starts and `DONE <id> <µs>` when it returns (µs since the epoch) (the storm's ledger), results {"by": tag}. Lives at most
 240 s (the test SIGKILLs it well before)."""
 
 import asyncio
 import os
+import time
 
 import emq
 
@@ -18,9 +19,9 @@ async def main() -> None:
     pause = int(sleep_ms) / 1000
 
     async def handle(job):
-        print(f"STARTED {job.id}", flush=True)
+        print(f"STARTED {job.id} {time.time_ns() // 1000}", flush=True)
         await asyncio.sleep(pause)
-        print(f"DONE {job.id}", flush=True)
+        print(f"DONE {job.id} {time.time_ns() // 1000}", flush=True)
         return {"by": tag}
 
     lease = int(lease_ms) / 1000

@@ -131,7 +131,8 @@ pub(super) fn map_options(
         .and_then(|g| g.get("id"))
         .and_then(|i| i.as_str().map(String::from).or_else(|| Some(i.to_string())))
     {
-        if !g.is_empty() && g.len() <= 256 {
+        // A BullMQ Pro group id becomes the job's fair group (core/src/groups.rs).
+        if crate::groups::check_group_name(&g).is_ok() {
             o.group = Some(g);
         } else {
             miss("group id");

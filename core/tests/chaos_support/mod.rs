@@ -69,8 +69,17 @@ pub fn is_child() -> bool {
     std::env::var(CHILD_ENV).is_ok()
 }
 
-/// Body of a worker child: `url|queue|lease_ms|sleep_ms|tag|concurrency`. Prints `STARTED <id>`
-/// when a handler starts, `DONE <id>` when it returns, and `STATS <lease_lost> <completed>` every
+/// Microseconds since the Unix epoch on this machine's clock: the stamps children print with
+/// `STARTED`/`DONE`, and the end the ledger gives a run whose child was killed.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// Body of a worker child: `url|queue|lease_ms|sleep_ms|tag|concurrency`. Prints `STARTED <id>
+/// <µs>` when a handler starts, `DONE <id> <µs>` when it returns (µs: [`now_us`]), and `STATS <lease_lost> <completed>` every
 /// 100 ms; the handler's result is `{"by": tag}`. Lives at most [`CHILD_LIFETIME`].
 pub async fn child_body() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
@@ -103,9 +112,9 @@ pub async fn child_body() {
         .handler(move |job: JobContext| {
             let tag = tag.clone();
             async move {
-                println!("STARTED {}", job.id());
+                println!("STARTED {} {}", job.id(), now_us());
                 tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
-                println!("DONE {}", job.id());
+                println!("DONE {} {}", job.id(), now_us());
                 Ok(json!({ "by": tag }))
             }
         })
@@ -148,6 +157,10 @@ pub struct Run {
     pub child: usize,
     pub started: Instant,
     pub done: bool,
+    /// The handler's own start and end stamps ([`now_us`]) when the child printed them; a run
+    /// whose child was killed ends at the kill.
+    pub start_us: Option<u64>,
+    pub end_us: Option<u64>,
 }
 
 /// A fault injected on a child: when, until when (a kill never heals), and the jobs it had running.
@@ -265,6 +278,7 @@ impl Fleet {
             match parts.next() {
                 Some("STARTED") => {
                     let id = parts.next().unwrap_or_default().to_string();
+                    let start_us = parts.next().and_then(|s| s.parse().ok());
                     for f in &self.faults {
                         if f.child != ev.child && f.in_flight.contains(&id) {
                             // The first start elsewhere after the fault: recovery.
@@ -279,16 +293,23 @@ impl Fleet {
                         child: ev.child,
                         started: ev.at,
                         done: false,
+                        start_us,
+                        end_us: None,
                     });
                 }
                 Some("DONE") => {
                     let id = parts.next().unwrap_or_default().to_string();
+                    let end_us = parts.next().and_then(|s| s.parse().ok());
                     if let Some(r) = self
                         .runs
                         .get_mut(&id)
                         .and_then(|v| v.iter_mut().rev().find(|r| r.child == ev.child))
                     {
                         r.done = true;
+                        // The handler's own stamp wins over a kill's (its line came late).
+                        if end_us.is_some() {
+                            r.end_us = end_us;
+                        }
                     }
                 }
                 Some("STATS") => {
@@ -315,8 +336,16 @@ impl Fleet {
         let mut c = self.children[n].take().expect("a live child");
         signal(c.id(), SIGKILL);
         let at = Instant::now();
+        let at_us = now_us();
         c.wait().unwrap();
         let in_flight = self.in_flight(n);
+        for id in &in_flight {
+            for r in self.runs.get_mut(id).into_iter().flatten() {
+                if r.child == n && !r.done {
+                    r.end_us = Some(at_us);
+                }
+            }
+        }
         self.faults.push(Fault {
             child: n,
             at,
@@ -400,6 +429,35 @@ impl Fleet {
             );
         }
         twice
+    }
+
+    /// The most runs of one group's jobs (`group_of`: job id -> group) that ran at once, per group,
+    /// from the handlers' own stamps (a run that ends when another starts does not overlap it; a
+    /// run with no end yet counts as running).
+    pub fn most_at_once(&self, group_of: &HashMap<String, String>) -> HashMap<String, usize> {
+        let mut edges: HashMap<&str, Vec<(u64, i32)>> = HashMap::new();
+        for (id, runs) in &self.runs {
+            let Some(g) = group_of.get(id) else { continue };
+            for r in runs {
+                let Some(start) = r.start_us else { continue };
+                let e = edges.entry(g.as_str()).or_default();
+                e.push((start, 1));
+                e.push((r.end_us.unwrap_or(u64::MAX), -1));
+            }
+        }
+        edges
+            .into_iter()
+            .map(|(g, mut e)| {
+                // Ends before starts at the same instant.
+                e.sort();
+                let (mut now, mut most) = (0i32, 0i32);
+                for (_, d) in e {
+                    now += d;
+                    most = most.max(now);
+                }
+                (g.to_string(), most as usize)
+            })
+            .collect()
     }
 
     /// Children that printed DONE for `id`.
