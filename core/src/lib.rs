@@ -7,7 +7,8 @@
 //!   one gate that parses them;
 //! - [`events`]: the events stream; [`waiters`]: `Queue::wait` (one follower per queue handle);
 //!   [`audit`]: the invariant check; [`metrics`]: counts and the Prometheus text; [`limits`]:
-//!   global concurrency and rate limits; [`scheduler`]: job schedulers; [`flow`]: flows;
+//!   global concurrency and rate limits; [`groups`]: fair groups (turns, weights, per-group
+//!   caps, pause); [`scheduler`]: job schedulers; [`flow`]: flows;
 //!   [`lookup`]: read-only look-ups for views; [`migrate`]: `emq migrate`;
 //! - [`registry`]: the queues in use; [`worker_registry`]: the live workers, on the server's clock;
 //! - [`error`]: one error type with stable codes; [`options`] and [`spec`]: the options a caller

@@ -4,14 +4,10 @@
 //! window, each group on its own). All live in the queue's meta hash, so they change without
 //! restarting workers.
 //!
-//! Per-group limit: `add.lua` notes a grouped job's group in the `groups` hash (id -> group) while the
-//! queue has a group limit. The claim script looks each popped job up there; a group's window opens
+//! Per-group limit: a grouped job waits in its group (`core/src/groups.rs`). A group's window opens
 //! at its first start (end in the `group-windows` ZSET, starts so far in `group-counts`, both on the
-//! server's clock, trimmed when the window ends). A job whose group has used its window is moved to
-//! `delayed`, scored by the window's end (a claim's further jobs of that group by later windows', M
-//! per window, so a backlog is not all returned at once; the claim re-checks anyway), and the claim
-//! looks further down the queue, so one busy group never blocks the others; when its window ends the job returns to wait behind the jobs
-//! queued meanwhile, so groups take turns. A started job's entry leaves `groups`.
+//! server's clock, trimmed when the window ends); a group that has used its window leaves the
+//! groups' turns until it ends, when a claim rejoins it, so one busy group never blocks the others.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::Queue;
@@ -85,8 +81,8 @@ impl Queue {
         }
     }
 
-    /// Sets (or with None lifts) the per-group rate limit. It applies to jobs added with a `group`
-    /// while it is set; lifting it forgets every group's window and the waiting jobs' groups.
+    /// Sets (or with None lifts) the per-group rate limit (jobs added with a `group`); lifting it
+    /// forgets every group's window.
     pub async fn set_group_rate_limit(&self, limit: Option<GroupRateLimit>) -> Result<()> {
         let mut conn = self.store().conn();
         let k = self.keys();
@@ -111,7 +107,6 @@ impl Queue {
                     .query_async(&mut conn)
                     .await?;
                 Ok(redis::cmd("DEL")
-                    .arg(&k.groups)
                     .arg(&k.group_counts)
                     .arg(&k.group_windows)
                     .query_async(&mut conn)

@@ -389,6 +389,16 @@ async fn the_groups_view_reads_back_every_setting() {
         assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
     }
     assert_eq!(q.groups(0, 10).await.unwrap(), groups);
+    // Lifting a per-group rate limit forgets the windows, not the groups' books.
+    q.set_group_rate_limit(Some(emq::GroupRateLimit {
+        max: 1,
+        window: Duration::from_secs(1),
+    }))
+    .await
+    .unwrap();
+    q.set_group_rate_limit(None).await.unwrap();
+    assert_eq!(q.groups(0, 10).await.unwrap(), groups);
+    audit_ok(&q).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

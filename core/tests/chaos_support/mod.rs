@@ -392,6 +392,15 @@ impl Fleet {
         self.stats.get(&n).copied().unwrap_or((0, 0))
     }
 
+    /// The live children running a job now (by the ledger).
+    pub fn busy(&mut self) -> Vec<usize> {
+        self.pump();
+        self.live()
+            .into_iter()
+            .filter(|&n| !self.in_flight(n).is_empty())
+            .collect()
+    }
+
     /// The jobs the last faulted child had running when the fault began.
     pub fn last_in_flight(&self) -> Vec<String> {
         self.faults
