@@ -406,3 +406,25 @@ fn the_help_shows_the_actions_and_examples() {
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("[GROUP] <N|none>"), "{help}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_cluster_groups_are_listed_and_set() {
+    let urls = emq_harness::shared_cluster().urls();
+    let name = unique("cli-gcl");
+    let q = Queue::connect(ConnectOptions::seeds(urls.clone()), &name)
+        .await
+        .unwrap();
+    add_to(&q, "small", 1).await;
+    add_to(&q, "large", 3).await;
+    ok(&urls, &["groups", &name, "weight", "small", "9"]).await;
+    ok(&urls, &["groups", &name, "pause", "large"]).await;
+    let rows = json_of(&urls, &["groups", &name, "--json"]).await;
+    assert_eq!(names(&rows), ["large", "small"], "{rows}");
+    assert_eq!(
+        (&rows[0]["paused"], &rows[1]["weight"]),
+        (&json!(true), &json!(9))
+    );
+    let (exit, code, _) = refused(&urls, &["groups", &name, "concurrency", "0"]).await;
+    assert_eq!((exit, code.as_str()), (2, "invalid_option"));
+    q.obliterate(true).await.unwrap();
+}

@@ -155,7 +155,17 @@ pub struct Page {
 /// Reads one page of `q`'s groups in `sort` order.
 pub async fn read(q: &Queue, sort: Sort, offset: u64, limit: u64) -> emq::Result<Page> {
     if sort == Sort::Name {
-        let groups = q.groups(offset, limit).await?;
+        // The core's pages, as many as `limit` takes.
+        let mut groups: Vec<GroupInfo> = Vec::new();
+        while (groups.len() as u64) < limit {
+            let want = (limit - groups.len() as u64).min(CORE_PAGE);
+            let page = q.groups(offset + groups.len() as u64, want).await?;
+            let got = page.len() as u64;
+            groups.extend(page);
+            if got < want {
+                break;
+            }
+        }
         return Ok(Page {
             groups,
             sort,
@@ -181,8 +191,8 @@ pub async fn read(q: &Queue, sort: Sort, offset: u64, limit: u64) -> emq::Result
     }
     // Stable: ties keep the core's name order.
     match sort {
-        Sort::Waiting => all.sort_by(|a, b| b.waiting.cmp(&a.waiting)),
-        Sort::Running => all.sort_by(|a, b| b.running.cmp(&a.running)),
+        Sort::Waiting => all.sort_by_key(|g| std::cmp::Reverse(g.waiting)),
+        Sort::Running => all.sort_by_key(|g| std::cmp::Reverse(g.running)),
         Sort::Name => {}
     }
     let total = all.len() as u64;

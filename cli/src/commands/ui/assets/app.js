@@ -467,7 +467,8 @@ const VIEWS = {
         'aria-label': 'new weight of ' + g.name, value: g.weight }));
       const setWeight = () => {
         const w = Number(weight.value);
-        if (!Number.isInteger(w) || w < 1 || w > 1000) { flash('a weight is a whole number from 1 to 1000', true); return; }
+        // Its bounds (1 to 1000) are the core's to check and say.
+        if (weight.value.trim() === '' || !Number.isInteger(w)) { flash('a weight is a whole number', true); return; }
         act(base + '/groups/weight', { group: g.name, weight: w }, 'Weight ' + w + ' for ' + g.name).then(o => { if (o) delete typed[key]; });
       };
       return h('tr', { 'data-group': g.name, 'data-paused': g.paused ? 'yes' : 'no' },
