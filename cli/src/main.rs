@@ -142,6 +142,14 @@ enum Command {
     /// The live workers, with host, pid, language and concurrency (the core's worker registry).
     Workers(commands::queues::WorkersArgs),
 
+    /// A queue's fair groups (backlog, running, weight, caps, paused); pause, resume, weigh, cap.
+    ///
+    /// Without an action: the groups as a table, largest backlog first (`--sort`, `--offset`,
+    /// `--limit`, `--json`). With one: `pause <group>`, `resume <group>`, `weight <group> <n>`,
+    /// `concurrency [<group>] <n|none>`, `max-waiting [<group>] <n|none>` (no group: the default
+    /// of every group).
+    Groups(commands::groups::Args),
+
     /// Serve the web dashboard (overview, queues, jobs, workers; live; loopback by default).
     Ui(commands::ui::Args),
 
@@ -204,6 +212,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Metrics(args) => commands::metrics::run(&cli.urls, &args).await,
         Command::Queues(args) => commands::queues::run_queues(&cli.urls, &args).await,
         Command::Workers(args) => commands::queues::run_workers(&cli.urls, &args).await,
+        Command::Groups(args) => commands::groups::run(&cli.urls, &args).await,
         Command::Ui(args) => commands::ui::run(&cli.urls, &args).await,
         Command::Migrate(args) => commands::migrate::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,
@@ -218,6 +227,28 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn groups_takes_an_optional_group_before_a_cap() {
+        use commands::groups::Action;
+        let parse = |args: &[&str]| match Cli::parse_from(args).command {
+            Command::Groups(g) => g,
+            other => panic!("{other:?}"),
+        };
+        let g = parse(&["emq", "groups", "q", "concurrency", "5"]);
+        assert!(
+            matches!(&g.action, Some(Action::Concurrency { group: None, limit }) if limit == "5"),
+            "{g:?}"
+        );
+        let g = parse(&["emq", "groups", "q", "max-waiting", "t1", "none"]);
+        assert!(
+            matches!(&g.action, Some(Action::MaxWaiting { group: Some(t), limit }) if t == "t1" && limit == "none"),
+            "{g:?}"
+        );
+        let g = parse(&["emq", "groups", "q", "--sort", "name", "--limit", "3"]);
+        assert!(g.action.is_none());
+        assert_eq!((g.sort, g.limit), (commands::groups::Sort::Name, 3));
     }
 
     #[test]

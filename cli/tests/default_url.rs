@@ -60,6 +60,9 @@ fn no_url_and_nothing_at_the_default_fails_and_adds_nothing() {
         &["audit", "q"],
         &["pause", "q"],
         &["metrics", "q"],
+        &["groups", "q"],
+        &["groups", "q", "pause", "g"],
+        &["groups", "q", "weight", "g", "3"],
     ] {
         let out = emq(args, &env);
         assert_unavailable(&out, &url);

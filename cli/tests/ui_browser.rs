@@ -167,6 +167,38 @@ async fn the_dashboard_in_a_browser() {
         .await
         .unwrap();
     hay.add_bulk(straw(9)).await.unwrap();
+    // A queue of fair groups (no worker serves it): backlogs 6, 3, 2 and 1, whose name order is
+    // another order.
+    let groups_name = format!("tenants-{pid}");
+    let tenants = q.queue(&groups_name).unwrap();
+    for (group, n) in [
+        ("tenant-big", 6),
+        ("tenant-mid", 3),
+        ("a-tenant", 2),
+        ("tenant-small", 1),
+    ] {
+        for i in 0..n {
+            tenants
+                .add(
+                    "sync",
+                    json!({ "i": i }),
+                    JobOptions {
+                        group: Some(group.into()),
+                        ..JobOptions::default()
+                    },
+                )
+                .await
+                .unwrap();
+        }
+    }
+    tenants
+        .set_group_concurrency(Some(2), Some("tenant-big"))
+        .await
+        .unwrap();
+    tenants
+        .set_group_max_waiting(Some(10_000), Some("tenant-mid"))
+        .await
+        .unwrap();
     let sched_queue = format!("reports-{pid}");
     q.queue(&sched_queue)
         .unwrap()
@@ -213,6 +245,7 @@ async fn the_dashboard_in_a_browser() {
         .env("CANCEL_ID", to_cancel.to_string())
         .env("PRIO_ID", to_prioritise.to_string())
         .env("SCHED_QUEUE", &sched_queue)
+        .env("GROUPS_QUEUE", &groups_name)
         .env("HAY_QUEUE", &hay_name)
         .env("NEEDLE_ID", needle.to_string())
         .env("SCREENS", screens)
@@ -272,6 +305,16 @@ async fn the_dashboard_in_a_browser() {
     for j in bulk.list(JobState::Prioritized, 0, 10).await.unwrap() {
         assert_eq!(j.priority, 4, "{}", j.id);
     }
+    // The Groups page paused tenant-mid and gave tenant-big weight 5; the read-only one nothing.
+    let groups = tenants.groups(0, 100).await.unwrap();
+    let by = |n: &str| groups.iter().find(|g| g.name == n).expect(n).clone();
+    assert!(by("tenant-mid").paused, "{groups:?}");
+    assert_eq!(by("tenant-big").weight, 5, "{groups:?}");
+    assert!(
+        !by("tenant-big").paused && !by("a-tenant").paused,
+        "{groups:?}"
+    );
+    assert_eq!(by("tenant-mid").waiting, 3, "a pause keeps the jobs");
     let sq = q.queue(&sched_queue).unwrap();
     assert!(
         sq.schedulers().await.unwrap().is_empty(),
@@ -284,6 +327,7 @@ async fn the_dashboard_in_a_browser() {
         &misc_name,
         &sched_queue,
         &hay_name,
+        &groups_name,
     ] {
         q.queue(name).unwrap().obliterate(true).await.unwrap();
     }

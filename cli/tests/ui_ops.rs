@@ -1,5 +1,6 @@
 //! `emq ui`'s operations over HTTP, no browser: a job's timeline and flow, cancel and change
-//! priority, bulk actions, find by id / dedup key / name (a bounded scan), and the schedulers.
+//! priority, bulk actions, find by id / dedup key / name (a bounded scan), the schedulers, and a
+//! queue's fair groups (listed sorted, paused, resumed, weighed, capped).
 
 use emq::{ConnectOptions, FlowJob, JobOptions, JobPart, JobState, NewJob, Queue};
 use serde_json::{json, Value};
@@ -740,5 +741,242 @@ fn on_the_cluster_find_flow_bulk_and_schedulers_work_across_nodes() {
         for n in &names {
             q.queue(n).unwrap().obliterate(true).await.unwrap();
         }
+    });
+}
+
+async fn add_grouped(q: &Queue, group: &str, n: usize) {
+    for i in 0..n {
+        q.add(
+            "job",
+            json!({ "i": i }),
+            JobOptions {
+                group: Some(group.into()),
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+}
+
+async fn group_info(q: &Queue, name: &str) -> emq::GroupInfo {
+    q.groups(0, 1_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.name == name)
+        .unwrap_or_else(|| panic!("no group {name}"))
+}
+
+fn group_names(v: &Value) -> Vec<&str> {
+    v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn groups_are_listed_sorted_and_paused_weighed_and_capped_through_the_api() {
+    let name = unique("ui-groups");
+    let rt = rt();
+    let q = rt.block_on(async {
+        let q = queue(&name).await;
+        add_grouped(&q, "zeta", 4).await;
+        add_grouped(&q, "alpha", 1).await;
+        add_grouped(&q, "mid", 2).await;
+        q.pause_group("mid").await.unwrap();
+        q
+    });
+    let ui = Ui::start(&[url()], &[], &[]);
+    let base = format!("/api/queues/{name}/groups");
+
+    // The list: by backlog unless asked otherwise, every field, the queue's summary, paged.
+    let d = get(&ui, &base);
+    assert_eq!(group_names(&d), ["zeta", "mid", "alpha"], "{d}");
+    assert_eq!((&d["sort"], &d["total"]), (&json!("waiting"), &json!(3)));
+    assert_eq!((&d["offset"], &d["limit"]), (&json!(0), &json!(50)));
+    assert_eq!(d["truncated"], false);
+    assert_eq!(
+        d["groups"][1],
+        json!({"name": "mid", "waiting": 2, "running": 0, "weight": 1, "concurrency": null,
+               "max_waiting": null, "paused": true})
+    );
+    assert_eq!(d["summary"]["queue"], name.as_str());
+    assert_eq!(d["summary"]["counts"]["waiting"], 7, "{d}");
+    assert_eq!(d["read_only"], false);
+    let d = get(&ui, &format!("{base}?sort=name"));
+    assert_eq!(group_names(&d), ["alpha", "mid", "zeta"]);
+    assert!(d["total"].is_null(), "by name the core pages: {d}");
+    let d = get(&ui, &format!("{base}?sort=running"));
+    assert_eq!(
+        group_names(&d),
+        ["alpha", "mid", "zeta"],
+        "ties in name order"
+    );
+    let d = get(&ui, &format!("{base}?offset=1&limit=1"));
+    assert_eq!(group_names(&d), ["mid"]);
+    let r = ui.request("GET", &format!("{base}?sort=size"), &[], "");
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "invalid_option");
+
+    // pause and resume, read back from the core.
+    let (st, out) = post(&ui, &format!("{base}/pause"), json!({"group": "alpha"}));
+    assert_eq!(
+        (st, &out),
+        (
+            200,
+            &json!({"ok": true, "action": "pause", "group": "alpha"})
+        )
+    );
+    rt.block_on(async { assert!(group_info(&q, "alpha").await.paused) });
+    let (st, _) = post(&ui, &format!("{base}/resume"), json!({"group": "mid"}));
+    assert_eq!(st, 200);
+    rt.block_on(async { assert!(!group_info(&q, "mid").await.paused) });
+    let d = get(&ui, &format!("{base}?sort=name"));
+    assert_eq!(d["groups"][0]["paused"], true);
+    assert_eq!(d["groups"][1]["paused"], false);
+
+    // weight.
+    let (st, out) = post(
+        &ui,
+        &format!("{base}/weight"),
+        json!({"group": "zeta", "weight": 5}),
+    );
+    assert_eq!(st, 200, "{out}");
+    rt.block_on(async { assert_eq!(group_info(&q, "zeta").await.weight, 5) });
+
+    // concurrency and max-waiting: one group's own cap, the default (no group), lifted (null).
+    for (body, want_zeta, want_alpha) in [
+        (json!({"limit": 3}), Some(3), Some(3)),
+        (json!({"group": "zeta", "limit": 1}), Some(1), Some(3)),
+        (json!({"group": "zeta", "limit": null}), Some(3), Some(3)),
+        (json!({"group": null, "limit": null}), None, None),
+    ] {
+        let (st, out) = post(&ui, &format!("{base}/concurrency"), body.clone());
+        assert_eq!(st, 200, "{body}: {out}");
+        rt.block_on(async {
+            assert_eq!(
+                group_info(&q, "zeta").await.concurrency,
+                want_zeta,
+                "{body}"
+            );
+            assert_eq!(
+                group_info(&q, "alpha").await.concurrency,
+                want_alpha,
+                "{body}"
+            );
+        });
+    }
+    let (st, out) = post(
+        &ui,
+        &format!("{base}/max-waiting"),
+        json!({"group": "alpha", "limit": 1}),
+    );
+    assert_eq!(st, 200, "{out}");
+    rt.block_on(async {
+        assert_eq!(group_info(&q, "alpha").await.max_waiting, Some(1));
+        // alpha has its one job waiting: the next add is refused by the cap just set.
+        let err = q
+            .add(
+                "job",
+                json!({}),
+                JobOptions {
+                    group: Some("alpha".into()),
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), emq::ErrorCode::GroupFull, "{err}");
+    });
+
+    // Bad input: the core's bounds, a typed body (unknown or missing fields, not JSON), an
+    // unknown action; all with a stable code, nothing changed.
+    for (action, body, want) in [
+        ("weight", json!({"group": "zeta", "weight": 0}), "1 to 1000"),
+        (
+            "weight",
+            json!({"group": "zeta", "weight": 5_000_000_000u64}),
+            "1 to 1000",
+        ),
+        (
+            "weight",
+            json!({"group": "zeta", "weight": 2, "wieght": 3}),
+            "unknown field `wieght`",
+        ),
+        ("weight", json!({"group": "zeta"}), "missing field `weight`"),
+        ("pause", json!({}), "missing field `group`"),
+        ("pause", json!({"group": ""}), "1 to 256 bytes"),
+        (
+            "concurrency",
+            json!({"group": "zeta"}),
+            "missing field `limit`",
+        ),
+        ("concurrency", json!({"limit": 0}), "from 1 to"),
+        (
+            "max-waiting",
+            json!({"limit": -1}),
+            "the body of max-waiting",
+        ),
+        ("explode", json!({}), "no group action"),
+    ] {
+        let (st, out) = post(&ui, &format!("{base}/{action}"), body.clone());
+        assert_eq!(
+            (st, &out["error"]["code"]),
+            (400, &json!("invalid_option")),
+            "{action} {body}: {out}"
+        );
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(message.contains(want), "{action} {body}: {message}");
+    }
+    let r = ui.request("POST", &format!("{base}/pause"), &[ACTION], "{oops");
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "invalid_option");
+    rt.block_on(async {
+        let zeta = group_info(&q, "zeta").await;
+        assert_eq!((zeta.weight, zeta.concurrency), (5, None));
+    });
+
+    // The dashboard's security model holds for the group actions: the custom header, the same
+    // origin, read-only, the token.
+    let r = ui.request("POST", &format!("{base}/pause"), &[], r#"{"group":"zeta"}"#);
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "csrf");
+    let r = ui.request(
+        "POST",
+        &format!("{base}/pause"),
+        &[ACTION, ("Origin", "http://evil.example")],
+        r#"{"group":"zeta"}"#,
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "csrf");
+    let ro = Ui::start(&[url()], &["--read-only"], &[]);
+    assert_eq!(get(&ro, &base)["read_only"], true);
+    let r = ro.request(
+        "POST",
+        &format!("{base}/weight"),
+        &[ACTION],
+        r#"{"group":"zeta","weight":9}"#,
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "read_only");
+    let token = "groups-test-token";
+    let locked = Ui::start(&[url()], &["--token", token], &[]);
+    assert_eq!(locked.request("GET", &base, &[], "").status, 401);
+    let bearer = format!("Bearer {token}");
+    let r = locked.request(
+        "POST",
+        &format!("{base}/pause"),
+        &[ACTION, ("Authorization", &bearer)],
+        r#"{"group":"zeta"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    rt.block_on(async {
+        let zeta = group_info(&q, "zeta").await;
+        assert_eq!(zeta.weight, 5, "read-only changed nothing");
+        assert!(zeta.paused, "the token's request went through");
+        q.obliterate(true).await.unwrap();
     });
 }

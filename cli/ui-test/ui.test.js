@@ -17,6 +17,7 @@ const BULK_QUEUE = env('BULK_QUEUE'), REFUND_ID = env('REFUND_ID');
 const MISC_QUEUE = env('MISC_QUEUE'), CANCEL_ID = env('CANCEL_ID'), PRIO_ID = env('PRIO_ID');
 const SCHED_QUEUE = env('SCHED_QUEUE');
 const HAY_QUEUE = env('HAY_QUEUE'), NEEDLE_ID = env('NEEDLE_ID');
+const GROUPS_QUEUE = env('GROUPS_QUEUE');
 const queueUrl = (q, rest) => BASE + '/#/q/' + encodeURIComponent(q) + (rest || '');
 const T = 15000;
 
@@ -330,6 +331,59 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     assert(!(await page.textContent(row)).includes('never'), 'an end');
     await page.click(`button[data-remove="${SCHED_QUEUE}/morning-report"]`);
     await page.waitForFunction((r) => !document.querySelector(r), row);
+  });
+
+  await check('the Groups page: rows by backlog, sort by name and back, Pause, weight', async () => {
+    await page.goto(queueUrl(GROUPS_QUEUE, '?state=waiting'));
+    await page.waitForSelector('#jobs tr[data-job]');
+    await page.click('#queue-views a[data-view="groups"]');
+    await page.waitForSelector('#groups tbody tr[data-group]');
+    const order = () => page.$$eval('#groups tbody tr[data-group]', (r) => r.map(x => x.dataset.group).join(','));
+    const byBacklog = 'tenant-big,tenant-mid,a-tenant,tenant-small', byName = 'a-tenant,tenant-big,tenant-mid,tenant-small';
+    assert((await order()) === byBacklog, 'by backlog: ' + await order());
+    const waiting = await page.$$eval('#groups tbody td[data-col="waiting"]', (c) => c.map(x => x.textContent).join(','));
+    assert(waiting === '6,3,2,1', 'waiting: ' + waiting);
+    assert((await page.getAttribute('#groups th[data-sort="waiting"]', 'aria-sort')) === 'descending', 'the sorted column');
+    assert((await page.textContent('#groups-note')).includes('4 groups, sorted by backlog'), await page.textContent('#groups-note'));
+    const cell = (g, c) => page.textContent(`#groups tr[data-group="${g}"] td[data-col="${c}"]`);
+    assert((await cell('tenant-big', 'concurrency')) === '2' && (await cell('tenant-big', 'max_waiting')) === 'none', 'tenant-big caps');
+    assert((await cell('tenant-mid', 'max_waiting')) === '10000' && (await cell('tenant-small', 'concurrency')) === 'none', 'the other caps');
+    assert((await cell('tenant-big', 'state')) === 'serving', 'state: ' + await cell('tenant-big', 'state'));
+    assert((await page.getAttribute('#queue-views a.current', 'data-view')) === 'groups', 'the Groups view is current');
+    await page.click('#groups th[data-sort="name"] a');
+    await page.waitForFunction((w) => [...document.querySelectorAll('#groups tbody tr[data-group]')].map(x => x.dataset.group).join(',') === w, byName);
+    assert((await page.evaluate(() => location.hash)).endsWith('/groups?sort=name'), await page.evaluate(() => location.hash));
+    await page.click('#groups th[data-sort="waiting"] a');
+    await page.waitForFunction((w) => [...document.querySelectorAll('#groups tbody tr[data-group]')].map(x => x.dataset.group).join(',') === w, byBacklog);
+    // Pause one group: its row says so and offers Resume.
+    const mid = '#groups tr[data-group="tenant-mid"]';
+    await page.click(mid + ' button[data-group-action="pause"]');
+    await page.waitForSelector(mid + '[data-paused="yes"]');
+    assert((await page.textContent(mid + ' td[data-col="state"]')) === 'paused', 'paused badge');
+    assert(await page.$(mid + ' button[data-group-action="resume"]'), 'a Resume button');
+    assert((await page.textContent(mid + ' td[data-col="waiting"]')) === '3', 'its jobs keep waiting');
+    // A new weight, typed and set.
+    const big = '#groups tr[data-group="tenant-big"]';
+    await page.fill(big + ' input.weight', '5');
+    await page.click(big + ' button[data-group-action="weight"]');
+    await page.waitForFunction((s) => document.querySelector(s + ' td[data-col="weight"]').textContent === '5', big);
+    await page.waitForFunction(() => !document.querySelector('#flash div'));
+    await shot(page, 'groups');
+    // A weight the core refuses is said so, and nothing changes.
+    await page.fill('#groups tr[data-group="a-tenant"] input.weight', '5000');
+    await page.click('#groups tr[data-group="a-tenant"] button[data-group-action="weight"]');
+    await page.waitForFunction(() => [...document.querySelectorAll('#flash div.error')].some(d => d.textContent.includes('refused: [invalid_option]') && d.textContent.includes('1 to 1000')));
+    const back = await page.evaluate(async (u) => (await fetch(u)).json(), '/api/queues/' + encodeURIComponent(GROUPS_QUEUE) + '/groups?sort=name');
+    const got = back.groups.map(g => g.name + ':' + g.weight + ':' + (g.paused ? 'p' : '-')).join(',');
+    assert(got === 'a-tenant:1:-,tenant-big:5:-,tenant-mid:1:p,tenant-small:1:-', 'read back: ' + got);
+    // Read-only: the same page, every action disabled.
+    const ro = await browser.newPage({ viewport: { width: 1360, height: 820 } });
+    ro.setDefaultTimeout(T);
+    await ro.goto(RO_BASE + '/#/q/' + encodeURIComponent(GROUPS_QUEUE) + '/groups');
+    await ro.waitForSelector('#groups tbody tr[data-group]');
+    assert(await ro.isDisabled('#groups tr[data-group="tenant-big"] button[data-group-action="pause"]'), 'Pause is not disabled');
+    assert(await ro.isDisabled('#groups tr[data-group="tenant-big"] button[data-group-action="weight"]'), 'Set is not disabled');
+    await ro.close();
   });
 
   await check('--read-only refuses Retry', async () => {

@@ -48,7 +48,9 @@ pub struct Args {
     #[arg(long, default_value_t = 0, value_name = "MS")]
     pub dedup_ttl_ms: u64,
 
-    /// The job's group, for the queue's per-group rate limit.
+    /// The job's group: the queue serves its groups in turn, by weight (`emq groups`), and its
+    /// per-group rate limit counts each group on its own. An add past the group's cap on waiting
+    /// jobs fails with group_full.
     #[arg(long)]
     pub group: Option<String>,
 

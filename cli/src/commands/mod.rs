@@ -6,6 +6,7 @@ pub mod audit;
 pub mod demo;
 pub mod dev;
 pub mod events;
+pub mod groups;
 pub mod job;
 pub mod jobs;
 pub mod keyspace;

@@ -190,6 +190,11 @@ pub fn router(app: Shared) -> Router {
             "/api/queues/{queue}/schedulers/{id}/{action}",
             post(ops::scheduler_action),
         )
+        .route("/api/queues/{queue}/groups", get(ops::groups))
+        .route(
+            "/api/queues/{queue}/groups/{action}",
+            post(ops::group_action),
+        )
         .route("/api/queues/{queue}/{action}", post(queue_action))
         .route("/api/events", get(events))
         .layer(middleware::from_fn_with_state(app.clone(), guard))

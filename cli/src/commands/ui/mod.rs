@@ -2,10 +2,10 @@
 //!
 //! One axum server in the `emq` binary; the page (`assets/`: plain HTML, JS and CSS) is embedded
 //! with `include_str!`, so nothing is built or fetched at build or run time. The page is a small
-//! single-page app (hash routes `#/`, `#/q/<queue>`, `#/q/<queue>/j/<id>`, `#/schedulers`,
-//! `#/workers`) reading the JSON API of `api.rs` and `ops.rs` (a job's timeline and flow, cancel,
-//! priority, bulk actions, find, schedulers), which goes through the core's `Queue` API for
-//! everything (`emq::lookup` for the read-only look-ups); it follows the
+//! single-page app (hash routes `#/`, `#/q/<queue>`, `#/q/<queue>/j/<id>`, `#/q/<queue>/groups`,
+//! `#/schedulers`, `#/workers`) reading the JSON API of `api.rs` and `ops.rs` (a job's timeline and
+//! flow, cancel, priority, bulk actions, find, schedulers, fair groups), which goes through the
+//! core's `Queue` API for everything (`emq::lookup` for the read-only look-ups); it follows the
 //! queues' events over server-sent events (`/api/events`) and re-reads what it shows when they
 //! concern it.
 //!

@@ -1,16 +1,20 @@
 //! The dashboard's job and queue operations beyond the basics of `api.rs`: one job's actions
 //! (with cancel and change priority), its timeline and flow, bulk actions on selected jobs, finding
-//! jobs (by id, by dedup key, by name in a bounded scan), and the schedulers.
+//! jobs (by id, by dedup key, by name in a bounded scan), the schedulers, and a queue's fair groups
+//! (listed sorted, paused, resumed, weighed, capped).
 
 use super::api::{api_err, ApiError, ApiResult, App, Shared};
+use crate::commands::groups::{self, Sort};
 use crate::commands::queues::{registered, Repair};
 use crate::connect::server_time_ms;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use emq::lookup::{MAX_EVENT_SCAN, MAX_NAME_SCAN};
 use emq::spec::{JobSpec, Millis, ScheduleSpec};
 use emq::{Error, ErrorCode, Job, JobId, JobOptions, JobState, Moved, Queue, Schedule};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -22,6 +26,9 @@ const MAX_CHILDREN: usize = 100;
 const NAME_MATCHES: usize = 25;
 /// Next runs shown per scheduler.
 const NEXT_RUNS: usize = 5;
+/// Groups on one page of the Groups page, by default and at most.
+const GROUP_PAGE: u64 = 50;
+const MAX_GROUP_PAGE: u64 = 500;
 
 /// What one job action did.
 pub struct Outcome {
@@ -430,6 +437,127 @@ pub async fn scheduler_action(
     }
 }
 
+#[derive(Deserialize)]
+pub struct GroupsQuery {
+    sort: Option<String>,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+/// GET one page of a queue's groups, sorted by `waiting` (the backlog, largest first; the
+/// default), `running` or `name`, with the queue's summary.
+pub async fn groups(
+    State(app): State<Shared>,
+    Path(queue): Path<String>,
+    Query(p): Query<GroupsQuery>,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let sort = match p.sort.as_deref().unwrap_or("waiting") {
+        "waiting" => Sort::Waiting,
+        "running" => Sort::Running,
+        "name" => Sort::Name,
+        other => {
+            return Err(e(invalid(format!(
+                "sort groups by waiting, running or name, not {other:?}"
+            ))))
+        }
+    };
+    let offset = p.offset.unwrap_or(0);
+    let limit = p.limit.unwrap_or(GROUP_PAGE).clamp(1, MAX_GROUP_PAGE);
+    let page = groups::read(&q, sort, offset, limit).await.map_err(e)?;
+    let now = server_time_ms(&app.store).await.map_err(e)?;
+    let summary = crate::commands::queues::summary(&q, now).await.map_err(e)?;
+    let mut v = json!(page);
+    v["summary"] = json!(summary);
+    v["now_ms"] = json!(now);
+    v["read_only"] = json!(app.read_only);
+    v["datastore"] = json!(app.secrets.shown_url());
+    Ok(Json(v))
+}
+
+/// The body of pause and resume.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct GroupBody {
+    group: String,
+}
+
+/// The body of weight. A number past u32's range is passed on as its largest, which the core
+/// refuses with its bounds.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct WeightBody {
+    group: String,
+    weight: u64,
+}
+
+/// The body of concurrency and max-waiting: `group` absent or null is the default of every group;
+/// `limit` must be given, null lifts the cap.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct CapBody {
+    #[serde(default)]
+    group: Option<String>,
+    #[serde(deserialize_with = "Option::deserialize")]
+    limit: Option<u64>,
+}
+
+/// A JSON body as one action's typed body; anything else (not JSON, a field it does not have, a
+/// field missing or of the wrong type) is `invalid_option`.
+fn body_of<T: DeserializeOwned>(action: &str, body: &Bytes) -> emq::Result<T> {
+    serde_json::from_slice(body).map_err(|err| invalid(format!("the body of {action}: {err}")))
+}
+
+/// POST pause | resume (`{"group"}`), weight (`{"group", "weight"}`), concurrency | max-waiting
+/// (`{"group"?, "limit": n | null}`) on a queue's groups; every value checked by the core.
+pub async fn group_action(
+    State(app): State<Shared>,
+    Path((queue, action)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult {
+    let e = |e| api_err(&app, e);
+    let q = app.queue(&queue).map_err(e)?;
+    let group: Option<String> = match action.as_str() {
+        "pause" | "resume" => {
+            let b: GroupBody = body_of(&action, &body).map_err(e)?;
+            if action == "pause" {
+                q.pause_group(&b.group).await.map_err(e)?;
+            } else {
+                q.resume_group(&b.group).await.map_err(e)?;
+            }
+            Some(b.group)
+        }
+        "weight" => {
+            let b: WeightBody = body_of(&action, &body).map_err(e)?;
+            q.set_group_weight(&b.group, groups::saturate_u32(b.weight))
+                .await
+                .map_err(e)?;
+            Some(b.group)
+        }
+        "concurrency" => {
+            let b: CapBody = body_of(&action, &body).map_err(e)?;
+            q.set_group_concurrency(b.limit.map(groups::saturate_u32), b.group.as_deref())
+                .await
+                .map_err(e)?;
+            b.group
+        }
+        "max-waiting" => {
+            let b: CapBody = body_of(&action, &body).map_err(e)?;
+            q.set_group_max_waiting(b.limit, b.group.as_deref())
+                .await
+                .map_err(e)?;
+            b.group
+        }
+        other => {
+            return Err(e(invalid(format!(
+                "no group action {other:?} (pause, resume, weight, concurrency, max-waiting)"
+            ))))
+        }
+    };
+    Ok(Json(json!({"ok": true, "action": action, "group": group})))
+}
+
 fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidOption, msg.into())
 }
@@ -470,6 +598,33 @@ fn schedule_from(b: SchedulerBody) -> emq::Result<Schedule> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_bodies_are_typed_and_refuse_unknown_fields() {
+        let b = |v: Value| Bytes::from(v.to_string());
+        let g: GroupBody = body_of("pause", &b(json!({"group": "t1"}))).unwrap();
+        assert_eq!(g.group, "t1");
+        for bad in [
+            json!({}),
+            json!({"group": "t1", "grup": 1}),
+            json!({"group": 5}),
+        ] {
+            let err = body_of::<GroupBody>("pause", &b(bad.clone())).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidOption, "{bad}");
+        }
+        assert!(body_of::<GroupBody>("pause", &Bytes::from_static(b"{oops")).is_err());
+        let w: WeightBody = body_of("weight", &b(json!({"group": "t", "weight": 3}))).unwrap();
+        assert_eq!(w.weight, 3);
+        assert!(body_of::<WeightBody>("weight", &b(json!({"group": "t", "weight": -1}))).is_err());
+        // The cap must be given; null lifts it; no group is every group's default.
+        let c: CapBody = body_of("concurrency", &b(json!({"limit": null}))).unwrap();
+        assert_eq!((c.group, c.limit), (None, None));
+        let c: CapBody = body_of("concurrency", &b(json!({"group": "t", "limit": 4}))).unwrap();
+        assert_eq!((c.group.as_deref(), c.limit), (Some("t"), Some(4)));
+        let err = body_of::<CapBody>("concurrency", &b(json!({"group": "t"}))).unwrap_err();
+        assert!(err.message().contains("limit"), "{}", err.message());
+        assert!(body_of::<CapBody>("concurrency", &b(json!({"limit": 1, "lmit": 2}))).is_err());
+    }
 
     #[test]
     fn a_schedule_needs_a_name_and_one_repeat() {
