@@ -158,7 +158,9 @@ fn group_name(py: Python<'_>, v: &Bound<'_, PyAny>, optional: bool) -> PyResult<
 
 /// A group cap: `None` lifts it, else a whole number (the core checks its bounds).
 fn group_limit(py: Python<'_>, v: &Bound<'_, PyAny>, max: u64) -> PyResult<Option<u64>> {
-    (!v.is_none()).then(|| whole(py, "limit", v, max)).transpose()
+    (!v.is_none())
+        .then(|| whole(py, "limit", v, max))
+        .transpose()
 }
 
 impl Queue {
