@@ -22,7 +22,8 @@ export type ErrorCode =
   | 'not_replicated'
   | 'closed'
   | 'handler_failed'
-  | 'internal';
+  | 'internal'
+  | 'group_full';
 
 /** Code → error class name, for every code (node/codes.js). */
 export declare const CLASS_NAMES: { readonly [C in ErrorCode]: string };

@@ -24,6 +24,7 @@ const CLASS_NAMES = Object.freeze({
   closed: 'Closed',
   handler_failed: 'HandlerFailed',
   internal: 'Internal',
+  group_full: 'GroupFull',
 });
 
 module.exports = { CLASS_NAMES };

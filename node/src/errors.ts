@@ -174,6 +174,14 @@ export class Internal extends EmqError {
   }
 }
 
+/** An add would put more jobs in a group's backlog than its cap allows (`queue.setGroupMaxWaiting`): nothing was written; add again once the group has drained. */
+export class GroupFull extends EmqError {
+  declare readonly code: 'group_full';
+  constructor(message: string, options?: ErrorOptions) {
+    super('group_full', message, options);
+  }
+}
+
 type ErrorClass = new (message: string, options?: ErrorOptions) => EmqError;
 
 /** The class of each code; tsc checks that every code of the core's table (codes.d.ts) has one. */
@@ -198,6 +206,7 @@ const BY_CODE: { readonly [C in ErrorCode]: ErrorClass } = {
   closed: Closed,
   handler_failed: HandlerFailed,
   internal: Internal,
+  group_full: GroupFull,
 };
 
 /** Every error code this version knows, in the core's order. */

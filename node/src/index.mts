@@ -8,7 +8,7 @@ export {
   Queue, Worker, EventStream, EmqError, UnrecoverableError, DelayedError, JobInterrupted, errorCodes,
   InvalidQueueName, InvalidJobId, InvalidOption, InvalidPayload, ServerUnavailable, AuthFailed, PermissionDenied,
   IncompatibleVersion, CrossSlot, UndeclaredKey, ScriptError, LeaseLost, NodeLeaseLost, JobNotFound, InvalidState,
-  Timeout, NotReplicated, Closed, HandlerFailed, Internal,
+  Timeout, NotReplicated, Closed, HandlerFailed, Internal, GroupFull,
 } from './index.js';
 export type * from './index.js';
 export default emq;

@@ -12,7 +12,7 @@ export {
   EmqError, UnrecoverableError, DelayedError, JobInterrupted, errorCodes,
   InvalidQueueName, InvalidJobId, InvalidOption, InvalidPayload, ServerUnavailable, AuthFailed, PermissionDenied,
   IncompatibleVersion, CrossSlot, UndeclaredKey, ScriptError, LeaseLost, NodeLeaseLost, JobNotFound, InvalidState,
-  Timeout, NotReplicated, Closed, HandlerFailed, Internal,
+  Timeout, NotReplicated, Closed, HandlerFailed, Internal, GroupFull,
 } from './errors';
 export type { ErrorCode, ErrorOptions } from './errors';
 export type * from './types';

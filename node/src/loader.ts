@@ -32,6 +32,12 @@ export interface NativeQueue {
   setGlobalConcurrency(max: number | null): Promise<void>;
   setRateLimit(max: number | null, window: number | null): Promise<void>;
   setGroupRateLimit(max: number | null, window: number | null): Promise<void>;
+  setGroupWeight(group: string, weight: number): Promise<void>;
+  setGroupConcurrency(limit: number | null, group: string | null): Promise<void>;
+  setGroupMaxWaiting(limit: number | null, group: string | null): Promise<void>;
+  pauseGroup(group: string): Promise<void>;
+  resumeGroup(group: string): Promise<void>;
+  groups(offset: number, limit: number): Promise<string>;
   upsertScheduler(id: string, spec: string): Promise<boolean>;
   removeScheduler(id: string): Promise<boolean>;
   schedulers(): Promise<string>;

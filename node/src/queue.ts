@@ -11,7 +11,7 @@ import {
 } from './payload';
 import type {
   BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
-  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure,
+  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo,
 } from './types';
 
 const RATE_LIMIT_KEYS = ['max', 'window'];
@@ -26,6 +26,17 @@ export function failedError(f: Partial<Failure> | undefined): HandlerFailed {
   e.failure = failure as Failure;
   if (typeof failure.stack === 'string') e.stack = failure.stack;
   return e;
+}
+
+/** A group name (the core checks its length and characters). */
+function groupName(group: unknown): string {
+  if (typeof group !== 'string') throw emqError('invalid_option', 'the group must be a string');
+  return group;
+}
+
+/** A group name, or null for every group's default. */
+function optionalGroup(group: unknown): string | null {
+  return group === null || group === undefined ? null : groupName(group);
 }
 
 /** A handle on one queue. Get one with `await Queue.connect(url | urls, name)`. */
@@ -229,6 +240,55 @@ export class Queue {
       throw emqError('invalid_option', 'setGroupRateLimit takes { max, window } (or null to lift it)');
     }
     return call(() => this[kNative].setGroupRateLimit(limit.max, limit.window));
+  }
+
+  /**
+   * Sets a group's weight, 1 to 1000 (every group's is 1 unless set): while groups have work, one of
+   * weight 3 runs three jobs for each job of a group of weight 1.
+   */
+  async setGroupWeight(group: string, weight: number): Promise<void> {
+    checkFinite('weight', weight);
+    return call(() => this[kNative].setGroupWeight(groupName(group), weight));
+  }
+
+  /**
+   * At most `limit` jobs of `group` (omitted or null: by default, of every group) running at once
+   * across all workers; a group's own cap wins over the default. A null `limit` lifts it.
+   */
+  async setGroupConcurrency(limit: number | null, group?: string | null): Promise<void> {
+    if (limit !== null && limit !== undefined) checkFinite('limit', limit);
+    return call(() => this[kNative].setGroupConcurrency(limit ?? null, optionalGroup(group)));
+  }
+
+  /**
+   * At most `limit` jobs of `group` (omitted or null: by default, of every group) waiting to run;
+   * an add past it rejects with `GroupFull` (code 'group_full') and writes nothing. A null `limit`
+   * lifts it.
+   */
+  async setGroupMaxWaiting(limit: number | null, group?: string | null): Promise<void> {
+    if (limit !== null && limit !== undefined) checkFinite('limit', limit);
+    return call(() => this[kNative].setGroupMaxWaiting(limit ?? null, optionalGroup(group)));
+  }
+
+  /** Stops handing out jobs of `group`; its jobs keep waiting (and adds still land) while the rest of the queue runs. */
+  async pauseGroup(group: string): Promise<void> {
+    return call(() => this[kNative].pauseGroup(groupName(group)));
+  }
+
+  /** Hands out jobs of a paused group again. */
+  async resumeGroup(group: string): Promise<void> {
+    return call(() => this[kNative].resumeGroup(groupName(group)));
+  }
+
+  /**
+   * One page of the queue's groups, ordered by name (`limit` after the first `offset`):
+   * `[{ name, waiting, running, weight, concurrency, maxWaiting, paused }]` (caps null when none).
+   * A group is listed while it has jobs waiting or running or a setting of its own.
+   */
+  async groups(offset = 0, limit = 100): Promise<GroupInfo[]> {
+    checkFinite('offset', offset);
+    checkFinite('limit', limit);
+    return JSON.parse(await call(() => this[kNative].groups(offset, limit)));
   }
 
   /**

@@ -69,7 +69,7 @@ export interface JobOptions {
   dedup?: string;
   /** With `dedup`: hold the key this many ms after the add, whatever becomes of the job. */
   dedupTtl?: number;
-  /** The job's group, for `setGroupRateLimit` (each group limited on its own). */
+  /** The job's group: groups take turns (`setGroupWeight`, `setGroupConcurrency`, `setGroupMaxWaiting`, `pauseGroup`) and `setGroupRateLimit` limits each on its own. */
   group?: string;
   /** Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`. */
   description?: string;
@@ -286,6 +286,24 @@ export interface MigrateReport {
 export type CancelOutcome = 'cancelled' | 'requested' | 'finished' | 'not_found';
 
 /** A live worker as registered (times: server ms). */
+/** One group of a queue (`queue.groups()`): the `group` job option's tenants. */
+export interface GroupInfo {
+  /** The group's name (the `group` job option). */
+  name: string;
+  /** Jobs of the group ready to run (not delayed, not running). */
+  waiting: number;
+  /** Jobs of the group leased to workers now. */
+  running: number;
+  /** Its weight (1 unless set). */
+  weight: number;
+  /** Most jobs of the group running at once: its own cap, else the queue's default, else null. */
+  concurrency: number | null;
+  /** Most jobs of the group waiting: its own cap, else the queue's default, else null. */
+  maxWaiting: number | null;
+  /** Whether the group is paused (`queue.pauseGroup`). */
+  paused: boolean;
+}
+
 export interface WorkerInfo {
   id: string;
   queue: string;

@@ -72,7 +72,7 @@ fn flag(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
     v.extract().map_err(|_| bad(py, what, "a bool"))
 }
 
-fn text(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+pub(crate) fn text(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     if v.is_none() {
         return Ok(None);
     }

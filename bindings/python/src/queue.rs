@@ -7,7 +7,7 @@ use crate::convert::{json_dumps, name_text};
 use crate::errors::{code_err, core_err};
 use crate::extras::{events_json, job_id, job_state, payload, schedulers_json, EventStream};
 use crate::options::{
-    flow_spec, job_options, job_spec, number, rate_limit, seconds_ms, secs, whole,
+    flow_spec, job_options, job_spec, number, rate_limit, seconds_ms, secs, text, whole,
 };
 use crate::runtime::{awaitable_methods, run, Out};
 use emq::spec::ScheduleSpec;
@@ -142,6 +142,25 @@ fn new_jobs(py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<Vec<emq::NewJob
         });
     }
     Ok(new_jobs)
+}
+
+/// A group name: a `str` (the core checks it); `None` only where `optional` (every group).
+fn group_name(py: Python<'_>, v: &Bound<'_, PyAny>, optional: bool) -> PyResult<Option<String>> {
+    match text(py, "group", v)? {
+        None if !optional => Err(code_err(
+            py,
+            ErrorCode::InvalidOption,
+            "group must be a string",
+        )),
+        g => Ok(g),
+    }
+}
+
+/// A group cap: `None` lifts it, else a whole number (the core checks its bounds).
+fn group_limit(py: Python<'_>, v: &Bound<'_, PyAny>, max: u64) -> PyResult<Option<u64>> {
+    (!v.is_none())
+        .then(|| whole(py, "limit", v, max))
+        .transpose()
 }
 
 impl Queue {
@@ -334,6 +353,63 @@ awaitable_methods! {
             let max = (!max.is_none()).then(|| number(py, "max", max)).transpose()?;
             let max = emq::spec::global_concurrency(max).map_err(|e| core_err(py, &e))?;
             Ok(Box::pin(async move { q.set_global_concurrency(max).await.map(|_| Out::None) }))
+        }
+
+        #[pyo3(signature = (group, weight, blocking=false))]
+        fn set_group_weight(&self, py, group: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let group = group_name(py, group, false)?.unwrap_or_default();
+            let weight = whole(py, "weight", weight, u32::MAX.into())? as u32;
+            Ok(Box::pin(async move { q.set_group_weight(&group, weight).await.map(|_| Out::None) }))
+        }
+
+        /// `group=None`: the default of every group; `limit=None` lifts the cap.
+        #[pyo3(signature = (limit, group=None, blocking=false))]
+        fn set_group_concurrency(
+            &self, py, limit: &Bound<'_, PyAny>, group: Option<&Bound<'_, PyAny>>
+        ) {
+            let q = self.core(py)?;
+            let limit = group_limit(py, limit, u32::MAX.into())?.map(|n| n as u32);
+            let group = group.map(|g| group_name(py, g, true)).transpose()?.flatten();
+            Ok(Box::pin(async move {
+                q.set_group_concurrency(limit, group.as_deref()).await.map(|_| Out::None)
+            }))
+        }
+
+        /// `group=None`: the default of every group; `limit=None` lifts the cap.
+        #[pyo3(signature = (limit, group=None, blocking=false))]
+        fn set_group_max_waiting(
+            &self, py, limit: &Bound<'_, PyAny>, group: Option<&Bound<'_, PyAny>>
+        ) {
+            let q = self.core(py)?;
+            let limit = group_limit(py, limit, emq::spec::MAX_COUNT)?;
+            let group = group.map(|g| group_name(py, g, true)).transpose()?.flatten();
+            Ok(Box::pin(async move {
+                q.set_group_max_waiting(limit, group.as_deref()).await.map(|_| Out::None)
+            }))
+        }
+
+        #[pyo3(signature = (group, blocking=false))]
+        fn pause_group(&self, py, group: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let group = group_name(py, group, false)?.unwrap_or_default();
+            Ok(Box::pin(async move { q.pause_group(&group).await.map(|_| Out::None) }))
+        }
+
+        #[pyo3(signature = (group, blocking=false))]
+        fn resume_group(&self, py, group: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let group = group_name(py, group, false)?.unwrap_or_default();
+            Ok(Box::pin(async move { q.resume_group(&group).await.map(|_| Out::None) }))
+        }
+
+        /// One page of the queue's groups (the core's `GroupInfo`s), as JSON objects.
+        #[pyo3(signature = (offset=0, limit=100, blocking=false))]
+        fn groups(&self, py, offset: u64, limit: u64) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move {
+                Ok(Out::Json(serde_json::to_string(&q.groups(offset, limit).await?)?))
+            }))
         }
 
         #[pyo3(signature = (delayed=false, blocking=false))]

@@ -7,16 +7,16 @@
 //!
 //! The core's plain public types are exported as they are, through the core's `uniffi` feature
 //! (derives on `emq::JobState`, `emq::Failure` (`JobFailure`), `emq::Counts`, `emq::ParentPolicy`,
-//! `emq::FlowIds`, `emq::events::Event`, `emq::SchedulerInfo`; `emq::JobId` as its text). They form
-//! a second uniffi component: Kotlin package `dev.emq.core` (re-exported under `dev.emq` by
-//! `kotlin/src/main/kotlin/dev/emq/CoreTypes.kt`), Swift `EmqCore.swift` in the same module. What
-//! stays a record of this crate differs from the core's type in shape: [`JobRecord`] (JSON text
-//! payloads, typed options), the options and specs (`f64` milliseconds, Kotlin defaults),
-//! [`WorkerStats`] (adds `running`), [`WorkerInfo`] (`usize` fields, which uniffi does not carry)
-//! and [`QueueMetrics`] (tuples). One file per exported type:
+//! `emq::FlowIds`, `emq::events::Event`, `emq::SchedulerInfo`, `emq::GroupInfo`; `emq::JobId` as
+//! its text). They form a second uniffi component: Kotlin package `dev.emq.core` (re-exported under
+//! `dev.emq` by `kotlin/src/main/kotlin/dev/emq/CoreTypes.kt`), Swift `EmqCore.swift` in the same
+//! module. What stays a record of this crate differs from the core's type in shape: [`JobRecord`]
+//! (JSON text payloads, typed options), the options and specs (`f64` milliseconds, Kotlin
+//! defaults), [`WorkerStats`] (adds `running`), [`WorkerInfo`] (`usize` fields, which uniffi does
+//! not carry) and [`QueueMetrics`] (tuples). One file per exported type:
 //!
-//! - [`queue`]: `Queue`, every queue operation ([`connect`]: its `TlsFiles`); [`worker`]: `WorkerHandle`, `WorkerStats` and
-//!   `WorkerInfo`;
+//! - [`queue`]: `Queue`, every queue operation (and the core's `GroupInfo`; [`connect`]: its
+//!   `TlsFiles`); [`worker`]: `WorkerHandle`, `WorkerStats` and `WorkerInfo`;
 //! - [`events`]: `EventStream` and `Event`; [`worker_events`]: `WorkerEvents`, `WorkerEvent`; [`handler`]: `JobHandler`, `HandlerFailure`;
 //! - [`options`]: `JobOptions`, `Backoff`, `ParentPolicy`, `Retention`, `NewJob`, `RateLimit`;
 //! - [`job`]: `JobRecord` (and the core's `JobState`, `JobFailure`, `Counts`); [`flow`]: `FlowJob`
@@ -48,7 +48,7 @@ pub use handler::{HandlerFailure, JobHandler};
 pub use job::{Counts, JobFailure, JobRecord, JobState};
 pub use metrics::{MinuteCount, QueueMetrics};
 pub use options::{Backoff, JobOptions, NewJob, ParentPolicy, RateLimit, Retention};
-pub use queue::Queue;
+pub use queue::{GroupInfo, Queue};
 pub use runtime::runtime;
 pub use schedule::{Schedule, SchedulerInfo};
 pub use worker::{WorkerHandle, WorkerInfo, WorkerStats};

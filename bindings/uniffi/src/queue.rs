@@ -13,6 +13,7 @@ use crate::runtime::{on_runtime, runtime};
 use crate::schedule::{Schedule, SchedulerInfo};
 use crate::worker::{WorkerHandle, WorkerInfo};
 use emq::spec::Millis;
+pub use emq::GroupInfo;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -338,6 +339,58 @@ impl Queue {
             limit.map(|l| l.to_spec()).unwrap_or_default().try_into()?;
         let q = self.inner.clone();
         on_runtime(async move { q.set_group_rate_limit(limit).await }).await
+    }
+
+    /// Sets a group's weight, 1 to 1000 (every group's is 1 unless set): while groups have work,
+    /// one of weight 3 runs three jobs for each job of a group of weight 1.
+    pub async fn set_group_weight(&self, group: String, weight: u32) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_group_weight(&group, weight).await }).await
+    }
+
+    /// At most `limit` jobs of `group` (null: by default, of every group) running at once across
+    /// all workers; a group's own cap wins over the default. A null `limit` lifts it.
+    #[uniffi::method(default(group = None))]
+    pub async fn set_group_concurrency(
+        &self,
+        limit: Option<u32>,
+        group: Option<String>,
+    ) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_group_concurrency(limit, group.as_deref()).await }).await
+    }
+
+    /// At most `limit` jobs of `group` (null: by default, of every group) waiting to run; an add
+    /// past it fails with the code `GROUP_FULL` and writes nothing. A null `limit` lifts it.
+    #[uniffi::method(default(group = None))]
+    pub async fn set_group_max_waiting(
+        &self,
+        limit: Option<u64>,
+        group: Option<String>,
+    ) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_group_max_waiting(limit, group.as_deref()).await }).await
+    }
+
+    /// Stops handing out jobs of `group`; its jobs keep waiting (and adds still land) while the
+    /// rest of the queue runs.
+    pub async fn pause_group(&self, group: String) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.pause_group(&group).await }).await
+    }
+
+    /// Hands out jobs of a paused group again.
+    pub async fn resume_group(&self, group: String) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.resume_group(&group).await }).await
+    }
+
+    /// One page of the queue's groups, ordered by name: `limit` (at most 10,000) after the first
+    /// `offset`. A group is listed while it has jobs waiting or running or a setting of its own.
+    #[uniffi::method(default(offset = 0, limit = 100))]
+    pub async fn groups(&self, offset: u64, limit: u64) -> Result<Vec<GroupInfo>, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.groups(offset, limit).await }).await
     }
 
     /// Creates or replaces the job scheduler `id` (data, never a key); true when created.

@@ -4,6 +4,7 @@ import {
   Queue, Worker, JobId, JobOptions, ActiveJob, Counts, EmqError, InvalidJobId, UnrecoverableError,
   ErrorCode, errorCodes, QueueEvent, SchedulerInfo, FlowIds, Job,
   CancelOutcome, WorkerInfo, JobInterrupted, HandlerFailed, Timeout, ConnectOptions,
+  GroupInfo, GroupFull,
 } from '../../dist/index';
 
 interface Email { to: string; n: number }
@@ -117,6 +118,37 @@ export async function usage(): Promise<void> {
   const aborted: number = await controlled.abort();
   void [outcome, lang, aborted];
   await q.add('x', {}, { removeOnComplete: { count: 100 }, removeOnFail: 5 });
+  // Fair groups: settings (a null limit lifts; no group: every group's default) and the view.
+  await q.setGroupWeight('tenant-a', 3);
+  await q.setGroupConcurrency(2, 'tenant-a');
+  await q.setGroupConcurrency(null);
+  await q.setGroupMaxWaiting(1_000, 'tenant-a');
+  await q.setGroupMaxWaiting(null, null);
+  await q.pauseGroup('tenant-b');
+  await q.resumeGroup('tenant-b');
+  const groups: GroupInfo[] = await q.groups();
+  const page2: GroupInfo[] = await q.groups(100, 100);
+  const g0 = groups[0];
+  const gName: string = g0.name;
+  const gCounts: number = g0.waiting + g0.running + g0.weight;
+  const gCap: number | null = g0.concurrency ?? g0.maxWaiting;
+  const gPaused: boolean = g0.paused;
+  void [page2, gName, gCounts, gCap, gPaused];
+  try {
+    await q.add('x', {}, { group: 'tenant-a' });
+  } catch (e) {
+    if (e instanceof GroupFull) {
+      const code: 'group_full' = e.code;
+      void code;
+    }
+  }
+  // @ts-expect-error a group weight is a number
+  await q.setGroupWeight('tenant-a', '3');
+  // @ts-expect-error a caps' limit comes first (the group second)
+  await q.setGroupConcurrency('tenant-a', 2);
+  // @ts-expect-error GroupInfo's caps are number | null
+  const wrongCap: string = g0.maxWaiting;
+  void wrongCap;
   // @ts-expect-error no such worker event
   controlled.on('exploded', () => undefined);
   // @ts-expect-error a cancel reason is a string

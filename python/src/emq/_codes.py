@@ -25,4 +25,5 @@ CODES: Tuple[Tuple[str, str], ...] = (
     ("closed", "Closed"),
     ("handler_failed", "HandlerFailed"),
     ("internal", "Internal"),
+    ("group_full", "GroupFull"),
 )

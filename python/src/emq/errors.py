@@ -35,6 +35,7 @@ __all__ = [
     "Closed",
     "HandlerFailed",
     "Internal",
+    "GroupFull",
     "Unrecoverable",
     "Delay",
     "error_for_code",
@@ -200,6 +201,14 @@ class Internal(EmqError):
     """Something emq did not expect; a bug report is welcome."""
 
     code = "internal"
+
+
+class GroupFull(EmqError):
+    """An add would put more jobs in a group's backlog than its cap allows
+    (:meth:`emq.Queue.set_group_max_waiting`): nothing was written; add again once the group has
+    drained."""
+
+    code = "group_full"
 
 
 class Unrecoverable(Exception):

@@ -86,7 +86,8 @@ class Queue:
         ``debounce`` (with ``dedup`` and ``delay``: a later add while the first is still delayed
         replaces its data and pushes its start to ``delay`` from now), ``dedup_ttl`` (with
         ``dedup``: hold the key this many seconds after the add, whatever becomes of the job),
-        ``group`` (for :meth:`set_group_rate_limit`), ``parent_policy`` (flows), ``description``
+        ``group`` (fair groups: :meth:`set_group_weight` and the other group settings, and
+        :meth:`set_group_rate_limit`), ``parent_policy`` (flows), ``description``
         (words for people, at most 1,024 bytes, shown by ``emq job`` and ``emq ui``).
         Every duration is seconds (a number or a ``timedelta``).
         """
@@ -197,6 +198,41 @@ class Queue:
         """At most ``max`` jobs of this queue active at once across all workers; ``None`` lifts
         it."""
         await self._native.set_global_concurrency(max)
+
+    # -- fair groups -------------------------------------------------------------------------
+
+    async def set_group_weight(self, group: str, weight: int) -> None:
+        """Sets a group's weight (1 to 1000, every group's is 1 unless set): while groups have
+        work, one of weight 3 runs three jobs for each job of a group of weight 1."""
+        await self._native.set_group_weight(group, weight)
+
+    async def set_group_concurrency(self, limit: Optional[int], group: Optional[str] = None) -> None:
+        """At most ``limit`` jobs of ``group`` (``None``: by default, of every group) running at
+        once across all workers; a group's own cap wins over the default. ``limit=None`` lifts
+        it."""
+        await self._native.set_group_concurrency(limit, group)
+
+    async def set_group_max_waiting(self, limit: Optional[int], group: Optional[str] = None) -> None:
+        """At most ``limit`` jobs of ``group`` (``None``: by default, of every group) waiting to
+        run; an add past it raises :class:`emq.GroupFull` and writes nothing. ``limit=None`` lifts
+        it."""
+        await self._native.set_group_max_waiting(limit, group)
+
+    async def pause_group(self, group: str) -> None:
+        """Stops handing out jobs of ``group``; its jobs keep waiting (and adds still land) while
+        the rest of the queue runs."""
+        await self._native.pause_group(group)
+
+    async def resume_group(self, group: str) -> None:
+        """Hands out jobs of a paused group again."""
+        await self._native.resume_group(group)
+
+    async def groups(self, offset: int = 0, limit: int = 100) -> List[Dict[str, Any]]:
+        """One page of the queue's groups, ordered by name, as dicts: ``name``, ``waiting``,
+        ``running``, ``weight``, ``concurrency`` and ``max_waiting`` (the group's own cap, else
+        the default, else None) and ``paused``. A group is listed while it has jobs waiting or
+        running or a setting of its own."""
+        return await self._native.groups(offset, limit)
 
     # -- events ------------------------------------------------------------------------------
 

@@ -148,6 +148,32 @@ class Queue:
     def set_global_concurrency(self, max: Optional[int]) -> None:
         _blocking(self._native.set_global_concurrency, max)
 
+    def set_group_weight(self, group: str, weight: int) -> None:
+        """Sets a group's weight (see :meth:`emq.Queue.set_group_weight`)."""
+        _blocking(self._native.set_group_weight, group, weight)
+
+    def set_group_concurrency(self, limit: Optional[int], group: Optional[str] = None) -> None:
+        """Caps one group's (or every group's) running jobs (see
+        :meth:`emq.Queue.set_group_concurrency`)."""
+        _blocking(self._native.set_group_concurrency, limit, group)
+
+    def set_group_max_waiting(self, limit: Optional[int], group: Optional[str] = None) -> None:
+        """Caps one group's (or every group's) waiting jobs; an add past it raises
+        :class:`emq.GroupFull` (see :meth:`emq.Queue.set_group_max_waiting`)."""
+        _blocking(self._native.set_group_max_waiting, limit, group)
+
+    def pause_group(self, group: str) -> None:
+        """Stops handing out jobs of one group."""
+        _blocking(self._native.pause_group, group)
+
+    def resume_group(self, group: str) -> None:
+        """Hands out jobs of a paused group again."""
+        _blocking(self._native.resume_group, group)
+
+    def groups(self, offset: int = 0, limit: int = 100) -> List[Dict[str, Any]]:
+        """One page of the queue's groups (see :meth:`emq.Queue.groups`)."""
+        return _blocking(self._native.groups, offset, limit)
+
     def events(self, after: Optional[str] = None) -> "EventStream":
         """Follows the queue's events from now on (or after the stream id ``after``), blocking::
 

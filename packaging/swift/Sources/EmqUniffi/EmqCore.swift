@@ -465,6 +465,22 @@ fileprivate final class UniffiHandleMap<T>: @unchecked Sendable {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
+    typealias FfiType = UInt32
+    typealias SwiftType = UInt32
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt32 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
     typealias FfiType = UInt64
     typealias SwiftType = UInt64
@@ -474,6 +490,30 @@ fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
     }
 
     public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterBool : FfiConverter {
+    typealias FfiType = Int8
+    typealias SwiftType = Bool
+
+    public static func lift(_ value: Int8) throws -> Bool {
+        return value != 0
+    }
+
+    public static func lower(_ value: Bool) -> Int8 {
+        return value ? 1 : 0
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Bool {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Bool, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
     }
 }
@@ -834,6 +874,125 @@ public func FfiConverterTypeFlowIds_lower(_ value: FlowIds) -> RustBuffer {
 
 
 /**
+ * One group of a queue, as [`Queue::groups`] reads it.
+ */
+public struct GroupInfo: Equatable, Hashable {
+    /**
+     * The group's name (the `group` job option).
+     */
+    public var name: String
+    /**
+     * Jobs of the group ready to run (not delayed, not running).
+     */
+    public var waiting: UInt64
+    /**
+     * Jobs of the group leased to workers now.
+     */
+    public var running: UInt64
+    /**
+     * Its weight (1 unless set).
+     */
+    public var weight: UInt32
+    /**
+     * Most jobs of the group running at once: its own cap, else the queue's default, else none.
+     */
+    public var concurrency: UInt32?
+    /**
+     * Most jobs of the group waiting: its own cap, else the queue's default, else none.
+     */
+    public var maxWaiting: UInt64?
+    /**
+     * Whether the group is paused (`Queue::pause_group`).
+     */
+    public var paused: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The group's name (the `group` job option).
+         */name: String, 
+        /**
+         * Jobs of the group ready to run (not delayed, not running).
+         */waiting: UInt64, 
+        /**
+         * Jobs of the group leased to workers now.
+         */running: UInt64, 
+        /**
+         * Its weight (1 unless set).
+         */weight: UInt32, 
+        /**
+         * Most jobs of the group running at once: its own cap, else the queue's default, else none.
+         */concurrency: UInt32?, 
+        /**
+         * Most jobs of the group waiting: its own cap, else the queue's default, else none.
+         */maxWaiting: UInt64?, 
+        /**
+         * Whether the group is paused (`Queue::pause_group`).
+         */paused: Bool) {
+        self.name = name
+        self.waiting = waiting
+        self.running = running
+        self.weight = weight
+        self.concurrency = concurrency
+        self.maxWaiting = maxWaiting
+        self.paused = paused
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupInfo {
+        return
+            try GroupInfo(
+                name: FfiConverterString.read(from: &buf), 
+                waiting: FfiConverterUInt64.read(from: &buf), 
+                running: FfiConverterUInt64.read(from: &buf), 
+                weight: FfiConverterUInt32.read(from: &buf), 
+                concurrency: FfiConverterOptionUInt32.read(from: &buf), 
+                maxWaiting: FfiConverterOptionUInt64.read(from: &buf), 
+                paused: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupInfo, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterUInt64.write(value.waiting, into: &buf)
+        FfiConverterUInt64.write(value.running, into: &buf)
+        FfiConverterUInt32.write(value.weight, into: &buf)
+        FfiConverterOptionUInt32.write(value.concurrency, into: &buf)
+        FfiConverterOptionUInt64.write(value.maxWaiting, into: &buf)
+        FfiConverterBool.write(value.paused, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupInfo_lift(_ buf: RustBuffer) throws -> GroupInfo {
+    return try FfiConverterTypeGroupInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupInfo_lower(_ value: GroupInfo) -> RustBuffer {
+    return FfiConverterTypeGroupInfo.lower(value)
+}
+
+
+/**
  * Why a run of a job failed.
  */
 public struct JobFailure: Equatable, Hashable {
@@ -1143,6 +1302,11 @@ public enum ErrorCode: Equatable, Hashable {
      * Something emq did not expect; a bug report is welcome.
      */
     case `internal`
+    /**
+     * An add would put more jobs in a group's backlog than its cap allows
+     * (`Queue::set_group_max_waiting`): nothing was written; add again once the group has drained.
+     */
+    case groupFull
 
 
 
@@ -1203,6 +1367,8 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         case 19: return .handlerFailed
         
         case 20: return .`internal`
+        
+        case 21: return .groupFull
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -1290,6 +1456,10 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         
         case .`internal`:
             writeInt(&buf, Int32(20))
+        
+        
+        case .groupFull:
+            writeInt(&buf, Int32(21))
         
         }
     }
@@ -1540,6 +1710,30 @@ public func FfiConverterTypeParentPolicy_lower(_ value: ParentPolicy) -> RustBuf
     return FfiConverterTypeParentPolicy.lower(value)
 }
 
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
+    typealias SwiftType = UInt32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
 
 #if swift(>=5.8)
 @_documentation(visibility: private)

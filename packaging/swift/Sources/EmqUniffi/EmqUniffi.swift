@@ -1073,6 +1073,12 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func get(id: String) async throws  -> JobRecord?
     
     /**
+     * One page of the queue's groups, ordered by name: `limit` (at most 10,000) after the first
+     * `offset`. A group is listed while it has jobs waiting or running or a setting of its own.
+     */
+    func groups(offset: UInt64, limit: UInt64) async throws  -> [GroupInfo]
+    
+    /**
      * True while paused.
      */
     func isPaused() async throws  -> Bool
@@ -1122,6 +1128,12 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func pause() async throws 
     
     /**
+     * Stops handing out jobs of `group`; its jobs keep waiting (and adds still land) while the
+     * rest of the queue runs.
+     */
+    func pauseGroup(group: String) async throws 
+    
+    /**
      * Runs a delayed job now; false when it is not delayed.
      */
     func promote(id: String) async throws  -> Bool
@@ -1147,6 +1159,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func resume() async throws 
     
     /**
+     * Hands out jobs of a paused group again.
+     */
+    func resumeGroup(group: String) async throws 
+    
+    /**
      * Sends a failed job back to wait with its attempts reset; false when it is not failed.
      */
     func retry(id: String) async throws  -> Bool
@@ -1167,10 +1184,28 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func setGlobalConcurrency(max: UInt32?) async throws 
     
     /**
+     * At most `limit` jobs of `group` (null: by default, of every group) running at once across
+     * all workers; a group's own cap wins over the default. A null `limit` lifts it.
+     */
+    func setGroupConcurrency(limit: UInt32?, group: String?) async throws 
+    
+    /**
+     * At most `limit` jobs of `group` (null: by default, of every group) waiting to run; an add
+     * past it fails with the code `GROUP_FULL` and writes nothing. A null `limit` lifts it.
+     */
+    func setGroupMaxWaiting(limit: UInt64?, group: String?) async throws 
+    
+    /**
      * Each job group (the `group` option) starts at most `max` jobs per `window_ms`, every group
      * on its own (null lifts it).
      */
     func setGroupRateLimit(limit: RateLimit?) async throws 
+    
+    /**
+     * Sets a group's weight, 1 to 1000 (every group's is 1 unless set): while groups have work,
+     * one of weight 3 runs three jobs for each job of a group of weight 1.
+     */
+    func setGroupWeight(group: String, weight: UInt32) async throws 
     
     /**
      * At most `max` jobs start per `window_ms` (null lifts it).
@@ -1551,6 +1586,26 @@ open func get(id: String)async throws  -> JobRecord?  {
 }
     
     /**
+     * One page of the queue's groups, ordered by name: `limit` (at most 10,000) after the first
+     * `offset`. A group is listed while it has jobs waiting or running or a setting of its own.
+     */
+open func groups(offset: UInt64 = UInt64(0), limit: UInt64 = UInt64(100))async throws  -> [GroupInfo]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_groups(
+                        self.uniffiCloneHandle(),FfiConverterUInt64.lower(offset),FfiConverterUInt64.lower(limit)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeGroupInfo.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
      * True while paused.
      */
 open func isPaused()async throws  -> Bool  {
@@ -1712,6 +1767,26 @@ open func pause()async throws   {
 }
     
     /**
+     * Stops handing out jobs of `group`; its jobs keep waiting (and adds still land) while the
+     * rest of the queue runs.
+     */
+open func pauseGroup(group: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_pause_group(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(group)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
      * Runs a delayed job now; false when it is not delayed.
      */
 open func promote(id: String)async throws  -> Bool  {
@@ -1807,6 +1882,25 @@ open func resume()async throws   {
 }
     
     /**
+     * Hands out jobs of a paused group again.
+     */
+open func resumeGroup(group: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_resume_group(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(group)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
      * Sends a failed job back to wait with its attempts reset; false when it is not failed.
      */
 open func retry(id: String)async throws  -> Bool  {
@@ -1883,6 +1977,46 @@ open func setGlobalConcurrency(max: UInt32?)async throws   {
 }
     
     /**
+     * At most `limit` jobs of `group` (null: by default, of every group) running at once across
+     * all workers; a group's own cap wins over the default. A null `limit` lifts it.
+     */
+open func setGroupConcurrency(limit: UInt32?, group: String? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_set_group_concurrency(
+                        self.uniffiCloneHandle(),FfiConverterOptionUInt32.lower(limit),FfiConverterOptionString.lower(group)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * At most `limit` jobs of `group` (null: by default, of every group) waiting to run; an add
+     * past it fails with the code `GROUP_FULL` and writes nothing. A null `limit` lifts it.
+     */
+open func setGroupMaxWaiting(limit: UInt64?, group: String? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_set_group_max_waiting(
+                        self.uniffiCloneHandle(),FfiConverterOptionUInt64.lower(limit),FfiConverterOptionString.lower(group)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
      * Each job group (the `group` option) starts at most `max` jobs per `window_ms`, every group
      * on its own (null lifts it).
      */
@@ -1892,6 +2026,26 @@ open func setGroupRateLimit(limit: RateLimit?)async throws   {
             rustFutureFunc: {
                 uniffi_emq_uniffi_fn_method_queue_set_group_rate_limit(
                         self.uniffiCloneHandle(),FfiConverterOptionTypeRateLimit.lower(limit)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Sets a group's weight, 1 to 1000 (every group's is 1 unless set): while groups have work,
+     * one of weight 3 runs three jobs for each job of a group of weight 1.
+     */
+open func setGroupWeight(group: String, weight: UInt32)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_set_group_weight(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(group),FfiConverterUInt32.lower(weight)
                 )
             },
             pollFunc: ffi_emq_uniffi_rust_future_poll_void,
@@ -4751,6 +4905,31 @@ fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeGroupInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [GroupInfo]
+
+    public static func write(_ value: [GroupInfo], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeGroupInfo.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [GroupInfo] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [GroupInfo]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeGroupInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeSchedulerInfo: FfiConverterRustBuffer {
     typealias SwiftType = [SchedulerInfo]
 
@@ -5176,6 +5355,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_get() != 31443) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_queue_groups() != 27495) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_queue_is_paused() != 57285) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5203,6 +5385,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_pause() != 52584) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_queue_pause_group() != 63085) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_queue_promote() != 50577) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5218,6 +5403,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_resume() != 61150) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_queue_resume_group() != 38119) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_queue_retry() != 11301) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5230,7 +5418,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_set_global_concurrency() != 19433) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_queue_set_group_concurrency() != 58705) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_set_group_max_waiting() != 42949) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_queue_set_group_rate_limit() != 56139) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_set_group_weight() != 45937) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_set_rate_limit() != 16939) {

@@ -378,6 +378,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_events(uint64_t ptr, RustBuffer after
 uint64_t uniffi_emq_uniffi_fn_method_queue_get(uint64_t ptr, RustBuffer id
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_GROUPS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_GROUPS
+uint64_t uniffi_emq_uniffi_fn_method_queue_groups(uint64_t ptr, uint64_t offset, uint64_t limit
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_IS_PAUSED
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_IS_PAUSED
 uint64_t uniffi_emq_uniffi_fn_method_queue_is_paused(uint64_t ptr
@@ -423,6 +428,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_obliterate(uint64_t ptr, int8_t force
 uint64_t uniffi_emq_uniffi_fn_method_queue_pause(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PAUSE_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PAUSE_GROUP
+uint64_t uniffi_emq_uniffi_fn_method_queue_pause_group(uint64_t ptr, RustBuffer group
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PROMOTE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PROMOTE
 uint64_t uniffi_emq_uniffi_fn_method_queue_promote(uint64_t ptr, RustBuffer id
@@ -448,6 +458,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_remove_scheduler(uint64_t ptr, RustBu
 uint64_t uniffi_emq_uniffi_fn_method_queue_resume(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_RESUME_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_RESUME_GROUP
+uint64_t uniffi_emq_uniffi_fn_method_queue_resume_group(uint64_t ptr, RustBuffer group
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_RETRY
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_RETRY
 uint64_t uniffi_emq_uniffi_fn_method_queue_retry(uint64_t ptr, RustBuffer id
@@ -468,9 +483,24 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_schedulers(uint64_t ptr
 uint64_t uniffi_emq_uniffi_fn_method_queue_set_global_concurrency(uint64_t ptr, RustBuffer max
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_CONCURRENCY
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_CONCURRENCY
+uint64_t uniffi_emq_uniffi_fn_method_queue_set_group_concurrency(uint64_t ptr, RustBuffer limit, RustBuffer group
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_MAX_WAITING
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_MAX_WAITING
+uint64_t uniffi_emq_uniffi_fn_method_queue_set_group_max_waiting(uint64_t ptr, RustBuffer limit, RustBuffer group
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_RATE_LIMIT
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_RATE_LIMIT
 uint64_t uniffi_emq_uniffi_fn_method_queue_set_group_rate_limit(uint64_t ptr, RustBuffer limit
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_WEIGHT
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GROUP_WEIGHT
+uint64_t uniffi_emq_uniffi_fn_method_queue_set_group_weight(uint64_t ptr, RustBuffer group, uint32_t weight
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_RATE_LIMIT
@@ -931,6 +961,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_get(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_GROUPS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_GROUPS
+uint16_t uniffi_emq_uniffi_checksum_method_queue_groups(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_IS_PAUSED
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_IS_PAUSED
 uint16_t uniffi_emq_uniffi_checksum_method_queue_is_paused(void
@@ -985,6 +1021,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_pause(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_PAUSE_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_PAUSE_GROUP
+uint16_t uniffi_emq_uniffi_checksum_method_queue_pause_group(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_PROMOTE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_PROMOTE
 uint16_t uniffi_emq_uniffi_checksum_method_queue_promote(void
@@ -1015,6 +1057,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_resume(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_RESUME_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_RESUME_GROUP
+uint16_t uniffi_emq_uniffi_checksum_method_queue_resume_group(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_RETRY
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_RETRY
 uint16_t uniffi_emq_uniffi_checksum_method_queue_retry(void
@@ -1039,9 +1087,27 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_set_global_concurrency(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_CONCURRENCY
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_CONCURRENCY
+uint16_t uniffi_emq_uniffi_checksum_method_queue_set_group_concurrency(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_MAX_WAITING
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_MAX_WAITING
+uint16_t uniffi_emq_uniffi_checksum_method_queue_set_group_max_waiting(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_RATE_LIMIT
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_RATE_LIMIT
 uint16_t uniffi_emq_uniffi_checksum_method_queue_set_group_rate_limit(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_WEIGHT
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_GROUP_WEIGHT
+uint16_t uniffi_emq_uniffi_checksum_method_queue_set_group_weight(void
     
 );
 #endif

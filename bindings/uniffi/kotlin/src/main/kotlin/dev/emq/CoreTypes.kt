@@ -25,6 +25,9 @@ typealias Event = dev.emq.core.Event
 /** A job scheduler as stored (the core's `SchedulerInfo`). */
 typealias SchedulerInfo = dev.emq.core.SchedulerInfo
 
+/** One group of a queue, as `Queue.groups` reads it (the core's `GroupInfo`). */
+typealias GroupInfo = dev.emq.core.GroupInfo
+
 /** A job id as its text (the core's `JobId`, checked by its parser when it comes back in). */
 typealias JobId = dev.emq.core.JobId
 
