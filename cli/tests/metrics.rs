@@ -93,3 +93,40 @@ async fn metrics_print_and_serve() {
         "{body}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_group_gauges_only_with_groups() {
+    let server = RedisServer::start().unwrap();
+    let q = Queue::connect(ConnectOptions::new(server.url()), "mg")
+        .await
+        .unwrap();
+    for i in 0..2 {
+        let o = JobOptions {
+            group: Some("acme".into()),
+            ..JobOptions::default()
+        };
+        q.add("n", serde_json::json!(i), o).await.unwrap();
+    }
+    let run = |extra: &[&str]| {
+        let out = Command::new(EMQ)
+            .args(["--url", &server.url(), "metrics", "mg"])
+            .args(extra)
+            .env_remove("EMQ_URL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run(&[]);
+    assert!(!plain.contains("emq_group_"), "{plain}");
+    let text = run(&["--groups", "100"]);
+    let s = samples(&text);
+    assert!(
+        s.contains(&("emq_group_waiting{queue=\"mg\",group=\"acme\"}".to_string(), 2.0)),
+        "{text}"
+    );
+    assert!(
+        s.contains(&("emq_group_running{queue=\"mg\",group=\"acme\"}".to_string(), 0.0)),
+        "{text}"
+    );
+}

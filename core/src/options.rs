@@ -93,8 +93,10 @@ pub struct JobOptions {
     pub dedup_ttl_ms: u64,
     /// In a flow: what this job's final failure does to its parent.
     pub parent_policy: ParentPolicy,
-    /// The job's group for the queue's per-group rate limit (`Queue::set_group_rate_limit`): each
-    /// group is limited on its own. It is data (a field of the queue's groups hash), never a key.
+    /// The job's group (a tenant, a customer): groups take turns (fair groups, `core/src/groups.rs`:
+    /// weights, per-group concurrency, a cap on waiting jobs, pause), and the per-group rate limit
+    /// (`Queue::set_group_rate_limit`) counts each group on its own. 1 to 256 bytes, no NUL. It is
+    /// data (members and fields of the queue's group containers), never a key.
     pub group: Option<String>,
     /// Words for people about this job (up to [`MAX_DESCRIPTION`] bytes): stored with its options,
     /// shown by `emq job` and the dashboard, never read by emq itself.

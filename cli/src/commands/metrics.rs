@@ -1,4 +1,5 @@
-//! `emq metrics <queue>... [--json] [--listen ADDR]`: queue metrics in the Prometheus text format.
+//! `emq metrics <queue>... [--json] [--listen ADDR] [--groups N]`: queue metrics in the Prometheus
+//! text format (per-group gauges only with `--groups`).
 //!
 //! Without `--listen` it prints one snapshot. With it, it serves `GET /metrics` over HTTP on ADDR
 //! (e.g. `127.0.0.1:9108`; port 0 picks a free one) until Ctrl-C or SIGTERM, reading fresh metrics
@@ -24,12 +25,21 @@ pub struct Args {
     /// Serve the text over HTTP on this address instead of printing it once.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+
+    /// Also report each queue's first N groups (by name; at most 10,000) as per-group gauges,
+    /// `emq_group_waiting` and `emq_group_running`. Off by default: a label per tenant can grow
+    /// a metrics store without bound.
+    #[arg(long, value_name = "N")]
+    pub groups: Option<u64>,
 }
 
-async fn snapshot(queues: &[Queue]) -> emq::Result<Vec<emq::QueueMetrics>> {
+async fn snapshot(queues: &[Queue], groups: Option<u64>) -> emq::Result<Vec<emq::QueueMetrics>> {
     let mut all = Vec::with_capacity(queues.len());
     for q in queues {
-        all.push(q.metrics().await?);
+        all.push(match groups {
+            Some(n) => q.metrics_with_groups(n).await?,
+            None => q.metrics().await?,
+        });
     }
     Ok(all)
 }
@@ -48,7 +58,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
         .map(|n| Queue::with_store(store.clone(), minter.clone(), n))
         .collect::<emq::Result<Vec<_>>>()?;
     let Some(addr) = &args.listen else {
-        let all = snapshot(&queues).await?;
+        let all = snapshot(&queues, args.groups).await?;
         if args.json {
             outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
         } else {
@@ -81,7 +91,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
                 let request = String::from_utf8_lossy(&buf[..n]);
                 let path = request.split_whitespace().nth(1).unwrap_or("");
                 let (status, body) = if path == "/metrics" {
-                    match snapshot(&queues).await {
+                    match snapshot(&queues, args.groups).await {
                         Ok(all) => ("200 OK", emq::prometheus_text(&all)),
                         Err(e) => ("503 Service Unavailable", format!("error[{}]: {}\n", e.code(), e.message())),
                     }
