@@ -122,11 +122,17 @@ async fn per_group_gauges_only_with_groups() {
     let text = run(&["--groups", "100"]);
     let s = samples(&text);
     assert!(
-        s.contains(&("emq_group_waiting{queue=\"mg\",group=\"acme\"}".to_string(), 2.0)),
+        s.contains(&(
+            "emq_group_waiting{queue=\"mg\",group=\"acme\"}".to_string(),
+            2.0
+        )),
         "{text}"
     );
     assert!(
-        s.contains(&("emq_group_running{queue=\"mg\",group=\"acme\"}".to_string(), 0.0)),
+        s.contains(&(
+            "emq_group_running{queue=\"mg\",group=\"acme\"}".to_string(),
+            0.0
+        )),
         "{text}"
     );
 }

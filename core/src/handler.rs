@@ -229,6 +229,18 @@ pub struct JobContext {
     pub(crate) interrupt: watch::Receiver<Option<Interrupt>>,
     /// The worker's hook for its host's events (the `progress` event).
     pub(crate) events: Option<crate::worker::hooks::WorkerEventHook>,
+    /// This run's fencing token ([`JobContext::fence`]).
+    pub(crate) fence: u64,
+}
+
+/// The fencing token a lease token carries: its leading digits, the server's clock in microseconds
+/// when the lease was written (`lib/claim.lua`, `add.lua`, `claim_id.lua`: `<µs>.<place>`).
+pub(crate) fn fence_of(token: &str) -> u64 {
+    token
+        .split('.')
+        .next()
+        .and_then(|us| us.parse().ok())
+        .unwrap_or(0)
 }
 
 impl JobContext {
@@ -240,6 +252,17 @@ impl JobContext {
     /// Its id.
     pub fn id(&self) -> JobId {
         self.job.id
+    }
+
+    /// This run's fencing token: a number that only grows across the job's runs (the datastore's
+    /// clock, in microseconds, when this run's lease was written; each new lease of a job is
+    /// written after the last one ended or expired). Send it with each write to a downstream
+    /// store and have the store refuse a write whose fence is below the highest it has accepted
+    /// for the job: a zombie run — a worker frozen past its lease, whose job has run again
+    /// elsewhere — is then refused there, as `complete` and `fail` refuse its stale lease here.
+    /// It relies on the datastore's clock moving forward (after a failover, the new master's).
+    pub fn fence(&self) -> u64 {
+        self.fence
     }
 
     /// Its payload.

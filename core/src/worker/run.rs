@@ -56,6 +56,7 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                 lost: flight.lost.clone(),
                 interrupt: irx,
                 events: s.events.clone(),
+                fence: crate::handler::fence_of(&token),
             };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
