@@ -31,6 +31,9 @@ async fn fenced_set(store: &emq::Store, key: &str, fence: u64, value: &str) -> b
     ok == 1
 }
 
+/// One run's write to the store: (who, its fence, accepted).
+type Write = (&'static str, u64, bool);
+
 fn opts() -> WorkerOptions {
     WorkerOptions {
         concurrency: 1,
@@ -52,7 +55,7 @@ async fn a_zombie_runs_write_is_refused_by_its_fence() {
         .unwrap();
     let target = format!("downstream:{}", common::unique("fence"));
     // What each run saw and whether its write was accepted: (who, fence, accepted).
-    let log: Arc<Mutex<Vec<(&'static str, u64, bool)>>> = Arc::default();
+    let log: Arc<Mutex<Vec<Write>>> = Arc::default();
 
     // The zombie: a worker on its own one-thread runtime, which its handler freezes (the thread
     // sleeps, so its lease renewals stop too) for well past the lease, then writes.
