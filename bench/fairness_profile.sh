@@ -9,6 +9,11 @@
 # 2. Per script: the same runs at 10,000 groups, once each, with slowlog-log-slower-than 0, the
 #    EVALSHA entries on the run's queue summed by script (bench/slowlog_scripts.py). The slowlog
 #    itself costs CPU, so part 2 gives shares, part 1 the figures.
+# 3. The server's hash-max-listpack-entries (Redis 7.0's default 512, against 16): the groups'
+#    running counts live in the group-state hash, which stays a listpack (linear scans) up to that
+#    many fields. Both sides of groups_c10 and groups_c100 at 10,000 groups, PROFILE_REPS times,
+#    the two settings alternating which goes first. A server setting, not a code change.
+# PROFILE_PARTS (default "1 2 3") picks the parts.
 # Private redis-server on 127.0.0.1:PROFILE_PORT (6396), started here and stopped by its pid.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -17,6 +22,7 @@ PORT="${PROFILE_PORT:-6396}"
 PIDFILE="/tmp/bench-fair-profile-redis-$PORT.pid"
 OUT="$HERE/out/fairness_profile"
 REPS="${PROFILE_REPS:-3}"
+PARTS="${PROFILE_PARTS:-1 2 3}"
 export FAIR_JOBS="${FAIR_JOBS:-50000}"
 export SCENARIO_TIMEOUT_S="${SCENARIO_TIMEOUT_S:-120}"
 BIN="${EMQ_BENCH_BIN:-}"
@@ -51,6 +57,7 @@ cli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@" >/dev/null; }
 
 # 1. sweep
 for rep in $(seq 1 "$REPS"); do
+  case " $PARTS " in *" 1 "*) ;; *) break ;; esac
   for g in 1 10 100 1000 10000; do
     FAIR_GROUPS=$g FAIR_SIDE=grouped FAIR_SCENARIOS=groups REPS=1 BENCH_COMMANDSTATS=0 \
       timeout 300 "$BIN" fairness "$URL" >>"$OUT/sweep_g$g.jsonl" 2>>"$OUT/sweep.log"
@@ -62,6 +69,7 @@ done
 
 # 2. per script
 for sc in groups_c10 groups_c100; do
+  case " $PARTS " in *" 2 "*) ;; *) break ;; esac
   for side in grouped ungrouped; do
     cli CONFIG SET slowlog-max-len 1000000
     cli CONFIG SET slowlog-log-slower-than 0
@@ -72,6 +80,19 @@ for sc in groups_c10 groups_c100; do
     python3 "$HERE/slowlog_scripts.py" "$PORT" "fair-$sc" "${sc}_$side" >"$OUT/scripts_${sc}_$side.json"
     cli SLOWLOG RESET
   done
+done
+
+# 3. hash-max-listpack-entries
+for rep in $(seq 1 "$REPS"); do
+  case " $PARTS " in *" 3 "*) ;; *) break ;; esac
+  if [ $((rep % 2)) -eq 1 ]; then order="512 16"; else order="16 512"; fi
+  for e in $order; do
+    cli CONFIG SET hash-max-listpack-entries "$e"
+    FAIR_GROUPS=10000 FAIR_SCENARIOS=groups FAIR_REP=$((rep - 1)) REPS=1 \
+      timeout 300 "$BIN" fairness "$URL" >>"$OUT/listpack_$e.jsonl" 2>>"$OUT/listpack.log"
+  done
+  cli CONFIG SET hash-max-listpack-entries 512
+  echo "fairness_profile: listpack rep $rep/$REPS done" >&2
 done
 
 python3 - "$OUT" "$FAIR_JOBS" <<'EOF'
@@ -93,6 +114,8 @@ for g in (0, 1, 10, 100, 1000, 10000):
     print(f"| {g if g else 'none (ungrouped)'} | " + " | ".join(row) + " |")
 print()
 for sc in ("groups_c10", "groups_c100"):
+    if not os.path.exists(os.path.join(out, f"scripts_{sc}_grouped.json")):
+        break
     print(f"Per script, {sc}, 10,000 groups (SLOWLOG, µs per processed job; calls per processed job):\n")
     print("| script (numkeys; last key) | grouped µs/job | grouped calls/job | ungrouped µs/job | ungrouped calls/job |")
     print("|---|---:|---:|---:|---:|")
@@ -105,5 +128,21 @@ for sc in ("groups_c10", "groups_c100"):
     for sha in sorted(names, key=lambda s: -(g.get(s, {}).get("us", 0) + u.get(s, {}).get("us", 0))):
         f = lambda d, k: f"{d[sha][k] / n:.2f}" if sha in d else "–"
         print(f"| {names[sha]} | {f(g, 'us')} | {f(g, 'calls')} | {f(u, 'us')} | {f(u, 'calls')} |")
+    print()
+if os.path.exists(os.path.join(out, "listpack_16.jsonl")):
+    print("hash-max-listpack-entries, 10,000 groups (median [min–max]; ratio per repetition):\n")
+    print("| setting | concurrency | grouped Redis µs/job | ungrouped Redis µs/job | grouped ÷ ungrouped | grouped jobs/s ÷ ungrouped | grouped HMGET µs/job | grouped HSET µs/job |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for e in (512, 16):
+        rs = [r for r in lines(os.path.join(out, f"listpack_{e}.jsonl")) if "error" not in r]
+        for cc in (10, 100):
+            sc = f"groups_c{cc}"
+            g = {r["rep"]: r for r in rs if r["scenario"] == sc and r["side"] == "grouped"}
+            u = {r["rep"]: r for r in rs if r["scenario"] == sc and r["side"] == "ungrouped"}
+            cs = lambda r, k: r.get("commandstats_per_job", {}).get(k, {}).get("usec_per_job", 0.0)
+            print(f"| {e} | {cc} | {c([r['redis_cpu_us_per_job'] for r in g.values()])} | {c([r['redis_cpu_us_per_job'] for r in u.values()])} | "
+                  f"{c([g[k]['redis_cpu_us_per_job'] / u[k]['redis_cpu_us_per_job'] for k in g if k in u])} | "
+                  f"{c([g[k]['jobs_per_s'] / u[k]['jobs_per_s'] for k in g if k in u])} | "
+                  f"{c([cs(r, 'hmget') for r in g.values()])} | {c([cs(r, 'hset') for r in g.values()])} |")
     print()
 EOF
