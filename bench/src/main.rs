@@ -1,7 +1,8 @@
 //! emq-bench: emq's side of the side-by-side benchmark against the BullMQ anchors
 //! (`shared/bench/anchors/`). Run by hand, never in CI: `bench/run.sh` drives it.
 //!
-//! Usage: `emq-bench [REDIS_URL]` (default `redis://127.0.0.1:6390`).
+//! Usage: `emq-bench [REDIS_URL]` (default `redis://127.0.0.1:6390`); `emq-bench fairness
+//! [REDIS_URL]` runs the fair-groups benchmark instead (`fairness.rs`, driven by bench/fairness.sh).
 //! Knobs (environment, like the anchors): REPS (default 1), N_JOBS (20000), N_LATENCY (1000),
 //! SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (default 1: CONFIG RESETSTAT before and INFO
 //! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all but the
@@ -11,6 +12,7 @@
 //! FLUSHALL runs before every scenario run, so point it at a throwaway Redis only.
 
 mod control;
+mod fairness;
 
 use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker, WorkerEvent};
 use serde_json::{json, Map, Value};
@@ -504,8 +506,14 @@ async fn main() {
 }
 
 async fn bench_main() -> i32 {
-    let url = std::env::args()
-        .nth(1)
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let fairness = args.first().is_some_and(|a| a == "fairness");
+    if fairness {
+        args.remove(0);
+    }
+    let url = args
+        .first()
+        .cloned()
         .unwrap_or_else(|| "redis://127.0.0.1:6390".to_string());
     let cfg = Cfg {
         url,
@@ -531,6 +539,9 @@ async fn bench_main() -> i32 {
             return 2;
         }
     };
+    if fairness {
+        return fairness::fairness_main(cfg, &mut admin).await;
+    }
     let t_start = Instant::now();
     let mut errors = 0;
 
