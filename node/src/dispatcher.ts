@@ -26,7 +26,7 @@ export interface Slot {
   events(batchText: string): void;
 }
 
-/** A job as the addon hands it over (`{ s, id, name, data, attemptsMade, attempts }`), or an abort. */
+/** A job as the addon hands it over (`{ s, id, name, data, attemptsMade, attempts, fence }`), or an abort. */
 interface Entry {
   s: number;
   abort?: 'cancelled' | 'timeout' | 'shutdown';
@@ -36,6 +36,7 @@ interface Entry {
   data: unknown;
   attemptsMade: number;
   attempts: number;
+  fence: number;
 }
 
 /** The failure of a job as the native worker records it, from whatever the handler threw. */
@@ -153,6 +154,7 @@ export function dispatcher(handler: Handler, queue: Queue, slot: Slot): (batchTe
         data: raw.data,
         attemptsMade: raw.attemptsMade,
         attempts: raw.attempts,
+        fence: raw.fence,
         get signal(): AbortSignal {
           if (st.ctrl === null) {
             st.ctrl = new AbortController();

@@ -135,6 +135,14 @@ export interface ActiveJob<T = any> {
   attemptsMade: number;
   attempts: number;
   /**
+   * This run's fencing token: a number that only grows across the job's runs (the datastore's
+   * clock in microseconds when this run's lease was written; below 2^53, so exact as a number).
+   * Send it with each write to a downstream store and have the store refuse a write whose fence is
+   * below the highest it accepted: a zombie run (a worker frozen past its lease while the job ran
+   * again elsewhere) is then refused there.
+   */
+  fence: number;
+  /**
    * Aborted when the worker asks this run to stop; `signal.reason` is a `JobInterrupted` whose
    * `code` says why: 'cancelled' (`queue.cancel`), 'timeout' (the job's `timeout`) or 'shutdown'
    * (the close grace period ended, or `worker.abort()`). Pass it to `fetch` & co, or listen for

@@ -138,7 +138,7 @@ impl Dispatch {
 }
 
 /// One job as the dispatcher receives it: `{"s":seq,"id":…,"name":…,"data":…,"attemptsMade":n,
-/// "attempts":n}`.
+/// "attempts":n,"fence":n}` (the fence, µs since the epoch, is below 2^53: a JS number holds it).
 fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     let j = ctx.job();
     let _ = write!(out, "{{\"s\":{seq},\"id\":\"{}\",\"name\":", j.id);
@@ -147,8 +147,10 @@ fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     let _ = serde_json::to_writer(&mut *out, &j.data);
     let _ = write!(
         out,
-        ",\"attemptsMade\":{},\"attempts\":{}}}",
-        j.attempts_made, j.attempts
+        ",\"attemptsMade\":{},\"attempts\":{},\"fence\":{}}}",
+        j.attempts_made,
+        j.attempts,
+        ctx.fence()
     );
 }
 

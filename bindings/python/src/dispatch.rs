@@ -154,6 +154,12 @@ awaitable_methods! {
             self.send(Err(handler_error(py, exc)));
         }
 
+        /// This run's fencing token (`JobContext::fence`): it only grows across the job's runs.
+        #[getter]
+        fn fence(&self) -> u64 {
+            self.ctx.fence()
+        }
+
         /// True once the worker learned that its lease on this job is gone.
         #[getter]
         fn lease_lost(&self) -> bool {

@@ -68,7 +68,10 @@ impl emq::Handler for ForeignHandler {
     fn handle(&self, ctx: JobContext) -> BoxFuture<'static, emq::HandlerResult> {
         let foreign = self.0.clone();
         self.1.started(ctx.job().id);
-        let job = JobRecord::from(ctx.job());
+        let job = JobRecord {
+            fence: ctx.fence(),
+            ..JobRecord::from(ctx.job())
+        };
         Box::pin(async move {
             let mut call = Call(Some(Box::pin(async move { foreign.handle(job).await })));
             let done = tokio::select! {

@@ -39,6 +39,14 @@ pub struct JobRecord {
     pub parent: Option<String>,
     /// The options it was added with.
     pub options: JobOptions,
+    /// As a handler receives it: this run's fencing token (the core's `JobContext::fence`), a
+    /// number that only grows across the job's runs (the datastore's clock in µs when this run's
+    /// lease was written). Send it with each write to a downstream store and have the store refuse
+    /// a write whose fence is below the highest it accepted: a zombie run (a worker frozen past its
+    /// lease while the job ran again elsewhere) is then refused there. 0 on a job read back
+    /// (`Queue.get`, `Queue.list`): fences belong to runs.
+    #[uniffi(default = 0)]
+    pub fence: u64,
 }
 
 impl From<&emq::Job> for JobRecord {
@@ -64,6 +72,7 @@ impl From<&emq::Job> for JobRecord {
             options: JobOptions::from(
                 &serde_json::from_value::<emq::JobOptions>(j.options.clone()).unwrap_or_default(),
             ),
+            fence: 0,
         }
     }
 }

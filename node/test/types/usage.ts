@@ -61,6 +61,8 @@ export async function usage(): Promise<void> {
     async (j: ActiveJob<Email>) => {
       await j.updateProgress({ step: 1 });
       await j.log(`sending ${j.data.n}`);
+      const fence: number = j.fence;
+      void fence;
       if (j.data.n < 0) throw new UnrecoverableError('bad input');
       return { sent: j.data.to.length > 0 };
     },

@@ -52,7 +52,10 @@ class Job:
     run, starting at 1: ``attempts_made + 1``), ``attempts_made`` (runs before this one that
     failed), ``attempts`` (the most runs allowed), ``options`` (the job options it was added
     with that differ from the defaults), ``parent`` (in a flow: ``"<queue>:<id>"``, else None),
-    ``priority``, ``stalls``, ``dedup``, ``created_ms`` / ``processed_ms`` (server ms).
+    ``priority``, ``stalls``, ``dedup``, ``created_ms`` / ``processed_ms`` (server ms), ``fence``
+    (this run's fencing token: it only grows across the job's runs; send it with each write to a
+    downstream store, which refuses a write whose fence is below the highest it accepted, so a
+    zombie run's late write is refused there; 0 on a worker event's snapshot).
 
     Methods on the running job: :meth:`progress`, :meth:`log`, :meth:`children_results` — awaited
     in an ``async def`` handler; in a plain ``def`` handler (it runs in a thread) the same calls
@@ -75,6 +78,7 @@ class Job:
         "dedup",
         "created_ms",
         "processed_ms",
+        "fence",
     )
 
     id: str
@@ -90,6 +94,7 @@ class Job:
     dedup: Optional[str]
     created_ms: int
     processed_ms: Optional[int]
+    fence: int
 
     def __init__(self, call: "Optional[_emq.Call]", fields: Optional[Dict[str, Any]] = None) -> None:
         f: Dict[str, Any] = call.job() if call is not None else dict(fields or {})
@@ -107,6 +112,7 @@ class Job:
         self.dedup = f.get("dedup")
         self.created_ms = f.get("created_ms", 0)
         self.processed_ms = f.get("processed_ms")
+        self.fence = call.fence if call is not None else f.get("fence", 0)
 
     def __repr__(self) -> str:
         return f"<emq.Job {self.name!r} id={self.id} attempt={self.attempt}/{self.attempts}>"

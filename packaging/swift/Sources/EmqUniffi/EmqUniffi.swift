@@ -3030,6 +3030,15 @@ public struct JobRecord: Equatable, Hashable {
      * The options it was added with.
      */
     public var options: JobOptions
+    /**
+     * As a handler receives it: this run's fencing token (the core's `JobContext::fence`), a
+     * number that only grows across the job's runs (the datastore's clock in µs when this run's
+     * lease was written). Send it with each write to a downstream store and have the store refuse
+     * a write whose fence is below the highest it accepted: a zombie run (a worker frozen past its
+     * lease while the job ran again elsewhere) is then refused there. 0 on a job read back
+     * (`Queue.get`, `Queue.list`): fences belong to runs.
+     */
+    public var fence: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3069,7 +3078,15 @@ public struct JobRecord: Equatable, Hashable {
          */parent: String?, 
         /**
          * The options it was added with.
-         */options: JobOptions) {
+         */options: JobOptions, 
+        /**
+         * As a handler receives it: this run's fencing token (the core's `JobContext::fence`), a
+         * number that only grows across the job's runs (the datastore's clock in µs when this run's
+         * lease was written). Send it with each write to a downstream store and have the store refuse
+         * a write whose fence is below the highest it accepted: a zombie run (a worker frozen past its
+         * lease while the job ran again elsewhere) is then refused there. 0 on a job read back
+         * (`Queue.get`, `Queue.list`): fences belong to runs.
+         */fence: UInt64 = UInt64(0)) {
         self.id = id
         self.name = name
         self.dataJson = dataJson
@@ -3086,6 +3103,7 @@ public struct JobRecord: Equatable, Hashable {
         self.progressJson = progressJson
         self.parent = parent
         self.options = options
+        self.fence = fence
     }
 
     
@@ -3119,7 +3137,8 @@ public struct FfiConverterTypeJobRecord: FfiConverterRustBuffer {
                 finishedMs: FfiConverterOptionUInt64.read(from: &buf), 
                 progressJson: FfiConverterOptionString.read(from: &buf), 
                 parent: FfiConverterOptionString.read(from: &buf), 
-                options: FfiConverterTypeJobOptions.read(from: &buf)
+                options: FfiConverterTypeJobOptions.read(from: &buf), 
+                fence: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -3140,6 +3159,7 @@ public struct FfiConverterTypeJobRecord: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.progressJson, into: &buf)
         FfiConverterOptionString.write(value.parent, into: &buf)
         FfiConverterTypeJobOptions.write(value.options, into: &buf)
+        FfiConverterUInt64.write(value.fence, into: &buf)
     }
 }
 
