@@ -121,7 +121,8 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
     if ARGV[a + 5] ~= '' then fields[n + 1] = 'parent'; fields[n + 2] = ARGV[a + 5]; n = n + 2 end
     if group ~= '' then
       fields[n + 1] = 'group'; fields[n + 2] = group; n = n + 2
-      call('HSET', K.groups, id, group)
+      -- A delayed job's entry names its group; a ready one's is its member (emq_group_ready below).
+      if delay > 0 then call('HSET', K.groups, id, group) end
       call('ZADD', K.group_names, 'NX', 0, group)
       tags[#tags + 1] = 'g:' .. id
       tags[#tags + 1] = group
