@@ -1170,3 +1170,47 @@ async fn a_claim_takes_untaken_handed_jobs_first() {
         audit_ok(&q).await;
     }
 }
+
+/// One worker at concurrency 1 starts a queue's jobs in the order the queue hands them out,
+/// whatever the order its claims' replies come back in (the fetch loop's and the completer's
+/// refills race: a later claim's jobs must wait for an earlier one's), prefetch or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_slot_starts_jobs_in_queue_order() {
+    for (topology, store) in common::both().await {
+        for prefetch in [Some(1), Some(3), None] {
+            let q = queue_on(&store, "inorder").await;
+            let ids = q.add_bulk(common::jobs("n", 300)).await.unwrap();
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let log2 = log.clone();
+            let w = Worker::builder(q.clone())
+                .options(WorkerOptions {
+                    concurrency: 1,
+                    prefetch,
+                    ..fast()
+                })
+                .handler(move |job: JobContext| {
+                    let log = log2.clone();
+                    async move {
+                        log.lock().unwrap().push(job.id());
+                        Ok(Value::Null)
+                    }
+                })
+                .run()
+                .unwrap();
+            wait_until("all done", Duration::from_secs(30), || async {
+                q.counts().await.unwrap().completed == 300
+            })
+            .await;
+            w.close().await.unwrap();
+            let started = log.lock().unwrap().clone();
+            let out_of_order = started.windows(2).filter(|p| p[0] > p[1]).count();
+            assert_eq!(
+                (started.len(), out_of_order),
+                (300, 0),
+                "{topology}, prefetch {prefetch:?}: every job ran once, in order"
+            );
+            assert_eq!(started, ids, "{topology}, prefetch {prefetch:?}");
+            audit_ok(&q).await;
+        }
+    }
+}

@@ -73,6 +73,7 @@ impl WorkerBuilder {
             flights: Mutex::new(HashMap::new()),
             running: AtomicUsize::new(0),
             ready: Mutex::new(Ready::default()),
+            order: Mutex::new(ClaimOrder::default()),
             held: AtomicUsize::new(0),
             unrecorded: AtomicUsize::new(0),
             job_us: AtomicU64::new(u64::MAX),

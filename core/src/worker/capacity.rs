@@ -70,31 +70,43 @@ pub(super) fn free_slots(s: &Shared) -> usize {
         .saturating_sub(s.running.load(Ordering::SeqCst))
 }
 
-/// Takes leased, read jobs: registers their leases (renewed from now on, released by `close`) and
-/// starts slots for them while fewer than `concurrency` run; the rest wait in the buffer. The first
-/// `reported` were leased as started (their claim knew they would start at once); a slot reports
-/// the start of any other when it takes it (see `run_slot`).
+/// Takes leased, read jobs now, outside any claim order (a job an add handed over): see
+/// [`register`] and [`enqueue`].
 pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>, reported: usize) {
+    register(s, &jobs, reported);
+    enqueue(s, jobs);
+}
+
+/// Registers leased, read jobs: their leases are renewed from now on and released by `close`. The
+/// first `reported` were leased as started (their claim knew they would start at once); a slot
+/// reports the start of any other when it takes it (see `run_slot`).
+pub(super) fn register(s: &Shared, jobs: &[(Job, String)], reported: usize) {
     if jobs.is_empty() {
         return;
     }
-    {
-        let mut flights = s.flights.lock().expect("flights");
-        let mut early = s.early_cancels.lock().expect("early cancels");
-        for (i, (job, token)) in jobs.iter().enumerate() {
-            flights.insert(
-                job.id,
-                Flight {
-                    token: token.clone(),
-                    lease_ms: job_lease_ms(s, job),
-                    lost: Arc::new(AtomicBool::new(false)),
-                    abort: None,
-                    interrupt: None,
-                    cancel: early.remove(&job.id).map(|(reason, _)| reason),
-                    started: i < reported,
-                },
-            );
-        }
+    let mut flights = s.flights.lock().expect("flights");
+    let mut early = s.early_cancels.lock().expect("early cancels");
+    for (i, (job, token)) in jobs.iter().enumerate() {
+        flights.insert(
+            job.id,
+            Flight {
+                token: token.clone(),
+                lease_ms: job_lease_ms(s, job),
+                lost: Arc::new(AtomicBool::new(false)),
+                abort: None,
+                interrupt: None,
+                cancel: early.remove(&job.id).map(|(reason, _)| reason),
+                started: i < reported,
+            },
+        );
+    }
+}
+
+/// Puts registered jobs in the buffer and starts slots for them while fewer than `concurrency`
+/// run; the rest wait in the buffer (in order: see `order.rs`).
+pub(super) fn enqueue(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
+    if jobs.is_empty() {
+        return;
     }
     let mut starting = Vec::new();
     {

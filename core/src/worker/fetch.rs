@@ -107,6 +107,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             continue;
         }
         let starting = free_slots(&s);
+        let ticket = Ticket::take(&s);
         let claimed = claim_keys(script::CLAIM.prepare(), &s.queue)
             .arg(free)
             .arg(s.opts.lease.as_millis() as u64)
@@ -134,7 +135,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
         };
         next_due = due.map(|d| Instant::now() + Duration::from_millis(d.max(1)));
         if !jobs.is_empty() {
-            start(&s, jobs, starting).await;
+            start(&s, jobs, starting, ticket).await;
             continue;
         }
         let wait = due
@@ -268,9 +269,10 @@ pub(super) async fn block_for_marker(
     };
     if reserve(s, 1) == 1 {
         let starts = free_slots(s) > 0;
+        let ticket = Ticket::take(s);
         match claim_named(s, id, starts).await {
             Ok(Some(job)) => {
-                dispatch(s, vec![job], usize::from(starts));
+                ticket.deliver(vec![job], usize::from(starts));
                 // Let the new slot start its handler before this loop sends anything more (its
                 // next wait would otherwise go first).
                 tokio::task::yield_now().await;
@@ -377,9 +379,9 @@ pub(super) async fn claim_named(
     )))
 }
 
-/// Reads leased jobs' records and dispatches them; the first `starting` of `leased` were leased as
-/// starting at once (the claim's `start`), the others ahead.
-pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>, starting: usize) {
+/// Reads leased jobs' records and delivers them in their claim's turn (`ticket`); the first
+/// `starting` of `leased` were leased as starting at once (the claim's `start`), the others ahead.
+pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>, starting: usize, ticket: Ticket) {
     let ids: Vec<JobId> = leased.iter().map(|(id, _)| *id).collect();
     let records = match read_records(&s.queue, &ids).await {
         Ok(r) => r,
@@ -404,5 +406,5 @@ pub(super) async fn start(s: &Arc<Shared>, leased: Vec<Leased>, starting: usize)
             None => unreserve(s, 1),
         }
     }
-    dispatch(s, jobs, reported);
+    ticket.deliver(jobs, reported);
 }

@@ -45,7 +45,7 @@
 //!   binding handler) before its outcome is recorded, so a retry never overlaps it.
 //!
 //! Files, one concern each: `builder.rs` (options validated, tasks started), `handle.rs` (stats,
-//! close, abort), `fetch.rs` (claim, block, hand-off), `capacity.rs` (capacity and dispatch), `run.rs`
+//! close, abort), `fetch.rs` (claim, block, hand-off), `capacity.rs` (capacity and dispatch), `order.rs` (jobs buffered in the order claimed), `run.rs`
 //! (a handler's run, its interrupts, releases), `record.rs` (completions and failures recorded),
 //! `hooks.rs` (what a worker reports to its host: [`WorkerEvent`]),
 //! `lease.rs` (renewal), `cancel.rs` (the `cancels` stream), `maintenance.rs` (sweep, schedulers,
@@ -78,6 +78,7 @@ mod handle;
 pub mod hooks;
 mod lease;
 mod maintenance;
+mod order;
 mod record;
 mod run;
 
@@ -92,6 +93,7 @@ use hooks::emit;
 pub use hooks::{WorkerEvent, WorkerEventHook};
 use lease::*;
 use maintenance::*;
+use order::{ClaimOrder, Ticket};
 use record::*;
 use run::*;
 pub use run::{CANCELLED, INTERRUPT_DROP_AFTER};
@@ -167,6 +169,8 @@ struct Shared {
     /// Slots running a job (mirrors `ready.slots` for lock-free reads).
     running: AtomicUsize,
     ready: Mutex<Ready>,
+    /// Claims in flight, so their jobs reach `ready` in the order they were leased.
+    order: Mutex<ClaimOrder>,
     /// Leased jobs not finished yet, plus claims in flight (their reservations).
     held: AtomicUsize,
     /// Completions sent to the completer and not yet recorded.

@@ -227,6 +227,7 @@ pub(super) async fn complete_loop(
                 .arg(c.result.as_str())
                 .arg(format!("{keep}{}", c.dedup));
         }
+        let ticket = Ticket::take(&s);
         let reply = inv
             .invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store())
             .await
@@ -267,7 +268,7 @@ pub(super) async fn complete_loop(
                     let s2 = s.clone();
                     let n = batch.len();
                     tokio::spawn(async move {
-                        start(&s2, next, starting).await;
+                        start(&s2, next, starting, ticket).await;
                         recorded(&s2, n);
                     });
                     continue;
