@@ -77,8 +77,8 @@ pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
 pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology, WIRE_VERSION};
 pub use task::TaskHandle;
 pub use worker::{
-    CloseReport, Worker, WorkerAborter, WorkerEvent, WorkerEventHook, WorkerHandle, WorkerOptions,
-    WorkerStats,
+    CloseReport, QueueOrder, Worker, WorkerAborter, WorkerEvent, WorkerEventHook, WorkerHandle,
+    WorkerOptions, WorkerStats, MAX_QUEUE_WEIGHT,
 };
 pub use worker_registry::WorkerInfo;
 

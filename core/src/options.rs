@@ -2,6 +2,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
+use crate::worker::QueueOrder;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -314,6 +315,9 @@ pub struct WorkerOptions {
     /// Used only after a first job ended, while recent jobs take under [`PREFETCH_MAX_JOB`] on
     /// average.
     pub prefetch: Option<usize>,
+    /// A worker on several queues ([`crate::Worker::builder_many`]): which queue's job starts
+    /// next, and which may lease (default: equal weights; see [`QueueOrder`]). One queue: unused.
+    pub queue_order: QueueOrder,
 }
 
 /// Prefetch pauses while the worker's jobs average longer than this: a long job would keep the
@@ -333,6 +337,7 @@ impl Default for WorkerOptions {
             failed: Retention::FAILED,
             trim_interval: Duration::from_secs(5),
             prefetch: None,
+            queue_order: QueueOrder::default(),
         }
     }
 }

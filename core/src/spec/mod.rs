@@ -24,7 +24,7 @@ use crate::job_id::JobId;
 use crate::limits::{GroupRateLimit, RateLimit};
 use crate::options::{millis, Backoff, JobOptions, ParentPolicy, Removal, Retention};
 use crate::scheduler::{Repeat, Schedule};
-use crate::worker::WorkerOptions;
+use crate::worker::{QueueOrder, WorkerOptions, MAX_QUEUE_WEIGHT};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::time::Duration;
@@ -488,6 +488,36 @@ pub struct WorkerSpec {
     #[serde(alias = "trimInterval")]
     pub trim_interval: Option<Millis>,
     pub prefetch: Option<f64>,
+    /// A worker on several queues: no job of a later queue starts while an earlier one has a
+    /// ready job ([`QueueOrder::Strict`]).
+    pub strict: Option<bool>,
+    /// A worker on several queues: starts shared by weight, keyed by queue name (1 to
+    /// [`MAX_QUEUE_WEIGHT`]; a queue not named has 1).
+    pub weights: Option<std::collections::BTreeMap<String, f64>>,
+}
+
+/// The queue order a spec asks for: `strict` and `weights` exclude each other.
+fn queue_order(s: &WorkerSpec) -> Result<QueueOrder> {
+    match (s.strict.unwrap_or(false), &s.weights) {
+        (true, Some(_)) => Err(invalid(
+            "strict and weights exclude each other: strict orders the queues, weights share them"
+                .to_string(),
+        )),
+        (true, None) => Ok(QueueOrder::Strict),
+        (false, None) => Ok(QueueOrder::default()),
+        (false, Some(w)) => w
+            .iter()
+            .map(|(q, n)| {
+                whole(
+                    &format!("the weight of queue {q:?}"),
+                    *n,
+                    MAX_QUEUE_WEIGHT.into(),
+                )
+                .map(|n| (q.clone(), n as u32))
+            })
+            .collect::<Result<_>>()
+            .map(QueueOrder::Weighted),
+    }
 }
 
 impl TryFrom<WorkerSpec> for WorkerOptions {
@@ -537,6 +567,7 @@ impl TryFrom<WorkerSpec> for WorkerOptions {
             prefetch: count("prefetch", s.prefetch, 0, MAX_PREFETCH as u64)?
                 .map(|p| p as usize)
                 .or(d.prefetch),
+            queue_order: queue_order(&s)?,
         };
         o.validate()?;
         Ok(o)

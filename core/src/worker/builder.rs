@@ -8,8 +8,17 @@ pub struct Worker;
 impl Worker {
     /// A builder for a worker on `queue`.
     pub fn builder(queue: Queue) -> WorkerBuilder {
+        Worker::builder_many(vec![queue])
+    }
+
+    /// A builder for one worker on several queues: one handler, one `concurrency` and one prefetch
+    /// shared by them, in the order [`WorkerOptions::queue_order`] says (strict, or by weight).
+    /// Each queue is served in its own slot (its claims, completions, renewals and sweep); see
+    /// `pool.rs` for how starts are shared. [`WorkerBuilder::run`] refuses an empty list and a
+    /// queue named twice (`invalid_option`).
+    pub fn builder_many(queues: Vec<Queue>) -> WorkerBuilder {
         WorkerBuilder {
-            queue,
+            queues,
             opts: WorkerOptions::default(),
             handler: None,
             events: None,
@@ -19,7 +28,7 @@ impl Worker {
 
 /// Configures a worker.
 pub struct WorkerBuilder {
-    pub(super) queue: Queue,
+    pub(super) queues: Vec<Queue>,
     pub(super) opts: WorkerOptions,
     pub(super) handler: Option<Arc<dyn Handler>>,
     pub(super) events: Option<WorkerEventHook>,
@@ -53,69 +62,148 @@ impl WorkerBuilder {
         self
     }
 
+    /// The order between the queues of a worker on several ([`QueueOrder`]).
+    pub fn queue_order(mut self, order: QueueOrder) -> Self {
+        self.opts.queue_order = order;
+        self
+    }
+
     /// Starts the worker on the current tokio runtime.
     pub fn run(self) -> Result<WorkerHandle> {
         let handler = self.handler.ok_or_else(|| {
             crate::Error::new(ErrorCode::InvalidOption, "a worker needs a handler")
         })?;
         self.opts.validate()?;
-        let (completions, completed_rx) = tokio::sync::mpsc::unbounded_channel();
-        let waiter = format!(
-            "{:016x}|{}",
-            rand::random::<u64>(),
-            self.opts.lease.as_millis()
-        );
-        let shared = Arc::new(Shared {
-            completions,
-            queue: self.queue,
-            handler,
-            opts: self.opts,
-            flights: Mutex::new(HashMap::new()),
-            running: AtomicUsize::new(0),
-            ready: Mutex::new(Ready::default()),
-            order: Mutex::new(ClaimOrder::default()),
-            held: AtomicUsize::new(0),
-            unrecorded: AtomicUsize::new(0),
-            job_us: AtomicU64::new(u64::MAX),
-            stopping: AtomicBool::new(false),
-            aborted: AtomicBool::new(false),
-            released: AtomicU64::new(0),
-            early_cancels: Mutex::new(HashMap::new()),
-            wake: Notify::new(),
-            stop: Notify::new(),
-            idle: Notify::new(),
-            completed: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            retried: AtomicU64::new(0),
-            lease_lost: AtomicU64::new(0),
-            recovered: AtomicU64::new(0),
-            waiter,
-            events: self.events,
-            job_retention: JobRetention::default(),
+        let names: Vec<String> = self
+            .queues
+            .iter()
+            .map(|q| q.name().as_str().to_string())
+            .collect();
+        if names.is_empty() {
+            return Err(crate::Error::new(
+                ErrorCode::InvalidOption,
+                "a worker needs at least one queue",
+            ));
+        }
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(crate::Error::new(
+                    ErrorCode::InvalidOption,
+                    format!("queue {n:?} is named twice in the worker's queues"),
+                ));
+            }
+        }
+        let pool = Arc::new(Pool::new(
+            self.opts.concurrency,
+            &names,
+            &self.opts.queue_order,
+        )?);
+        let members: Vec<Arc<Shared>> = self
+            .queues
+            .into_iter()
+            .enumerate()
+            .map(|(member, queue)| {
+                new_member(
+                    queue,
+                    member,
+                    pool.clone(),
+                    handler.clone(),
+                    self.opts.clone(),
+                    self.events.clone(),
+                )
+            })
+            .collect();
+        // The pool knows every member before any task claims.
+        pool.set_members(&members);
+        let mut handles = members.into_iter().map(|s| {
+            let tasks = start_tasks(&s);
+            (s, tasks)
         });
-        let tasks = vec![
-            TaskHandle::spawn(fetch_loop(shared.clone())),
-            TaskHandle::spawn(complete_loop(shared.clone(), completed_rx)),
-            TaskHandle::spawn(renew_loop(shared.clone())),
-            TaskHandle::spawn(sweep_loop(shared.clone())),
-            TaskHandle::spawn(trim_loop(shared.clone())),
-            TaskHandle::spawn(scheduler_loop(shared.clone())),
-            TaskHandle::spawn(cancel_loop(shared.clone())),
-            crate::worker_registry::heartbeat(
-                shared.queue.clone(),
-                &shared.waiter,
-                shared.opts.concurrency,
-                {
-                    let s = shared.clone();
-                    move || s.running.load(Ordering::Relaxed)
-                },
-            ),
-        ];
+        let (shared, tasks) = handles.next().expect("one queue at least");
+        let siblings = handles
+            .map(|(shared, tasks)| WorkerHandle {
+                shared,
+                tasks,
+                siblings: Vec::new(),
+                runtime: tokio::runtime::Handle::current(),
+                pid: std::process::id(),
+            })
+            .collect();
         Ok(WorkerHandle {
             shared,
             tasks,
+            siblings,
             runtime: tokio::runtime::Handle::current(),
             pid: std::process::id(),
         })
     }
+}
+
+/// One queue's part of a worker: its shared state (its tasks start in [`start_tasks`]).
+fn new_member(
+    queue: Queue,
+    member: usize,
+    pool: Arc<Pool>,
+    handler: Arc<dyn Handler>,
+    opts: WorkerOptions,
+    events: Option<WorkerEventHook>,
+) -> Arc<Shared> {
+    let (completions, completed_rx) = tokio::sync::mpsc::unbounded_channel();
+    let waiter = format!("{:016x}|{}", rand::random::<u64>(), opts.lease.as_millis());
+    Arc::new(Shared {
+        completions,
+        queue,
+        handler,
+        opts,
+        flights: Mutex::new(HashMap::new()),
+        pool,
+        member,
+        order: Mutex::new(ClaimOrder::default()),
+        unrecorded: AtomicUsize::new(0),
+        job_us: AtomicU64::new(u64::MAX),
+        stopping: AtomicBool::new(false),
+        aborted: AtomicBool::new(false),
+        released: AtomicU64::new(0),
+        early_cancels: Mutex::new(HashMap::new()),
+        wake: Notify::new(),
+        stop: Notify::new(),
+        idle: Notify::new(),
+        completed: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        retried: AtomicU64::new(0),
+        lease_lost: AtomicU64::new(0),
+        recovered: AtomicU64::new(0),
+        waiter,
+        events,
+        job_retention: JobRetention::default(),
+        completed_rx: Mutex::new(Some(completed_rx)),
+    })
+}
+
+/// Starts a member's tasks.
+fn start_tasks(shared: &Arc<Shared>) -> Vec<TaskHandle> {
+    let completed_rx = shared
+        .completed_rx
+        .lock()
+        .expect("completions")
+        .take()
+        .expect("tasks start once");
+    vec![
+        TaskHandle::spawn(fetch_loop(shared.clone())),
+        TaskHandle::spawn(complete_loop(shared.clone(), completed_rx)),
+        TaskHandle::spawn(renew_loop(shared.clone())),
+        TaskHandle::spawn(sweep_loop(shared.clone())),
+        TaskHandle::spawn(trim_loop(shared.clone())),
+        TaskHandle::spawn(scheduler_loop(shared.clone())),
+        TaskHandle::spawn(cancel_loop(shared.clone())),
+        crate::worker_registry::heartbeat(
+            shared.queue.clone(),
+            &shared.waiter,
+            shared.pool.concurrency,
+            {
+                let s = shared.clone();
+                move || s.pool.running.load(Ordering::Relaxed)
+            },
+        ),
+    ]
 }

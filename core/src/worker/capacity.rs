@@ -2,9 +2,9 @@
 
 use super::*;
 
-/// Capacity: the jobs a worker may hold (running or buffered).
+/// Capacity: the jobs a worker may hold (running or buffered), over all its queues.
 pub(super) fn capacity(s: &Shared) -> usize {
-    let c = s.opts.concurrency;
+    let c = s.pool.concurrency;
     let job_us = s.job_us.load(Ordering::Relaxed);
     if job_us > PREFETCH_MAX_JOB.as_micros() as u64 {
         c
@@ -33,41 +33,60 @@ pub(super) fn default_ahead(concurrency: usize, job_us: u64) -> usize {
     (2 * concurrency).clamp(by_time.max(AHEAD_FLOOR), 256)
 }
 
-/// Reserves room for up to `max` more leased jobs; returns how many (0 when full or stopping).
+/// Reserves room for up to `max` more leased jobs; returns how many (0 when full, stopping, or
+/// when the pool's order lets this queue lease none now: see `pool.rs`).
 pub(super) fn reserve(s: &Shared, max: usize) -> usize {
     if s.stopping.load(Ordering::SeqCst) {
         return 0;
     }
     let cap = capacity(s);
-    let mut held = s.held.load(Ordering::SeqCst);
+    let pool = &s.pool;
+    let mut held = pool.held.load(Ordering::SeqCst);
     loop {
-        let n = max.min(cap.saturating_sub(held));
+        let n = pool
+            .allowed(s.member, max, cap)
+            .min(cap.saturating_sub(held));
         if n == 0 {
             return 0;
         }
-        match s
+        match pool
             .held
             .compare_exchange(held, held + n, Ordering::SeqCst, Ordering::SeqCst)
         {
-            Ok(_) => return n,
+            Ok(_) => {
+                pool.took(s.member, n);
+                return n;
+            }
             Err(now) => held = now,
         }
+    }
+}
+
+/// Holds one more job whatever the room (one an add handed over, leased to this worker already).
+pub(super) fn hold_one(s: &Shared) {
+    if reserve(s, 1) == 0 {
+        s.pool.held.fetch_add(1, Ordering::SeqCst);
+        s.pool.took(s.member, 1);
     }
 }
 
 /// Gives back room: a reservation that leased nothing, or a job that finished.
 pub(super) fn unreserve(s: &Shared, n: usize) {
     if n > 0 {
-        s.held.fetch_sub(n, Ordering::SeqCst);
+        s.pool.held.fetch_sub(n, Ordering::SeqCst);
+        s.pool.gave_back(s.member, n);
         s.wake.notify_one();
+        if s.pool.size() > 1 {
+            s.pool.wake_all();
+        }
     }
 }
 
 /// Slots free now: the jobs a claim made now would start at once (the rest wait in the buffer).
 pub(super) fn free_slots(s: &Shared) -> usize {
-    s.opts
+    s.pool
         .concurrency
-        .saturating_sub(s.running.load(Ordering::SeqCst))
+        .saturating_sub(s.pool.running.load(Ordering::SeqCst))
 }
 
 /// Takes leased, read jobs now, outside any claim order (a job an add handed over): see
@@ -108,42 +127,47 @@ pub(super) fn enqueue(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
     if jobs.is_empty() {
         return;
     }
+    let pool = &s.pool;
     let mut starting = Vec::new();
     {
-        let mut ready = s.ready.lock().expect("ready");
-        ready.jobs.extend(jobs);
+        let mut ready = pool.ready.lock().expect("ready");
+        Pool::push(&mut ready, s.member, jobs);
         // Once stopping, they wait here for `close` to release them.
-        while ready.slots < s.opts.concurrency && !s.stopping.load(Ordering::SeqCst) {
-            let Some(next) = ready.jobs.pop_front() else {
+        while ready.slots < pool.concurrency {
+            let Some(next) = pool.pop(&mut ready) else {
                 break;
             };
             ready.slots += 1;
-            s.running.store(ready.slots, Ordering::SeqCst);
+            pool.running.store(ready.slots, Ordering::SeqCst);
             starting.push(next);
         }
     }
     // The starts of leased-ahead jobs that get a slot now go in one call for all of them, not one
     // call per slot (a job with strands reports its own before its handler runs, see `run_slot`).
-    let reports: Vec<(JobId, String)> = starting
-        .iter()
-        .filter(|(job, _)| job.strands == 0 && claim_report(s, job.id))
-        .map(|(job, token)| (job.id, token.clone()))
-        .collect();
-    if !reports.is_empty() {
-        let s2 = s.clone();
-        tokio::spawn(async move { report_started(&s2, &reports).await });
+    // (Per queue: each member reports its own jobs' starts.)
+    let mut reports: Vec<(Arc<Shared>, Vec<Leased>)> = Vec::new();
+    for (owner, job, token) in &starting {
+        if job.strands == 0 && claim_report(owner, job.id) {
+            match reports.iter_mut().find(|(o, _)| Arc::ptr_eq(o, owner)) {
+                Some((_, r)) => r.push((job.id, token.clone())),
+                None => reports.push((owner.clone(), vec![(job.id, token.clone())])),
+            }
+        }
     }
-    for (job, token) in starting {
-        tokio::spawn(run_slot(s.clone(), job, token));
+    for (owner, r) in reports {
+        tokio::spawn(async move { report_started(&owner, &r).await });
+    }
+    for (owner, job, token) in starting {
+        tokio::spawn(run_slot(owner, job, token));
     }
 }
 
-/// The next job from the buffer if there is one (the slot count is left as it is).
-pub(super) fn take_next(s: &Shared) -> Option<(Job, String)> {
-    if s.stopping.load(Ordering::SeqCst) {
-        return None;
-    }
-    s.ready.lock().expect("ready").jobs.pop_front()
+/// The next job from the buffer if there is one, of any of the pool's queues (the slot count is
+/// left as it is).
+pub(super) fn take_next(s: &Shared) -> Option<(Arc<Shared>, Job, String)> {
+    let pool = &s.pool;
+    let mut ready = pool.ready.lock().expect("ready");
+    pool.pop(&mut ready)
 }
 
 /// Marks a job's start as reported if it was not: true when the caller must report it now (it
@@ -160,16 +184,20 @@ pub(super) fn claim_report(s: &Shared, id: JobId) -> bool {
 }
 
 /// The slot's next job from the buffer, or None (the slot then ends).
-pub(super) fn next_or_end(s: &Shared) -> Option<(Job, String)> {
-    let mut ready = s.ready.lock().expect("ready");
-    if !s.stopping.load(Ordering::SeqCst) {
-        if let Some(next) = ready.jobs.pop_front() {
-            return Some(next);
-        }
+pub(super) fn next_or_end(s: &Shared) -> Option<(Arc<Shared>, Job, String)> {
+    let pool = &s.pool;
+    let mut ready = pool.ready.lock().expect("ready");
+    if let Some(next) = pool.pop(&mut ready) {
+        return Some(next);
     }
     ready.slots -= 1;
-    s.running.store(ready.slots, Ordering::SeqCst);
+    pool.running.store(ready.slots, Ordering::SeqCst);
     None
+}
+
+/// Jobs waiting in this queue's buffer.
+pub(super) fn buffered(s: &Shared) -> usize {
+    Pool::buffered(&s.pool.ready.lock().expect("ready"), s.member)
 }
 
 pub(super) fn job_lease_ms(s: &Shared, job: &Job) -> u64 {

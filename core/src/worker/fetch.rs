@@ -85,7 +85,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
     // marker when wait still holds jobs), so the loop goes straight back to waiting.
     let mut just_named = false;
     while !s.stopping.load(Ordering::SeqCst) {
-        let room = capacity(&s) > s.held.load(Ordering::SeqCst);
+        let room = capacity(&s) > s.pool.held.load(Ordering::SeqCst);
         if std::mem::take(&mut just_named) && room && next_due.map_or(true, |t| t > Instant::now())
         {
             let wait = next_due
@@ -119,6 +119,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
         let (due, jobs) = match claimed {
             Ok(c) => {
                 backoff = Duration::from_millis(100);
+                s.pool.claimed(s.member, free, c.1.len());
                 unreserve(&s, free - c.1.len());
                 c
             }
@@ -187,7 +188,12 @@ pub(super) async fn block_for_marker(
     };
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    pipe.add_command(register);
+    // A worker on several queues takes no hand-over: an add would lease it a job whatever the
+    // order between its queues says; the marker wakes it and its claim follows the order.
+    let hand_over = s.pool.size() == 1;
+    if hand_over {
+        pipe.add_command(register);
+    }
     pipe.cmd("BRPOP")
         .arg(&k.handoff)
         .arg(&k.marker)
@@ -221,7 +227,8 @@ pub(super) async fn block_for_marker(
         }
     };
     let mut replies = replies.into_iter();
-    if let Some(Err(e)) = replies.next() {
+    if !hand_over {
+    } else if let Some(Err(e)) = replies.next() {
         // Not registered this time (NOSCRIPT after a flush, say): load it for the next wait.
         tracing::debug!(error = %e, "wait registration failed");
         let _ = script::WAIT_REGISTER.load(s.queue.store()).await;
@@ -240,13 +247,12 @@ pub(super) async fn block_for_marker(
     let Some((from, entry)) = popped else {
         return false;
     };
+    s.pool.woken(s.member);
     if from == k.handoff.as_str() {
         match handoff::parse(&entry) {
             Ok(h) => {
                 // Leased to this worker already: take it even at capacity (it waits in the buffer).
-                if reserve(s, 1) == 0 {
-                    s.held.fetch_add(1, Ordering::SeqCst);
-                }
+                hold_one(s);
                 // Leased ahead by the add: the slot that takes it reports its start.
                 dispatch(s, vec![(h.job, h.token)], 0);
                 tokio::task::yield_now().await;

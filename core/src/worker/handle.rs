@@ -7,6 +7,9 @@ use super::*;
 pub struct WorkerHandle {
     pub(super) shared: Arc<Shared>,
     pub(super) tasks: Vec<TaskHandle>,
+    /// A worker on several queues: the handles of its other queues' parts (closed, aborted and
+    /// dropped with this one).
+    pub(super) siblings: Vec<WorkerHandle>,
     /// The runtime the worker runs on, to withdraw its registration when dropped.
     pub(super) runtime: tokio::runtime::Handle,
     /// The process that started it.
@@ -62,14 +65,34 @@ pub struct CloseReport {
 }
 
 impl WorkerHandle {
-    /// Its counters.
+    /// Its counters (over all its queues).
     pub fn stats(&self) -> WorkerStats {
-        stats_of(&self.shared)
+        self.siblings
+            .iter()
+            .fold(stats_of(&self.shared), |a, w| a.plus(w.stats()))
+    }
+
+    /// The counters of each of its queues, in the order the worker was given them.
+    pub fn stats_by_queue(&self) -> Vec<(String, WorkerStats)> {
+        std::iter::once(self)
+            .chain(self.siblings.iter())
+            .map(|w| {
+                (
+                    w.shared.queue.name().as_str().to_string(),
+                    stats_of(&w.shared),
+                )
+            })
+            .collect()
+    }
+
+    /// The names of the queues it serves, in order.
+    pub fn queues(&self) -> Vec<String> {
+        self.stats_by_queue().into_iter().map(|(q, _)| q).collect()
     }
 
     /// Jobs running now.
     pub fn running(&self) -> usize {
-        self.shared.running.load(Ordering::Relaxed)
+        self.shared.pool.running.load(Ordering::Relaxed)
     }
 
     /// A switch that makes a close in progress (or the next one) stop at once: see
@@ -77,6 +100,7 @@ impl WorkerHandle {
     pub fn aborter(&self) -> WorkerAborter {
         WorkerAborter {
             shared: self.shared.clone(),
+            siblings: self.siblings.iter().map(|w| w.aborter()).collect(),
         }
     }
 
@@ -85,6 +109,19 @@ impl WorkerHandle {
     pub async fn close(self) -> Result<CloseReport> {
         let deadline = self.shared.opts.shutdown_deadline;
         self.close_within(deadline).await
+    }
+
+    /// [`WorkerHandle::close_within`] of every queue's part at once (they share slots).
+    async fn close_all(mut self, grace: Duration) -> Result<CloseReport> {
+        let siblings = std::mem::take(&mut self.siblings);
+        let all = std::iter::once(self)
+            .chain(siblings)
+            .map(|w| w.close_one(grace));
+        let mut report = CloseReport::default();
+        for r in futures::future::join_all(all).await {
+            report.released += r?.released;
+        }
+        Ok(report)
     }
 
     /// Graceful shutdown with `grace` as the grace period:
@@ -100,7 +137,14 @@ impl WorkerHandle {
     ///
     /// [`WorkerAborter::abort`] cuts this short at any point: nothing more is waited for or
     /// released (the leases expire and the sweep recovers the jobs, as after a crash).
-    pub async fn close_within(mut self, grace: Duration) -> Result<CloseReport> {
+    pub async fn close_within(self, grace: Duration) -> Result<CloseReport> {
+        if !self.siblings.is_empty() {
+            return self.close_all(grace).await;
+        }
+        self.close_one(grace).await
+    }
+
+    async fn close_one(mut self, grace: Duration) -> Result<CloseReport> {
         let s = self.shared.clone();
         // No add hands this worker a job from now on (best effort: an entry already pushed is
         // popped by a blocked worker, or undone when its lease expires).
@@ -123,7 +167,7 @@ impl WorkerHandle {
                 .await;
         }
         wait_idle(&s, until).await;
-        if !s.aborted.load(Ordering::SeqCst) && s.running.load(Ordering::SeqCst) > 0 {
+        if !s.aborted.load(Ordering::SeqCst) && s.pool.running.load(Ordering::SeqCst) > 0 {
             // The grace period is over: tell the running handlers, and let them stop.
             for f in s.flights.lock().expect("flights").values() {
                 if let Some(tx) = &f.interrupt {
@@ -165,7 +209,7 @@ pub const SHUTDOWN_STOP_WAIT: Duration = Duration::from_secs(2);
 /// Waits until no handler runs and no completion is unrecorded, `until` passes, or the worker is
 /// aborted.
 pub(super) async fn wait_idle(s: &Shared, until: Instant) {
-    while (s.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
+    while (s.pool.running.load(Ordering::SeqCst) > 0 || s.unrecorded.load(Ordering::SeqCst) > 0)
         && Instant::now() < until
         && !s.aborted.load(Ordering::SeqCst)
     {
@@ -180,6 +224,7 @@ pub(super) async fn wait_idle(s: &Shared, until: Instant) {
 #[derive(Clone)]
 pub struct WorkerAborter {
     pub(super) shared: Arc<Shared>,
+    pub(super) siblings: Vec<WorkerAborter>,
 }
 
 fn stats_of(s: &Shared) -> WorkerStats {
@@ -196,11 +241,16 @@ impl WorkerAborter {
     /// The worker's counters, also after its handle was closed (its final figures): for a host
     /// that hands the handle to `close` and still reports them.
     pub fn stats(&self) -> WorkerStats {
-        stats_of(&self.shared)
+        self.siblings
+            .iter()
+            .fold(stats_of(&self.shared), |a, w| a.plus(w.stats()))
     }
 
     /// Aborts the worker (idempotent).
     pub fn abort(&self) {
+        for w in &self.siblings {
+            w.abort();
+        }
         let s = &self.shared;
         s.aborted.store(true, Ordering::SeqCst);
         s.stopping.store(true, Ordering::SeqCst);

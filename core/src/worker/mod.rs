@@ -79,6 +79,7 @@ pub mod hooks;
 mod lease;
 mod maintenance;
 mod order;
+mod pool;
 mod record;
 mod run;
 
@@ -94,6 +95,8 @@ pub use hooks::{WorkerEvent, WorkerEventHook};
 use lease::*;
 use maintenance::*;
 use order::{ClaimOrder, Ticket};
+use pool::Pool;
+pub use pool::{QueueOrder, MAX_QUEUE_WEIGHT};
 use record::*;
 use run::*;
 pub use run::{CANCELLED, INTERRUPT_DROP_AFTER};
@@ -114,6 +117,19 @@ pub struct WorkerStats {
     pub lease_lost: u64,
     /// Stalled jobs this worker recovered.
     pub recovered: u64,
+}
+
+impl WorkerStats {
+    /// The sum of two workers' (or two queues') counters.
+    pub fn plus(self, o: WorkerStats) -> WorkerStats {
+        WorkerStats {
+            completed: self.completed + o.completed,
+            failed: self.failed + o.failed,
+            retried: self.retried + o.retried,
+            lease_lost: self.lease_lost + o.lease_lost,
+            recovered: self.recovered + o.recovered,
+        }
+    }
 }
 
 struct Flight {
@@ -145,14 +161,6 @@ struct Completion {
     started: Option<(JobId, String)>,
 }
 
-/// Jobs leased and read but not started yet, and the slots running now; one lock, so a job pushed
-/// here is always either taken by a running slot or given a new one.
-#[derive(Default)]
-struct Ready {
-    jobs: std::collections::VecDeque<(Job, String)>,
-    slots: usize,
-}
-
 /// Most completions recorded in one call of `complete.lua`.
 const COMPLETE_BATCH: usize = 128;
 
@@ -162,17 +170,18 @@ const COMPLETE_LINGER: Duration = Duration::from_millis(2);
 
 struct Shared {
     completions: tokio::sync::mpsc::UnboundedSender<Completion>,
+    /// The completer's end of `completions`, until its task starts.
+    completed_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Completion>>>,
     queue: Queue,
     handler: Arc<dyn Handler>,
     opts: WorkerOptions,
     flights: Mutex<HashMap<JobId, Flight>>,
-    /// Slots running a job (mirrors `ready.slots` for lock-free reads).
-    running: AtomicUsize,
-    ready: Mutex<Ready>,
+    /// The slots and buffers this worker's queues share (one member per queue).
+    pool: Arc<Pool>,
+    /// This queue's place in `pool`.
+    member: usize,
     /// Claims in flight, so their jobs reach `ready` in the order they were leased.
     order: Mutex<ClaimOrder>,
-    /// Leased jobs not finished yet, plus claims in flight (their reservations).
-    held: AtomicUsize,
     /// Completions sent to the completer and not yet recorded.
     unrecorded: AtomicUsize,
     /// Recent handler run time, µs (moving average; `u64::MAX` until the first job ends).

@@ -168,7 +168,7 @@ pub(super) async fn complete_loop(
         let linger_until = tokio::time::Instant::now() + COMPLETE_LINGER;
         while batch.len() < COMPLETE_BATCH
             && !s.stopping.load(Ordering::SeqCst)
-            && s.ready.lock().expect("ready").jobs.len() >= s.opts.concurrency
+            && buffered(&s) >= s.pool.concurrency
         {
             match tokio::time::timeout_at(linger_until, rx.recv()).await {
                 Ok(Some(c)) => batch.push(c),
@@ -260,6 +260,7 @@ pub(super) async fn complete_loop(
                         );
                     }
                 }
+                s.pool.claimed(s.member, want, next.len());
                 unreserve(&s, want - next.len());
                 if !next.is_empty() {
                     // Reading the next jobs' records is one more round trip: do it off this loop

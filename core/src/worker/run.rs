@@ -2,9 +2,12 @@
 
 use super::*;
 
-pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
-    let mut next = Some((first, first_token));
-    while let Some((job, token)) = next.take() {
+pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: String) {
+    // A slot of a worker on several queues goes on with the next job of any of them.
+    let mut s = first_owner;
+    let mut next = Some((s.clone(), first, first_token));
+    while let Some((owner, job, token)) = next.take() {
+        s = owner;
         let id = job.id;
         let job = Arc::new(job);
         let began = Instant::now();
@@ -149,8 +152,10 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
                     taken = take_next(&s);
                     let report = taken
                         .as_ref()
-                        .filter(|(next, _)| next.strands == 0 && claim_report(&s, next.id))
-                        .map(|(next, token)| (next.id, token.clone()));
+                        .filter(|(owner, next, _)| {
+                            Arc::ptr_eq(owner, &s) && next.strands == 0 && claim_report(&s, next.id)
+                        })
+                        .map(|(_, next, token)| (next.id, token.clone()));
                     finish_reporting(&s, &job, &token, Ok(result), report).await
                 }
                 (None, Err(e)) if e.delay.is_some() => {
@@ -162,16 +167,16 @@ pub(super) async fn run_slot(s: Arc<Shared>, first: Job, first_token: String) {
         unreserve(&s, 1);
         next = taken.or_else(|| next_or_end(&s));
         if next.is_none() {
-            s.idle.notify_waiters();
+            s.pool.idle_all();
             return;
         }
     }
     // Aborted by close.
-    let mut ready = s.ready.lock().expect("ready");
+    let mut ready = s.pool.ready.lock().expect("ready");
     ready.slots -= 1;
-    s.running.store(ready.slots, Ordering::SeqCst);
+    s.pool.running.store(ready.slots, Ordering::SeqCst);
     drop(ready);
-    s.idle.notify_waiters();
+    s.pool.idle_all();
 }
 
 /// The failure code of a cancelled job (`Queue::cancel`).

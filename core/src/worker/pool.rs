@@ -1,0 +1,247 @@
+//! The slots a worker's queues share: one pool of `concurrency` running jobs and `prefetch` leased
+//! ahead, a buffer per queue, and the order between the queues ([`QueueOrder`]).
+//!
+//! A worker on one queue is a pool of one member. A worker on several queues (`Worker::builder_many`)
+//! runs one member per queue (each with its own claims, completions, renewals and sweep, all in
+//! that queue's slot), and the pool decides two things across them:
+//! - **what starts**: a free slot takes the next buffered job of the first queue that has one
+//!   ([`QueueOrder::Strict`]), or of the queue whose share of starts is furthest behind its weight
+//!   (stride scheduling over starts, [`QueueOrder::Weighted`]);
+//! - **who may lease**: under `Strict`, a queue leases only while every queue before it found
+//!   nothing to lease at its last claim, and a later queue never leases ahead (no more than the
+//!   free slots), so a job of `b` never waits in the buffer ahead of `a`'s; under `Weighted`, a
+//!   queue holds at most its weight's share of the pool while the others have work.
+//!
+//! A member's "nothing more" flag is set when a claim leases fewer jobs than it asked for, and
+//! cleared when its queue's marker wakes it or a claim fills: the gate is as fresh as the last
+//! claim, so a later queue's job can start in the few milliseconds before a wake-up arrives.
+
+use super::*;
+use std::collections::VecDeque;
+use std::sync::{OnceLock, Weak};
+
+/// The order between a worker's queues; see the module doc. Keys of `Weighted` are queue names
+/// (a queue not named has weight 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// No job of a later queue starts while an earlier one has a ready job.
+    Strict,
+    /// Starts shared by weight (1 to [`MAX_QUEUE_WEIGHT`]) while the queues have work.
+    Weighted(std::collections::BTreeMap<String, u32>),
+}
+
+impl Default for QueueOrder {
+    fn default() -> Self {
+        QueueOrder::Weighted(Default::default())
+    }
+}
+
+/// The largest weight of a queue in [`QueueOrder::Weighted`].
+pub const MAX_QUEUE_WEIGHT: u32 = 1_000;
+
+/// A stride unit: a queue of weight w advances by `PASS / w` per start.
+const PASS: u64 = 1_000_000;
+
+/// What the pool knows of its members: their order, counters and buffers.
+pub(super) struct Pool {
+    pub(super) concurrency: usize,
+    /// None: strict; else each member's stride.
+    strides: Option<Vec<u64>>,
+    weights: Vec<u64>,
+    /// Leased jobs not finished yet, plus claims in flight (their reservations), all members.
+    pub(super) held: AtomicUsize,
+    held_by: Vec<AtomicUsize>,
+    /// Slots running a job (mirrors `ready.slots` for lock-free reads).
+    pub(super) running: AtomicUsize,
+    /// Per member: its last claim leased fewer jobs than it asked for.
+    drained: Vec<AtomicBool>,
+    pub(super) ready: Mutex<Ready>,
+    members: OnceLock<Vec<Weak<Shared>>>,
+}
+
+/// Jobs leased and read but not started yet (one buffer per member), and the slots running now;
+/// one lock, so a job pushed here is always either taken by a running slot or given a new one.
+pub(super) struct Ready {
+    jobs: Vec<VecDeque<(Job, String)>>,
+    pub(super) slots: usize,
+    /// Weighted: each member's pass, and the pass of the last start.
+    pass: Vec<u64>,
+    vt: u64,
+}
+
+impl Pool {
+    /// A pool for `names` (one member each, in this order), validated against `order`.
+    pub(super) fn new(concurrency: usize, names: &[String], order: &QueueOrder) -> Result<Pool> {
+        let n = names.len();
+        let (strides, weights) = match order {
+            QueueOrder::Strict => (None, vec![1; n]),
+            QueueOrder::Weighted(w) => {
+                for (name, weight) in w {
+                    if !names.iter().any(|q| q == name) {
+                        return Err(crate::Error::new(
+                            ErrorCode::InvalidOption,
+                            format!("weights names {name:?}, which is not one of the worker's queues ({})", names.join(", ")),
+                        ));
+                    }
+                    if !(1..=MAX_QUEUE_WEIGHT).contains(weight) {
+                        return Err(crate::Error::new(
+                            ErrorCode::InvalidOption,
+                            format!("the weight of queue {name:?} must be between 1 and {MAX_QUEUE_WEIGHT}, got {weight}"),
+                        ));
+                    }
+                }
+                let weights: Vec<u64> = names
+                    .iter()
+                    .map(|q| u64::from(*w.get(q).unwrap_or(&1)))
+                    .collect();
+                (Some(weights.iter().map(|w| PASS / w).collect()), weights)
+            }
+        };
+        Ok(Pool {
+            concurrency,
+            strides,
+            weights,
+            held: AtomicUsize::new(0),
+            held_by: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            running: AtomicUsize::new(0),
+            drained: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            ready: Mutex::new(Ready {
+                jobs: (0..n).map(|_| VecDeque::new()).collect(),
+                slots: 0,
+                pass: vec![0; n],
+                vt: 0,
+            }),
+            members: OnceLock::new(),
+        })
+    }
+
+    pub(super) fn set_members(&self, members: &[Arc<Shared>]) {
+        let _ = self
+            .members
+            .set(members.iter().map(Arc::downgrade).collect());
+    }
+
+    pub(super) fn size(&self) -> usize {
+        self.held_by.len()
+    }
+
+    fn member(&self, i: usize) -> Option<Arc<Shared>> {
+        self.members.get()?.get(i)?.upgrade()
+    }
+
+    /// Wakes every member's fetch loop (room was freed, or a member found its queue empty).
+    pub(super) fn wake_all(&self) {
+        if let Some(ms) = self.members.get() {
+            for m in ms.iter().filter_map(Weak::upgrade) {
+                m.wake.notify_one();
+            }
+        }
+    }
+
+    /// Tells every member's `close` that a slot ended.
+    pub(super) fn idle_all(&self) {
+        if let Some(ms) = self.members.get() {
+            for m in ms.iter().filter_map(Weak::upgrade) {
+                m.idle.notify_waiters();
+            }
+        }
+    }
+
+    /// Member `m`'s last claim leased `got` of the `asked` jobs.
+    pub(super) fn claimed(&self, m: usize, asked: usize, got: usize) {
+        if self.size() == 1 || asked == 0 {
+            return;
+        }
+        let drained = got < asked;
+        if self.drained[m].swap(drained, Ordering::SeqCst) != drained && drained {
+            self.wake_all();
+        }
+    }
+
+    /// Member `m`'s queue has new work (its marker woke it).
+    pub(super) fn woken(&self, m: usize) {
+        if self.size() > 1 {
+            self.drained[m].store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// How many of `n` leases member `m` may take now, with `cap` the pool's capacity.
+    pub(super) fn allowed(&self, m: usize, n: usize, cap: usize) -> usize {
+        if self.size() == 1 {
+            return n;
+        }
+        match &self.strides {
+            None => {
+                if (0..m).any(|j| !self.drained[j].load(Ordering::SeqCst)) {
+                    return 0;
+                }
+                if m == 0 {
+                    n
+                } else {
+                    // A later queue leases only what starts at once.
+                    n.min(
+                        self.concurrency
+                            .saturating_sub(self.held.load(Ordering::SeqCst)),
+                    )
+                }
+            }
+            Some(_) => {
+                let busy: u64 = (0..self.size())
+                    .filter(|&j| j == m || !self.drained[j].load(Ordering::SeqCst))
+                    .map(|j| self.weights[j])
+                    .sum();
+                let share = (cap as u64 * self.weights[m]).div_ceil(busy.max(1)) as usize;
+                n.min(share.saturating_sub(self.held_by[m].load(Ordering::SeqCst)))
+            }
+        }
+    }
+
+    pub(super) fn took(&self, m: usize, n: usize) {
+        self.held_by[m].fetch_add(n, Ordering::SeqCst);
+    }
+
+    pub(super) fn gave_back(&self, m: usize, n: usize) {
+        self.held_by[m].fetch_sub(n, Ordering::SeqCst);
+    }
+
+    /// Buffers member `m`'s jobs.
+    pub(super) fn push(ready: &mut Ready, m: usize, jobs: Vec<(Job, String)>) {
+        ready.jobs[m].extend(jobs);
+    }
+
+    /// Jobs waiting in member `m`'s buffer.
+    pub(super) fn buffered(ready: &Ready, m: usize) -> usize {
+        ready.jobs[m].len()
+    }
+
+    /// The next job to start, of a member that is not stopping: see the module doc.
+    pub(super) fn pop(&self, ready: &mut Ready) -> Option<(Arc<Shared>, Job, String)> {
+        let open = |j: usize| -> Option<Arc<Shared>> {
+            if ready.jobs[j].is_empty() {
+                return None;
+            }
+            self.member(j)
+                .filter(|s| !s.stopping.load(Ordering::SeqCst))
+        };
+        let (m, s) = match &self.strides {
+            None => (0..self.size()).find_map(|j| open(j).map(|s| (j, s)))?,
+            Some(strides) => {
+                let mut best: Option<(u64, usize, Arc<Shared>)> = None;
+                for j in 0..self.size() {
+                    if let Some(s) = open(j) {
+                        let p = ready.pass[j].max(ready.vt);
+                        if best.as_ref().map_or(true, |(bp, _, _)| p < *bp) {
+                            best = Some((p, j, s));
+                        }
+                    }
+                }
+                let (p, j, s) = best?;
+                ready.vt = p;
+                ready.pass[j] = p + strides[j];
+                (j, s)
+            }
+        };
+        let (job, token) = ready.jobs[m].pop_front()?;
+        Some((s, job, token))
+    }
+}
