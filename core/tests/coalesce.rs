@@ -265,3 +265,42 @@ async fn a_lone_add_is_one_call_and_a_thousand_concurrent_far_fewer() {
         q.close().await.unwrap();
     }
 }
+
+/// A durable add whose call too few replicas acknowledged: every caller of the coalesced call
+/// fails with `not_replicated`, its message naming that caller's own job, which is written on the
+/// master (the shared standalone server has no replica).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_caller_of_a_durable_call_that_fell_short_fails_naming_its_own_job() {
+    let url = emq_harness::shared_standalone().url();
+    let opts = ConnectOptions::new(url)
+        .guarded(true)
+        .durable(1, std::time::Duration::from_millis(100));
+    let q = Queue::connect(opts, &common::unique("co-dur"))
+        .await
+        .unwrap();
+    let given: Vec<_> = (0..30).map(|_| q.mint_id().unwrap()).collect();
+    let jobs = given
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let o = JobOptions {
+                id: Some(*id),
+                ..JobOptions::default()
+            };
+            (format!("d{i}"), json!(i), o)
+        })
+        .collect();
+    let out = at_once(&q, jobs).await;
+    for (i, r) in out.into_iter().enumerate() {
+        let e = r.expect_err("no replica: not_replicated");
+        assert_eq!(e.code(), ErrorCode::NotReplicated, "{e}");
+        assert!(e.message().contains(&given[i].to_string()), "job {i}: {e}");
+        let job = q
+            .get(given[i])
+            .await
+            .unwrap()
+            .expect("written on the master");
+        assert_eq!(job.data, json!(i));
+    }
+    q.close().await.unwrap();
+}

@@ -222,8 +222,21 @@ impl Queue {
                 }
             }
             Err(e) => {
+                let n = jobs.len();
                 for (j, outcome) in outcomes.iter_mut().enumerate() {
-                    *outcome = Err(unavailable_named(e.clone(), &jobs[j..j + 1]));
+                    *outcome = Err(match e.code() {
+                        ErrorCode::ServerUnavailable => unavailable_add(e.clone(), &jobs[j..j + 1]),
+                        // (the call's message names its first jobs; each caller learns its own)
+                        code if n > 1 => Error::new(
+                            code,
+                            format!(
+                                "{} (one call of {n} coalesced adds; this add's job: {})",
+                                e.message(),
+                                jobs[j].0
+                            ),
+                        ),
+                        _ => e.clone(),
+                    });
                 }
             }
         }
