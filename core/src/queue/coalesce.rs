@@ -12,7 +12,7 @@
 //! that job alone fails with `group_full`, the others are added; a lone add's call is refused whole,
 //! as ever). An error of the call itself (the datastore unavailable past the retry window, a
 //! durable add too few replicas acknowledged, a script error) fails every caller of that call with
-//! the same code, and an unavailable one names each caller's own id, to add again with it. The
+//! the same code, its message naming each caller's own job (to add again with that id). The
 //! retry of a shared call resends the same ids, so it cannot duplicate a job (`add.lua` changes
 //! nothing for an id whose record exists). Durable adds coalesce too: the call's `WAIT` answers for
 //! all of its jobs. Flows and `add_bulk` do not go through here.
