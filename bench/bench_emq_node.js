@@ -8,7 +8,7 @@
 // async no-op. Writes one JSON object per scenario run (one line each) with the field names
 // emq-bench uses, "impl": "emq-node". Knobs: REDIS_PORT (6390), REPS (1), N_JOBS (20000),
 // N_LATENCY (1000), SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (1), EMQ_NODE_PKG (path of the
-// package, default ../node next to this file).
+// package, default ../node next to this file), SCENARIOS (comma list; default all).
 //
 // Processing ends when worker.stats().completed reaches N (polled every ~1 ms); in latency,
 // add -> completed is stamped by the worker's in-process 'completed' event, as on BullMQ's side.
@@ -360,7 +360,9 @@ async function main() {
   await admin.cmd('FLUSHALL');
   await processPreloaded('warm', CFG.warmupJobs, 10);
 
-  const list = scenarioList(CFG.jobs);
+  // SCENARIOS (comma list, as emq-bench's): only the scenarios it names.
+  const only = (process.env.SCENARIOS ?? '').split(',').filter(Boolean);
+  const list = scenarioList(CFG.jobs).filter(([id]) => only.length === 0 || only.includes(id));
   for (let rep = 0; rep < CFG.reps; rep++) {
     for (const [id, fn] of list) {
       await admin.cmd('FLUSHALL');

@@ -25,7 +25,10 @@
 -- KEYS[20] group_names ZSET the groups known to the queue (Queue::groups)
 -- KEYS[21..] record    emq:{q}:<id>, HASH, one per job, in the order of the job groups below
 -- ARGV[1] max_events   stream cap
--- ARGV[2..] job        groups of 7: id, name, data (JSON), opts (JSON, non-default options only),
+-- ARGV[2] refusal      "" an add past a group's cap refuses the whole call (add_bulk); "j" only the
+--                      jobs past it, each reported as {index, "!group_full|<waiting>|<cap>"}, the
+--                      others added (the coalesced adds of separate callers, queue/coalesce.rs)
+-- ARGV[3..] job        groups of 7: id, name, data (JSON), opts (JSON, non-default options only),
 --                      spec "<attempts>|<delay_ms>|<priority>|<flags>|<dedup TTL ms>|<dedup>"
 --                      (priority 0 none, lower first; flags "l" lifo; TTL 0: the dedup key is
 --                      held while the job lives; dedup "" none; a plain job's spec is "1|0|0||0|"),
@@ -36,9 +39,11 @@
 -- starts with no claim round trip (the entry: lib/handoff.lua). One registration is consumed per job handed over.
 -- A grouped job that is ready at once waits in its group (lib/groups.lua); when that would put more
 -- ready jobs in a group than its cap (`m|<g>`, or meta `gmaxw` for every group), the whole call is
--- refused with a group_full error before anything is written.
+-- refused with a group_full error before anything is written; with refusal "j", only the group's
+-- jobs past its room (in batch order, as one add after another would be).
 -- Returns {index, holder, …} for the jobs not added (index 0-based in the batch; holder the id of
--- the existing job, or of the live job holding its dedup key); empty when every job was added.
+-- the existing job, or of the live job holding its dedup key, or with refusal "j" the group_full
+-- refusal above); empty when every job was added.
 -- Costs counted per call (bench/RESULTS.md, "where the time goes"): every KEYS/ARGV entry and every
 -- number <-> text conversion costs the server more than most of the commands below, so a plain job
 -- (spec "1|0|0||0|") is read with string compares only, the created stamp is the server's TIME as
@@ -47,15 +52,18 @@ local us_text, now_text, now = now_clock()
 local m = call('HMGET', K.meta, 'paused', 'grl_max', 'concurrency', 'rl_max', 'gmaxw')
 local paused = m[1] == '1'
 -- Each group's cap on ready jobs, checked for the whole call before anything is written.
+local n_jobs = (#ARGV - 2) / 7
 local need, order = nil, nil
-for j = 0, (#ARGV - 1) / 7 - 1 do
-  local group = ARGV[2 + j * 7 + 6]
-  if group ~= '' and string.match(ARGV[2 + j * 7 + 4], '^%d+|(%d+)|') == '0' then
+for j = 0, n_jobs - 1 do
+  local group = ARGV[3 + j * 7 + 6]
+  if group ~= '' and string.match(ARGV[3 + j * 7 + 4], '^%d+|(%d+)|') == '0' then
     if not need then need, order = {}, {} end
     if not need[group] then order[#order + 1] = group end
     need[group] = (need[group] or 0) + 1
   end
 end
+-- With refusal "j": job index -> its refusal, for the jobs past their group's cap.
+local over = nil
 if need and (m[5] or call('HLEN', K.group_state) > 0) then
   for _, g in ipairs(order) do
     local cap = tonumber(call('HGET', K.group_state, 'm|' .. g) or m[5] or '')
@@ -63,8 +71,19 @@ if need and (m[5] or call('HLEN', K.group_state) > 0) then
       local lo, hi = emq_group_range(g)
       local waiting = call('ZLEXCOUNT', K.group_ready, lo, hi)
       if waiting + need[g] > cap then
-        fail('group_full', 'group ' .. g .. ' has ' .. waiting .. ' jobs waiting and takes at most ' .. cap ..
-          '; adding ' .. need[g] .. ' more would pass it (nothing was added)')
+        if ARGV[2] ~= 'j' then
+          fail('group_full', 'group ' .. g .. ' has ' .. waiting .. ' jobs waiting and takes at most ' .. cap ..
+            '; adding ' .. need[g] .. ' more would pass it (nothing was added)')
+        end
+        -- Refusal per job: the group's ready jobs past its room, in batch order.
+        local room = cap - waiting
+        over = over or {}
+        for j = 0, n_jobs - 1 do
+          local a = 3 + j * 7
+          if ARGV[a + 6] == g and string.match(ARGV[a + 4], '^%d+|(%d+)|') == '0' then
+            if room > 0 then room = room - 1 else over[j] = '!group_full|' .. waiting .. '|' .. cap end
+          end
+        end
       end
     end
   end
@@ -77,8 +96,8 @@ local prio_seq = nil
 local woke = false
 -- nil: not looked yet; false: no hand-off in this call.
 local can_hand = nil
-for j = 0, (#ARGV - 1) / 7 - 1 do
-  local a = 2 + j * 7
+for j = 0, n_jobs - 1 do
+  local a = 3 + j * 7
   local record = KEYS[21 + j]
   local id = ARGV[a]
   local spec = ARGV[a + 4]
@@ -92,6 +111,9 @@ for j = 0, (#ARGV - 1) / 7 - 1 do
   local holder = nil
   if call('EXISTS', record) == 1 then
     holder = id
+  elseif over and over[j] then
+    -- past its group's cap (refusal "j"): reported, nothing written
+    holder = over[j]
   elseif dedup ~= '' then
     -- The dedup hash maps a key to its live holder's id, or to "<id>|<until ms>" for a TTL hold.
     holder = call('HGET', K.dedup, dedup)

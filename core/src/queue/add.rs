@@ -1,6 +1,8 @@
 //! Adds: one plain job through `add_one.lua` (a checked prefix per queue), batches through
 //! `add.lua` (pipelined, up to [`ADD_IN_FLIGHT`] calls in flight), debounce and dedup expiry, and
-//! the retry of an add the datastore did not answer (same ids, so it cannot duplicate).
+//! the retry of an add the datastore did not answer (same ids, so it cannot duplicate). A one-job
+//! [`Queue::add`] goes through the handle's coalescer (`coalesce.rs`), which sends the adds that
+//! arrive while another is in flight together as one `add.lua` call.
 
 use super::*;
 use crate::error::{Error, ErrorCode, Result};
@@ -13,8 +15,8 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Jobs per call of `add.lua` in a bulk add.
-const ADD_BATCH: usize = 250;
+/// Jobs per call of `add.lua` in a bulk add (and in a coalesced call, `coalesce.rs`).
+pub(super) const ADD_BATCH: usize = 250;
 /// Most add calls of one `add_bulk` waiting for their replies at once.
 const ADD_IN_FLIGHT: usize = 8;
 
@@ -27,6 +29,17 @@ fn joined<T>(r: std::result::Result<Result<T>, tokio::task::JoinError>) -> Resul
 }
 /// The `spec` argument of `add.lua` for a job with every one of its options at the default.
 const PLAIN_SPEC: &str = "1|0|0||0|";
+
+/// How `add.lua` refuses jobs past a group's cap on waiting jobs (its `refusal` argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The whole call fails with `group_full`, nothing written (one caller's batch: `add_bulk`, a
+    /// lone add).
+    Call,
+    /// Only the jobs past the cap, each reported in the reply (the coalesced adds of separate
+    /// callers, each told its own outcome).
+    Job,
+}
 
 /// A job `add_one.lua` can add: no delay, priority, LIFO, dedup key or group (any attempts and
 /// retention; a parent is checked by the caller).
@@ -131,7 +144,7 @@ fn compact_json_cached(options: &JobOptions) -> Arc<str> {
 impl Queue {
     /// One call of `add.lua` for a batch of (id, job, data text).
     pub(crate) fn add_invocation(&self, batch: &[(JobId, &NewJob, String)]) -> Result<Invocation> {
-        self.add_invocation_with_parent(batch, "")
+        self.add_invocation_refusing(batch, "", Refusal::Call)
     }
 
     /// As `add_invocation`, every job of the batch a child of `parent` ("<queue>:<id>", or "").
@@ -139,6 +152,16 @@ impl Queue {
         &self,
         batch: &[(JobId, &NewJob, String)],
         parent: &str,
+    ) -> Result<Invocation> {
+        self.add_invocation_refusing(batch, parent, Refusal::Call)
+    }
+
+    /// As `add_invocation_with_parent`, jobs past a group's cap refused as `refusal` says.
+    fn add_invocation_refusing(
+        &self,
+        batch: &[(JobId, &NewJob, String)],
+        parent: &str,
+        refusal: Refusal,
     ) -> Result<Invocation> {
         if let ([(id, job, data)], "") = (batch, parent) {
             if is_plain(&job.options) {
@@ -168,7 +191,10 @@ impl Queue {
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
-        inv = inv.arg(self.max_events);
+        inv = inv.arg(self.max_events).arg(match refusal {
+            Refusal::Call => "",
+            Refusal::Job => "j",
+        });
         for (id, job, data) in batch {
             job.options.validate()?;
             let o = &job.options;
@@ -266,21 +292,22 @@ impl Queue {
             data: Value::Null,
             options,
         };
-        let batch = [(id, &job, data)];
-        let refused = self.add_call(&batch, self.retry_deadline()).await?;
+        // (a debounce, rare, needs the options and data back after the add)
+        let debounce = job
+            .options
+            .debounce
+            .then(|| (job.options.clone(), data.clone()));
+        let holder = self.add_coalesced(id, job, data).await?;
         self.register_after_add().await;
-        let held = match refused.get(1) {
-            Some(holder) => JobId::parse(holder)?,
-            None => return Ok(id),
-        };
-        if held != id && job.options.debounce {
-            self.debounce(held, &job.options, &batch[0].2).await?;
+        let Some(held) = holder else { return Ok(id) };
+        if let (true, Some((options, data))) = (held != id, debounce) {
+            self.debounce(held, &options, &data).await?;
         }
         Ok(held)
     }
 
     /// Until when an add started now resends while the datastore is unavailable.
-    fn retry_deadline(&self) -> Instant {
+    pub(super) fn retry_deadline(&self) -> Instant {
         Instant::now() + self.store.options().retry_unavailable
     }
 
@@ -294,6 +321,23 @@ impl Queue {
         batch: &[(JobId, &NewJob, String)],
         deadline: Instant,
     ) -> Result<Vec<String>> {
+        self.add_call_refusing(batch, deadline, Refusal::Call)
+            .await
+            .map_err(|e| match e.code() {
+                ErrorCode::ServerUnavailable => unavailable_add(e, batch),
+                _ => e,
+            })
+    }
+
+    /// As [`Queue::add_call`], jobs past a group's cap refused as `refusal` says, and an add still
+    /// unavailable at the deadline failing with the datastore's own error (the caller names the
+    /// ids, [`unavailable_add`]).
+    pub(super) async fn add_call_refusing(
+        &self,
+        batch: &[(JobId, &NewJob, String)],
+        deadline: Instant,
+        refusal: Refusal,
+    ) -> Result<Vec<String>> {
         let mut pause = Duration::from_millis(50);
         loop {
             let sent = match (&self.store.options().durable, batch) {
@@ -301,12 +345,12 @@ impl Queue {
                     self.add_one_call(*id, job, data).await
                 }
                 (Some(d), _) => {
-                    let inv = self.add_invocation(batch)?;
+                    let inv = self.add_invocation_refusing(batch, "", refusal)?;
                     let ids = batch.iter().map(|(id, _, _)| *id).collect();
                     crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, ids).await
                 }
                 (None, _) => {
-                    self.add_invocation(batch)?
+                    self.add_invocation_refusing(batch, "", refusal)?
                         .invoke::<Vec<String>>(&self.store)
                         .await
                 }
@@ -314,7 +358,7 @@ impl Queue {
             match sent {
                 Err(e) if e.code() == ErrorCode::ServerUnavailable => {
                     if Instant::now() + pause >= deadline {
-                        return Err(unavailable_add(e, batch));
+                        return Err(e);
                     }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(500));
@@ -444,7 +488,7 @@ impl Queue {
 
 /// An add that stayed unavailable past its retry window: the jobs may have been written (the reply
 /// may be what was lost), so the error names their ids for a retry that cannot duplicate them.
-fn unavailable_add(e: Error, batch: &[(JobId, &NewJob, String)]) -> Error {
+pub(super) fn unavailable_add(e: Error, batch: &[(JobId, &NewJob, String)]) -> Error {
     let ids: Vec<String> = batch
         .iter()
         .take(3)

@@ -7,7 +7,8 @@
 //! then removes each with a script that declares that job's keys and re-checks its state.
 //!
 //! One file per side: this one the handle (connect, its keys, minting); `add.rs` every add (one
-//! job, a batch, a debounce, the retry of an unavailable add); `ops.rs` reads and an operator's
+//! job, a batch, a debounce, the retry of an unavailable add); `coalesce.rs` the line that sends
+//! one-job adds arriving while another is in flight as one call; `ops.rs` reads and an operator's
 //! moves (get, counts, list, pause, remove, drain, clean, trim, obliterate, progress, logs, retry,
 //! promote, priority, cancel).
 
@@ -22,6 +23,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 mod add;
+mod coalesce;
 mod events;
 mod ops;
 mod wait;
@@ -60,6 +62,8 @@ pub struct Queue {
     pub(crate) waiters: Arc<crate::waiters::Waiters>,
     /// add_one.lua's checked front (its sha and eleven queue keys), made on the first one-job add.
     add_one_prefix: Arc<std::sync::OnceLock<script::Prefix>>,
+    /// The line of one-job adds waiting for the call in flight (`coalesce.rs`).
+    coalescer: Arc<coalesce::Coalescer>,
 }
 
 impl Queue {
@@ -86,6 +90,7 @@ impl Queue {
             registered: Arc::default(),
             waiters: Arc::default(),
             add_one_prefix: Arc::default(),
+            coalescer: Arc::default(),
         }
     }
 
