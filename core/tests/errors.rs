@@ -131,7 +131,7 @@ async fn loading_is_server_unavailable() {
     assert_eq!(q.counts().await.unwrap().waiting, 1);
 }
 
-/// The ACL line README.md and RELIABILITY.md document for one tenant: its queue's keys and the
+/// The ACL line the site's datastores page (docs/site/operations/datastores.md) and RELIABILITY.md document for one tenant: its queue's keys and the
 /// core's `{emq}:` keys, and every command but the dangerous ones (FLUSHALL, CONFIG, KEYS, DEBUG…),
 /// less the two of them a worker needs: CLIENT UNBLOCK (to end its own blocking wait at close) and
 /// INFO (the server version check).
