@@ -2,7 +2,8 @@
 //! (`shared/bench/anchors/`). Run by hand, never in CI: `bench/run.sh` drives it.
 //!
 //! Usage: `emq-bench [REDIS_URL]` (default `redis://127.0.0.1:6390`); `emq-bench fairness
-//! [REDIS_URL]` runs the fair-groups benchmark instead (`fairness.rs`, driven by bench/fairness.sh).
+//! [REDIS_URL]` runs the fair-groups benchmark instead (`fairness.rs`, driven by bench/fairness.sh);
+//! `emq-bench multiqueue [REDIS_URL]` the multi-queue worker's (`multiqueue.rs`, bench/multiqueue.sh).
 //! Knobs (environment, like the anchors): REPS (default 1), N_JOBS (20000), N_LATENCY (1000),
 //! SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (default 1: CONFIG RESETSTAT before and INFO
 //! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all but the
@@ -13,6 +14,7 @@
 
 mod control;
 mod fairness;
+mod multiqueue;
 
 use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker, WorkerEvent};
 use serde_json::{json, Map, Value};
@@ -508,7 +510,8 @@ async fn main() {
 async fn bench_main() -> i32 {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let fairness = args.first().is_some_and(|a| a == "fairness");
-    if fairness {
+    let multiqueue = args.first().is_some_and(|a| a == "multiqueue");
+    if fairness || multiqueue {
         args.remove(0);
     }
     let url = args
@@ -541,6 +544,9 @@ async fn bench_main() -> i32 {
     };
     if fairness {
         return fairness::fairness_main(cfg, &mut admin).await;
+    }
+    if multiqueue {
+        return multiqueue::multiqueue_main(cfg, &mut admin).await;
     }
     let t_start = Instant::now();
     let mut errors = 0;

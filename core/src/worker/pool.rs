@@ -229,14 +229,20 @@ impl Pool {
                 let mut best: Option<(u64, usize, Arc<Shared>)> = None;
                 for j in 0..self.size() {
                     if let Some(s) = open(j) {
-                        let p = ready.pass[j].max(ready.vt);
+                        // A queue that found nothing at its last claim earns no credit while
+                        // idle; one whose buffer only ran dry between claims keeps its place.
+                        let p = if self.drained[j].load(Ordering::SeqCst) {
+                            ready.pass[j].max(ready.vt)
+                        } else {
+                            ready.pass[j]
+                        };
                         if best.as_ref().map_or(true, |(bp, _, _)| p < *bp) {
                             best = Some((p, j, s));
                         }
                     }
                 }
                 let (p, j, s) = best?;
-                ready.vt = p;
+                ready.vt = ready.vt.max(p);
                 ready.pass[j] = p + strides[j];
                 (j, s)
             }
