@@ -22,6 +22,7 @@
 -- KEYS[18] group_turns ZSET group -> pass, the groups that may run
 -- KEYS[19] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- KEYS[20] group_state HASH each group's settings and running count
+-- KEYS[21] dead_letters ZSET failed jobs on their way to their dead-letter queue (lib/finish.lua)
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] failure      JSON text {code, message, stack}
@@ -29,7 +30,8 @@
 -- ARGV[5] retry        "1" retry while attempts remain, "0" unrecoverable
 -- ARGV[6] keep         "1" keep the record in failed, "0" delete it
 -- ARGV[7] max_events   stream cap
--- Returns 'retry' or 'failed', or a lease_lost error.
+-- Returns 'retry', 'failed', or 'dead_letter' (failed for good, with a dead-letter queue to move
+-- to: core/src/dead_letter.rs), or a lease_lost error.
 -- The 'retrying' and 'failed' events carry the failure's code and its message, cut to
 -- EVENT_VALUE_CAP bytes (the record keeps it whole, with the stack).
 local EVENT_VALUE_CAP = 512
@@ -65,6 +67,7 @@ if ARGV[5] == '1' and atts < most then
   return 'retry'
 end
 emq_group_forget(K, id)
-emq_fail_for_good(K, id, now, ARGV[6] == '1', atts, fcode, fmessage, ARGV[7], tag)
+local dead = emq_fail_for_good(K, id, now, ARGV[6] == '1', atts, fcode, fmessage, ARGV[7], tag)
 if call('HEXISTS', K.meta, 'concurrency') == 1 then call('LPUSH', K.marker, '1') end
+if dead then return 'dead_letter' end
 return 'failed'

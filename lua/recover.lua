@@ -22,12 +22,14 @@
 -- KEYS[16] group_turns ZSET group -> pass, the groups that may run
 -- KEYS[17] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- KEYS[18] group_state HASH each group's settings and running count
+-- KEYS[19] dead_letters ZSET failed jobs on their way to their dead-letter queue (lib/finish.lua)
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it
 -- ARGV[4] max_events   stream cap
--- Returns 'wait', 'unstarted' (back to wait, uncounted), 'failed', or '' when the job was not
--- stalled any more.
+-- Returns 'wait', 'unstarted' (back to wait, uncounted), 'failed', 'dead_letter' (failed, with a
+-- dead-letter queue to move to: core/src/dead_letter.rs), or '' when the job was not stalled any
+-- more.
 local STRANDED = '-|a'
 local id = ARGV[1]
 if call('SREM', K.stalled, id) == 0 then return '' end
@@ -72,5 +74,7 @@ end
 call('HSET', K.record, 'failure', cjson.encode(failure))
 local tag = emq_group_tag(K, id)
 emq_group_forget(K, id)
-emq_fail_for_good(K, id, now, ARGV[3] == '1', atts, failure.code, failure.message, ARGV[4], tag)
+if emq_fail_for_good(K, id, now, ARGV[3] == '1', atts, failure.code, failure.message, ARGV[4], tag) then
+  return 'dead_letter'
+end
 return 'failed'

@@ -150,6 +150,11 @@ enum Command {
     /// of every group).
     Groups(commands::groups::Args),
 
+    /// Dead-letter queues: `list <dlq>` the jobs that failed for good elsewhere and wait there,
+    /// `replay <dlq> --ids a,b | --all` them back to their queues, `set <queue> <dlq|none>` a
+    /// queue's default dead-letter queue.
+    Dlq(commands::dlq::Args),
+
     /// Serve the web dashboard (overview, queues, jobs, workers; live; loopback by default).
     Ui(commands::ui::Args),
 
@@ -213,6 +218,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Queues(args) => commands::queues::run_queues(&cli.urls, &args).await,
         Command::Workers(args) => commands::queues::run_workers(&cli.urls, &args).await,
         Command::Groups(args) => commands::groups::run(&cli.urls, &args).await,
+        Command::Dlq(args) => commands::dlq::run(&cli.urls, &args).await,
         Command::Ui(args) => commands::ui::run(&cli.urls, &args).await,
         Command::Migrate(args) => commands::migrate::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,

@@ -206,6 +206,8 @@ pub struct QueueKeys {
     pub group_state: Key,
     /// `emq:{q}:group-names`
     pub group_names: Key,
+    /// `emq:{q}:dead-letters`
+    pub dead_letters: Key,
 }
 
 impl QueueName {
@@ -246,6 +248,7 @@ impl QueueName {
             group_parked: self.key(Family::GroupParked),
             group_state: self.key(Family::GroupState),
             group_names: self.key(Family::GroupNames),
+            dead_letters: self.key(Family::DeadLetters),
         }
     }
 }
@@ -397,11 +400,15 @@ pub enum Family {
     GroupState,
     /// ZSET (every score 0) of the groups known to the queue, by name, for `Queue::groups`.
     GroupNames,
+    /// ZSET of failed job ids on their way to a dead-letter queue (`core/src/dead_letter.rs`), by
+    /// when they failed (server ms): written in the failure's own script, emptied once the copy
+    /// is in the dead-letter queue (another slot, so a second step).
+    DeadLetters,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 35] = [
+    pub const ALL: [Family; 36] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -437,6 +444,7 @@ impl Family {
         Family::GroupParked,
         Family::GroupState,
         Family::GroupNames,
+        Family::DeadLetters,
     ];
 
     /// The `<type>` part of the key.
@@ -477,6 +485,7 @@ impl Family {
             Family::GroupParked => "group-parked",
             Family::GroupState => "group-state",
             Family::GroupNames => "group-names",
+            Family::DeadLetters => "dead-letters",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -494,6 +503,7 @@ impl Family {
             Family::GroupParked => "group_parked",
             Family::GroupState => "group_state",
             Family::GroupNames => "group_names",
+            Family::DeadLetters => "dead_letters",
             other => other.suffix(),
         }
     }
@@ -516,7 +526,8 @@ impl Family {
             | Family::GroupReady
             | Family::GroupTurns
             | Family::GroupParked
-            | Family::GroupNames => "zset",
+            | Family::GroupNames
+            | Family::DeadLetters => "zset",
             Family::Stalled => "set",
             Family::Events | Family::Cancels => "stream",
             Family::Meta

@@ -25,6 +25,7 @@
 pub mod audit;
 mod clock;
 mod connect;
+pub mod dead_letter;
 mod durable;
 mod durable_pool;
 pub mod error;
@@ -58,6 +59,7 @@ pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
 
+pub use dead_letter::Replayed;
 pub use durable_pool::Durability;
 pub use error::{Error, ErrorCode, Result};
 pub use flow::{FlowIds, FlowJob};
@@ -70,7 +72,7 @@ pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
 pub use limits::{GroupRateLimit, RateLimit};
 pub use metrics::{prometheus_text, QueueMetrics};
 pub use minter::IdMinter;
-pub use options::{Backoff, JobOptions, ParentPolicy, Removal, Retention};
+pub use options::{Backoff, DeadLetterOrigin, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
@@ -92,6 +94,7 @@ uniffi::setup_scaffolding!();
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
+    pub use crate::dead_letter::stop_moves_after;
     pub use crate::durable_pool::CONNECTIONS_PER_MASTER;
     pub use crate::script;
 }

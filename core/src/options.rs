@@ -103,6 +103,37 @@ pub struct JobOptions {
     /// shown by `emq job` and the dashboard, never read by emq itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The queue this job moves to, as a new job waiting there, once it fails for good (its
+    /// attempts used, unrecoverable, or stalled too often); None: the queue's own dead-letter
+    /// queue ([`crate::Queue::set_dead_letter`]), if any, else it stays in failed. A queue name,
+    /// not this job's own queue. See `core/src/dead_letter.rs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<String>,
+    /// Written by emq alone, on the copy a dead-letter move adds: where the job failed. Bindings
+    /// never set it (no spec field); read it with [`crate::Job::dead_letter_origin`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_lettered: Option<DeadLetterOrigin>,
+}
+
+/// Where a dead-lettered job came from: its queue, its id there, the attempts it made and its last
+/// failure (`{code, message, stack}`), and the options it had (what a replay adds it back with).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetterOrigin {
+    /// The queue it failed in.
+    pub queue: String,
+    /// Its id there (a replay adds it back under this id).
+    pub id: String,
+    /// The attempts it made there.
+    pub attempts_made: u32,
+    /// The stalls it had there.
+    #[serde(default)]
+    pub stalls: u32,
+    /// Its last failure, as the record stored it: `{code, message, stack}`.
+    pub failure: serde_json::Value,
+    /// When it failed for good (server ms).
+    pub failed_ms: u64,
+    /// Its options there, as stored (non-default ones only).
+    pub options: serde_json::Value,
 }
 
 /// Longest job description, in bytes.
@@ -165,6 +196,8 @@ impl Default for JobOptions {
             parent_policy: ParentPolicy::Fail,
             group: None,
             description: None,
+            dead_letter: None,
+            dead_lettered: None,
         }
     }
 }
@@ -239,8 +272,18 @@ impl JobOptions {
                 return Err(invalid("dedup must be 1 to 512 bytes".into()));
             }
         }
+        if let Some(q) = &self.dead_letter {
+            check_dead_letter(q)?;
+        }
         Ok(())
     }
+}
+
+/// Checks a dead-letter queue's name (a job's `dead_letter` option or a queue's default): a queue
+/// name, else `invalid_queue_name` saying which option it was.
+pub fn check_dead_letter(name: &str) -> Result<crate::keyspace::QueueName> {
+    crate::keyspace::QueueName::new(name)
+        .map_err(|e| Error::new(e.code(), format!("dead_letter: {}", e.message())))
 }
 
 /// Converts a binding's duration in milliseconds (a float, possibly negative or NaN) into whole

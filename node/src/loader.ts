@@ -21,6 +21,10 @@ export interface NativeQueue {
   remove(id: string): Promise<boolean>;
   retry(id: string): Promise<boolean>;
   retryFailed(): Promise<number>;
+  setDeadLetter(queue: string | null): Promise<void>;
+  deadLetter(): Promise<string | null>;
+  deadLetters(limit: number): Promise<string>;
+  replayDeadLetters(ids: string[] | null): Promise<string>;
   promote(id: string): Promise<boolean>;
   changePriority(id: string, priority: number): Promise<boolean>;
   drain(delayed: boolean): Promise<number>;

@@ -153,7 +153,7 @@ const JOB_OPTIONS: Record<string, Kind | null> = {
   delay: 'duration', priority: 'count', lifo: 'boolean', attempts: 'count', backoff: null, jitter: 'fraction',
   lease: 'duration', timeout: 'duration', removeOnComplete: null, removeOnFail: null, dedup: 'string',
   dedupTtl: 'duration', debounce: 'boolean', group: 'string', parentPolicy: 'string', id: 'string',
-  description: 'string',
+  description: 'string', deadLetter: 'string',
 };
 const WORKER_OPTIONS: Record<string, Kind | null> = {
   concurrency: 'count', lease: 'duration', stalledInterval: 'duration', maxStalls: 'count', blockTimeout: 'duration',

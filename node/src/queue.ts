@@ -11,7 +11,8 @@ import {
 } from './payload';
 import type {
   BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
-  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo,
+  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo, DeadLetter,
+  Replayed,
 } from './types';
 
 const RATE_LIMIT_KEYS = ['max', 'window'];
@@ -163,6 +164,36 @@ export class Queue {
   /** Sends a failed job back to wait with its attempts reset; false when it is not failed. */
   async retry(id: JobId | string): Promise<boolean> {
     return call(() => this[kNative].retry(String(id)));
+  }
+
+  /**
+   * Sets this queue's default dead-letter queue (null clears it): its jobs without a `deadLetter`
+   * option of their own move there, as new waiting jobs, once they fail for good.
+   */
+  async setDeadLetter(queue: string | null): Promise<void> {
+    return call(() => this[kNative].setDeadLetter(queue));
+  }
+
+  /** This queue's default dead-letter queue, or null. */
+  async deadLetter(): Promise<string | null> {
+    return call(() => this[kNative].deadLetter());
+  }
+
+  /**
+   * The dead-lettered jobs this queue holds (as a dead-letter queue): `id`, `name`, `state` and
+   * `origin` (`queue`, `id`, `attempts_made`, `stalls`, `failure`, `failed_ms`, `options`).
+   */
+  async deadLetters(limit = 100): Promise<DeadLetter[]> {
+    return JSON.parse(await call(() => this[kNative].deadLetters(limit))) as DeadLetter[];
+  }
+
+  /**
+   * Sends dead-lettered jobs (`ids`, or all) back to their queues with their attempts reset and
+   * removes them here; resolves to `[{id, queue, origin_id}]`.
+   */
+  async replayDeadLetters(ids?: Array<JobId | string>): Promise<Replayed[]> {
+    const list = ids === undefined ? null : ids.map(String);
+    return JSON.parse(await call(() => this[kNative].replayDeadLetters(list))) as Replayed[];
   }
 
   /** Retries every failed job; resolves to how many. */

@@ -74,6 +74,12 @@ export interface JobOptions {
   /** Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`. */
   description?: string;
   /**
+   * A queue name: once the job fails for good it moves there, as a new waiting job (see
+   * `Queue.deadLetters`, `Queue.replayDeadLetters`); without it, the queue's own
+   * (`Queue.setDeadLetter`), if any.
+   */
+  deadLetter?: string;
+  /**
    * With `dedup` and `delay`: while the job holding the key is still delayed, replace its data and
    * push its start to `delay` ms from now (debounce) instead of dropping the new job.
    */
@@ -294,6 +300,43 @@ export interface MigrateReport {
 export type CancelOutcome = 'cancelled' | 'requested' | 'finished' | 'not_found';
 
 /** A live worker as registered (times: server ms). */
+/** Where a dead-lettered job failed (`queue.deadLetters()`; names as the core writes them). */
+export interface DeadLetterOrigin {
+  /** The queue it failed in. */
+  queue: string;
+  /** Its id there (a replay adds it back under it). */
+  id: string;
+  /** The attempts it made there. */
+  attempts_made: number;
+  /** The stalls it had there. */
+  stalls: number;
+  /** Its last failure: `{code, message, stack}`. */
+  failure: Failure;
+  /** When it failed for good (server ms). */
+  failed_ms: number;
+  /** Its options there, as stored (non-default ones only). */
+  options: Record<string, Json>;
+}
+
+/** A dead-lettered job a dead-letter queue holds. */
+export interface DeadLetter {
+  /** Its id in the dead-letter queue. */
+  id: string;
+  name: string;
+  state: JobState | null;
+  origin: DeadLetterOrigin;
+}
+
+/** A job a replay sent back (`queue.replayDeadLetters()`). */
+export interface Replayed {
+  /** Its id in the dead-letter queue (removed there). */
+  id: string;
+  /** The queue it went back to. */
+  queue: string;
+  /** Its id there. */
+  origin_id: string;
+}
+
 /** One group of a queue (`queue.groups()`): the `group` job option's tenants. */
 export interface GroupInfo {
   /** The group's name (the `group` job option). */

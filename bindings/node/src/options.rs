@@ -78,6 +78,7 @@ pub struct JobOpts {
     pub parent_policy: Option<String>,
     pub id: Option<String>,
     pub description: Option<String>,
+    pub dead_letter: Option<String>,
 }
 
 /// Converts a job's options; the core validates them.
@@ -107,6 +108,7 @@ pub(crate) fn job_options(o: Option<JobOpts>) -> emq::Result<JobOptions> {
         group: o.group,
         parent_policy: o.parent_policy,
         description: o.description,
+        dead_letter: o.dead_letter,
     })
 }
 

@@ -166,6 +166,7 @@ pub(crate) fn job_spec(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyRe
             "dedup_ttl" => s.dedup_ttl = Some(secs(py, "dedup_ttl", &v)?),
             "group" => s.group = text(py, "group", &v)?,
             "description" => s.description = text(py, "description", &v)?,
+            "dead_letter" => s.dead_letter = text(py, "dead_letter", &v)?,
             "dedup" => s.dedup = text(py, "dedup", &v)?,
             "id" if v.is_none() => s.id = None,
             "id" => {

@@ -484,6 +484,46 @@ awaitable_methods! {
             }))
         }
 
+        /// The queue's default dead-letter queue (`None` clears it); checked by the core.
+        #[pyo3(signature = (queue, blocking=false))]
+        fn set_dead_letter(&self, py, queue: Option<String>) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { q.set_dead_letter(queue.as_deref()).await.map(|_| Out::None) }))
+        }
+
+        #[pyo3(signature = (blocking=false))]
+        fn dead_letter(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::OptJson(q.dead_letter().await?.map(|n| Value::String(n).to_string()))) }))
+        }
+
+        /// The dead-lettered jobs this queue holds: `[{id, name, state, origin}]`.
+        #[pyo3(signature = (limit=100, blocking=false))]
+        fn dead_letters(&self, py, limit: u64) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move {
+                let jobs = q.dead_letters(limit).await?;
+                let out: Vec<Value> = jobs.iter().map(|j| serde_json::json!({
+                    "id": j.id, "name": j.name, "state": j.state.map(|s| s.as_str()),
+                    "origin": j.dead_letter_origin(),
+                })).collect();
+                Ok(Out::Json(Value::Array(out).to_string()))
+            }))
+        }
+
+        /// `ids=None`: every one; returns `[{id, queue, origin_id}]`.
+        #[pyo3(signature = (ids=None, blocking=false))]
+        fn replay_dead_letters(&self, py, ids: Option<Vec<Bound<'_, PyAny>>>) {
+            let q = self.core(py)?;
+            let ids = ids
+                .map(|v| v.iter().map(|i| job_id(py, i)).collect::<PyResult<Vec<_>>>())
+                .transpose()?;
+            Ok(Box::pin(async move {
+                let done = q.replay_dead_letters(ids.as_deref()).await?;
+                Ok(Out::Json(serde_json::to_string(&done)?))
+            }))
+        }
+
         #[pyo3(signature = (blocking=false))]
         fn retry_failed(&self, py) {
             let q = self.core(py)?;

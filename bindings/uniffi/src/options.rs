@@ -136,6 +136,10 @@ pub struct JobOptions {
     /// Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`.
     #[uniffi(default = None)]
     pub description: Option<String>,
+    /// The queue this job moves to, as a new waiting job, once it fails for good (null: the
+    /// queue's own, `Queue.setDeadLetter`, if any).
+    #[uniffi(default = None)]
+    pub dead_letter: Option<String>,
     /// Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
     /// adding the same id twice adds one job. Read back as null (the id is the record's).
     #[uniffi(default = None)]
@@ -174,6 +178,7 @@ impl From<&emq::JobOptions> for JobOptions {
             },
             group: o.group.clone(),
             description: o.description.clone(),
+            dead_letter: o.dead_letter.clone(),
             id: o.id.map(|id| id.to_string()),
         }
     }
@@ -222,6 +227,7 @@ impl JobOptions {
             group: self.group.clone(),
             parent_policy: self.parent_policy.map(|p| p.as_str().to_string()),
             description: self.description.clone(),
+            dead_letter: self.dead_letter.clone(),
         })
     }
 }
@@ -379,6 +385,7 @@ mod tests {
             parent_policy: Some(ParentPolicy::Ignore),
             group: Some("g".into()),
             description: Some("the nightly import of account 7 — ünïcode too".into()),
+            dead_letter: Some("imports-dlq".into()),
             id: None,
         };
         let core = o.to_core().unwrap();

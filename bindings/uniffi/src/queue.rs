@@ -264,6 +264,60 @@ impl Queue {
         Ok(jobs.iter().map(JobRecord::from).collect())
     }
 
+    /// Sets (or with null clears) this queue's default dead-letter queue: its jobs without a
+    /// `deadLetter` option of their own move there, as new waiting jobs, once they fail for good.
+    pub async fn set_dead_letter(&self, queue: Option<String>) -> Result<(), EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.set_dead_letter(queue.as_deref()).await }).await
+    }
+
+    /// This queue's default dead-letter queue, or null.
+    pub async fn dead_letter(&self) -> Result<Option<String>, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.dead_letter().await }).await
+    }
+
+    /// The dead-lettered jobs this queue holds, as JSON text: `[{id, name, state, origin}]`.
+    #[uniffi::method(default(limit = 100))]
+    pub async fn dead_letters_json(&self, limit: u64) -> Result<String, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move {
+            let jobs = q.dead_letters(limit).await?;
+            let out: Vec<serde_json::Value> = jobs
+                .iter()
+                .map(|j| {
+                    serde_json::json!({
+                        "id": j.id, "name": j.name, "state": j.state.map(|s| s.as_str()),
+                        "origin": j.dead_letter_origin(),
+                    })
+                })
+                .collect();
+            Ok(serde_json::Value::Array(out).to_string())
+        })
+        .await
+    }
+
+    /// Sends dead-lettered jobs (`ids`, or with null every one) back to their queues with their
+    /// attempts reset, and removes them here.
+    #[uniffi::method(default(ids = None))]
+    pub async fn replay_dead_letters(
+        &self,
+        ids: Option<Vec<String>>,
+    ) -> Result<Vec<emq::Replayed>, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move {
+            let ids = ids
+                .map(|v| {
+                    v.iter()
+                        .map(|i| emq::JobId::parse(i))
+                        .collect::<emq::Result<Vec<_>>>()
+                })
+                .transpose()?;
+            q.replay_dead_letters(ids.as_deref()).await
+        })
+        .await
+    }
+
     /// Retries every failed job; returns how many.
     pub async fn retry_failed(&self) -> Result<u64, EmqException> {
         let q = self.inner.clone();

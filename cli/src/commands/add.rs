@@ -54,6 +54,11 @@ pub struct Args {
     #[arg(long)]
     pub group: Option<String>,
 
+    /// The job's dead-letter queue: once it fails for good it moves there, as a new job waiting
+    /// (`emq dlq list`, `emq dlq replay`). Without it, the queue's own (`emq dlq set`), if any.
+    #[arg(long, value_name = "QUEUE")]
+    pub dead_letter: Option<String>,
+
     /// Once completed: `true` deletes the job at once, `false` leaves it to the queue's
     /// retention; a count (`100`), an age (`1d`, `12h`, `30m`) or both (`100,1d`) keep it while
     /// it is among the newest `count` completed jobs and younger than `age`.
@@ -109,6 +114,7 @@ pub fn job_options(args: &Args) -> emq::Result<JobOptions> {
         dedup: args.dedup.clone(),
         dedup_ttl: Some(Millis(args.dedup_ttl_ms as f64)),
         group: args.group.clone(),
+        dead_letter: args.dead_letter.clone(),
         remove_on_complete: args
             .remove_on_complete
             .as_deref()

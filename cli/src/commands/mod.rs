@@ -5,6 +5,7 @@ pub mod admin;
 pub mod audit;
 pub mod demo;
 pub mod dev;
+pub mod dlq;
 pub mod events;
 pub mod groups;
 pub mod job;

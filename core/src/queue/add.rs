@@ -283,6 +283,7 @@ impl Queue {
 
     async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {
         options.validate()?;
+        crate::dead_letter::check_not_own(self, &options)?;
         let id = match options.id {
             Some(id) => id,
             None => self.minter.mint()?,
@@ -404,6 +405,7 @@ impl Queue {
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
             job.options.validate()?;
+            crate::dead_letter::check_not_own(self, &job.options)?;
             check_payload("the payload", &job.data)?;
             let id = match job.options.id {
                 Some(id) => id,

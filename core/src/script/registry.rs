@@ -230,6 +230,12 @@ scripts! {
     WORKERS_LIST => "workers_list",
     /// Inserts one finished job copied by `emq migrate`, and marks its source migrated.
     MIGRATE_FINISHED => "migrate_finished",
+    /// Pins the id a failed job's copy takes in its dead-letter queue (a dead-letter move's step 2).
+    DEAD_LETTER_PIN => "dead_letter_pin",
+    /// Ends a dead-letter move: the failed job leaves its queue once its copy is in the other.
+    DEAD_LETTER_DONE => "dead_letter_done",
+    /// Selects the dead-letter moves a crash interrupted.
+    DEAD_LETTERS_DUE => "dead_letters_due",
     /// Reads the clock of the node that owns the queue.
     SERVER_TIME => "server_time",
 }

@@ -238,6 +238,9 @@ pub struct JobSpec {
     pub parent_policy: Option<String>,
     /// Words for people, up to [`crate::options::MAX_DESCRIPTION`] bytes.
     pub description: Option<String>,
+    /// The dead-letter queue (a queue name).
+    #[serde(alias = "deadLetter")]
+    pub dead_letter: Option<String>,
 }
 
 impl JobSpec {
@@ -260,6 +263,7 @@ impl JobSpec {
         "group",
         "parent_policy",
         "description",
+        "dead_letter",
     ];
 }
 
@@ -306,6 +310,8 @@ impl TryFrom<JobSpec> for JobOptions {
             },
             group: s.group,
             description: s.description,
+            dead_letter: s.dead_letter,
+            dead_lettered: None,
         };
         o.validate()?;
         Ok(o)

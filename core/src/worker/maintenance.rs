@@ -7,6 +7,13 @@ pub(super) async fn sweep_loop(s: Arc<Shared>) {
         if let Err(e) = sweep_once(&s).await {
             s.trouble("stalled sweep failed; will retry", &e);
         }
+        // Dead-letter moves a crash cut between their steps (core/src/dead_letter.rs).
+        if let Err(e) =
+            crate::dead_letter::forward_due(&s.queue, crate::dead_letter::DEAD_LETTER_GRACE, 100)
+                .await
+        {
+            s.trouble("finishing dead-letter moves failed; will retry", &e);
+        }
         tokio::time::sleep(s.opts.stalled_interval).await;
     }
 }
@@ -35,10 +42,23 @@ pub(super) async fn sweep_once(s: &Shared) -> Result<()> {
             .arg(q.max_events)
             .invoke(q.store())
             .await?;
+        if r == "dead_letter" {
+            if let Err(e) = crate::dead_letter::forward(q, id).await {
+                s.trouble(
+                    "could not move a stalled job to its dead-letter queue yet; will retry",
+                    &e,
+                );
+            }
+        }
         // 'unstarted': leased ahead and never started, given back uncounted (not a stall).
-        if r == "wait" || r == "failed" {
+        if r == "wait" || r == "failed" || r == "dead_letter" {
             s.recovered.fetch_add(1, Ordering::Relaxed);
-            emit(&s.events, || WorkerEvent::Stalled { job_id: id, to: r });
+            let to = if r == "dead_letter" {
+                "failed".into()
+            } else {
+                r
+            };
+            emit(&s.events, || WorkerEvent::Stalled { job_id: id, to });
         }
     }
     Ok(())

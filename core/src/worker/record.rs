@@ -86,6 +86,7 @@ pub(super) async fn finish_reporting(
                 .key(&k.prioritized)
                 .key(&k.delayed_priority)
                 .group_keys(k)
+                .key(&k.dead_letters)
                 .arg(job.id)
                 .arg(token)
                 .arg(failure.to_string())
@@ -102,6 +103,16 @@ pub(super) async fn finish_reporting(
             match r {
                 Err(e) => note_finish_error(s, job.id, e),
                 Ok(status) => {
+                    if status == "dead_letter" {
+                        // The move's other steps (another slot); a failure here is finished by
+                        // the maintenance loop (dead_letter.rs).
+                        if let Err(e) = crate::dead_letter::forward(q, job.id).await {
+                            s.trouble(
+                                &format!("could not move failed job {} to its dead-letter queue yet; the maintenance loop will", job.id),
+                                &e,
+                            );
+                        }
+                    }
                     // Counted once recorded, by what the script did: a retry, or failed for good.
                     if status == "retry" {
                         s.retried.fetch_add(1, Ordering::Relaxed);

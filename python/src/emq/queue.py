@@ -88,7 +88,9 @@ class Queue:
         ``dedup``: hold the key this many seconds after the add, whatever becomes of the job),
         ``group`` (fair groups: :meth:`set_group_weight` and the other group settings, and
         :meth:`set_group_rate_limit`), ``parent_policy`` (flows), ``description``
-        (words for people, at most 1,024 bytes, shown by ``emq job`` and ``emq ui``).
+        (words for people, at most 1,024 bytes, shown by ``emq job`` and ``emq ui``),
+        ``dead_letter`` (a queue name: once the job fails for good it moves there as a new job;
+        without it, the queue's own, :meth:`set_dead_letter`).
         Every duration is seconds (a number or a ``timedelta``).
         """
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
@@ -273,6 +275,29 @@ class Queue:
     async def retry(self, job_id: str) -> bool:
         """Sends a failed job back to wait with its attempts reset; False when it is not failed."""
         return await self._native.job_op("retry", job_id)
+
+    # -- dead-letter queues --------------------------------------------------------------------
+
+    async def set_dead_letter(self, queue: Optional[str]) -> None:
+        """Sets this queue's default dead-letter queue (``None`` clears it): its jobs without a
+        ``dead_letter`` option of their own move there, as new waiting jobs, once they fail for
+        good. Stored with the queue (every producer and worker shares it)."""
+        await self._native.set_dead_letter(queue)
+
+    async def dead_letter(self) -> Optional[str]:
+        """This queue's default dead-letter queue, or ``None``."""
+        return await self._native.dead_letter()
+
+    async def dead_letters(self, limit: int = 100) -> List[Dict[str, Any]]:
+        """The dead-lettered jobs this queue holds (as a dead-letter queue): ``id``, ``name``,
+        ``state`` and ``origin`` (``queue``, ``id``, ``attempts_made``, ``stalls``, ``failure``,
+        ``failed_ms``, ``options``)."""
+        return await self._native.dead_letters(limit)
+
+    async def replay_dead_letters(self, ids: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+        """Sends dead-lettered jobs (``ids``, or all) back to their queues with their attempts
+        reset and removes them here; returns ``[{id, queue, origin_id}]``."""
+        return await self._native.replay_dead_letters(ids)
 
     async def retry_failed(self) -> int:
         """Retries every failed job; returns how many."""

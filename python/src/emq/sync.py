@@ -200,6 +200,18 @@ class Queue:
     def retry(self, job_id: str) -> bool:
         return _blocking(self._native.job_op, "retry", job_id)
 
+    def set_dead_letter(self, queue: Optional[str]) -> None:
+        _blocking(self._native.set_dead_letter, queue)
+
+    def dead_letter(self) -> Optional[str]:
+        return _blocking(self._native.dead_letter)
+
+    def dead_letters(self, limit: int = 100) -> List[Dict[str, Any]]:
+        return _blocking(self._native.dead_letters, limit)
+
+    def replay_dead_letters(self, ids: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+        return _blocking(self._native.replay_dead_letters, ids)
+
     def retry_failed(self) -> int:
         return _blocking(self._native.retry_failed)
 
