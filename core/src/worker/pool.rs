@@ -190,7 +190,10 @@ impl Pool {
                     .filter(|&j| j == m || !self.drained[j].load(Ordering::SeqCst))
                     .map(|j| self.weights[j])
                     .sum();
-                let share = (cap as u64 * self.weights[m]).div_ceil(busy.max(1)) as usize;
+                // Rounded down (at least one each), so the shares of the queues with work never
+                // add up to more than the pool: a heavy queue cannot hold every slot and leave a
+                // light one none to lease into.
+                let share = ((cap as u64 * self.weights[m]) / busy.max(1)).max(1) as usize;
                 n.min(share.saturating_sub(self.held_by[m].load(Ordering::SeqCst)))
             }
         }
