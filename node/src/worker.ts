@@ -84,8 +84,6 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
   private readonly slot: Slot;
   /** Its (first) queue. */
   readonly queue: Queue;
-  /** The names of its queues, in the order it was given them. */
-  readonly queues: string[];
   private closing: Promise<number> | null = null;
   private signals: { signals: string[]; onSignal: () => void } | null = null;
 
@@ -175,7 +173,6 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
         : queue[kNative].worker(dispatch, onEvents, o),
     );
     this.queue = list[0];
-    this.queues = this[kNative].queues;
     if (handleSignals) this.closeOnSignals();
   }
 
@@ -190,6 +187,11 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
    */
   stats(): WorkerStats {
     return this[kNative].stats();
+  }
+
+  /** The names of its queues, in the order it was given them. */
+  get queues(): string[] {
+    return this[kNative].queues;
   }
 
   /** Counters per queue, in the worker's order, while it runs (`[]` once closed; `stats` keeps the final sums). */
