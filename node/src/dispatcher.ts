@@ -22,13 +22,15 @@ export interface Slot {
   mask: number;
   emit(event: string, ...args: unknown[]): void;
   error(e: unknown): void;
-  progress(seq: number, id: string, p: unknown): Promise<void>;
+  progress(seq: number, id: string, p: unknown, queue: string | undefined): Promise<void>;
   events(batchText: string): void;
 }
 
-/** A job as the addon hands it over (`{ s, id, name, data, attemptsMade, attempts, fence }`), or an abort. */
+/** A job as the addon hands it over (`{ s, q, id, name, data, attemptsMade, attempts, fence }`), or an abort. */
 interface Entry {
   s: number;
+  /** The job's queue, by name. */
+  q?: string;
   abort?: 'cancelled' | 'timeout' | 'shutdown';
   reason?: string;
   id: string;
@@ -68,7 +70,10 @@ function failure(e: unknown): { message: string; stack?: string; code?: string; 
  * core ends the run only once the handler's promise has settled. It never throws, and no outcome
  * ever rejects: a synchronous throw, a rejection or an unserialisable result fails that job only.
  */
-export function dispatcher(handler: Handler, queue: Queue, slot: Slot): (batchText: string) => void {
+export function dispatcher(handler: Handler, queues: Queue[], slot: Slot): (batchText: string) => void {
+  // A job's queue, by the name the addon sends (`q`); the first when absent.
+  const byName = new Map(queues.map((q) => [q.name, q]));
+  const queueOf = (name: string | undefined): Queue => (name !== undefined && byName.get(name)) || queues[0];
   let seqs: number[] = [];
   let results: (string | null)[] = [];
   let flushQueued = false;
@@ -146,6 +151,7 @@ export function dispatcher(handler: Handler, queue: Queue, slot: Slot): (batchTe
         continue;
       }
       const id = raw.id;
+      const queue = queueOf(raw.q);
       // The AbortController is made on first use of `job.signal`.
       const st: Live = { job: null, ctrl: null, reason: null };
       const job = {
@@ -163,7 +169,7 @@ export function dispatcher(handler: Handler, queue: Queue, slot: Slot): (batchTe
           return st.ctrl.signal;
         },
         // Through the run's context, so the worker reports a 'progress' event.
-        updateProgress: (p: unknown) => slot.progress(seq, id, p),
+        updateProgress: (p: unknown) => slot.progress(seq, id, p, raw.q),
         log: (line: string) => queue.log(id, line),
         childrenResults: (): Promise<Record<string, Json>> => queue.childrenResults(id),
       } as ActiveJob;

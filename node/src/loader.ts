@@ -63,7 +63,9 @@ export interface NativeWorker {
   complete(seqs: number[], results: (string | null)[]): void;
   fail(seq: number, message: string, code: string | null, stack: string | null, unrecoverable: boolean): void;
   delay(seq: number, ms: number, countAttempt: boolean): void;
-  progress(seq: number, id: string, progress: string): Promise<void>;
+  progress(seq: number, id: string, progress: string, queue: string | undefined): Promise<void>;
+  readonly queues: string[];
+  statsByQueue(): import('./types').QueueStats[];
   listen(mask: number): void;
   takeEvents(): string;
   stats(): import('./types').WorkerStats;
@@ -88,6 +90,12 @@ export interface NativeTls {
 export interface Native {
   connect(urls: string[], name: string, durable: number[] | undefined, tls: NativeTls | undefined): Promise<NativeQueue>;
   errorCodes(): string[];
+  startWorkerMany(
+    queues: NativeQueue[],
+    dispatcher: (batch: string) => void,
+    onEvents: (events: string) => void,
+    opts: object | undefined,
+  ): NativeWorker;
 }
 
 function platformTriple(): string {

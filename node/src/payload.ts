@@ -157,7 +157,8 @@ const JOB_OPTIONS: Record<string, Kind | null> = {
 };
 const WORKER_OPTIONS: Record<string, Kind | null> = {
   concurrency: 'count', lease: 'duration', stalledInterval: 'duration', maxStalls: 'count', blockTimeout: 'duration',
-  shutdownTimeout: 'duration', removeOnComplete: null, removeOnFail: null, handleSignals: null,
+  shutdownTimeout: 'duration', removeOnComplete: null, removeOnFail: null, strict: null, weights: null,
+  handleSignals: null,
 };
 
 /** A value as the user gave it, for a refusal: `"soon"` (a string), `[object Object]`... */

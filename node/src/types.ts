@@ -403,8 +403,29 @@ export interface WorkerOptions {
   removeOnComplete?: Retention;
   /** Retention of failed jobs, queue-wide (default: the newest 10,000, none older than 7 days). */
   removeOnFail?: Retention;
+  /**
+   * A worker on several queues (`new Worker([qa, qb], ...)`): no job of a later queue starts
+   * while an earlier one has a ready job. Excludes `weights`.
+   */
+  strict?: boolean;
+  /**
+   * A worker on several queues: starts shared by weight while the queues have work, keyed by
+   * queue name (1 to 1000; a queue not named has 1; the default: all 1).
+   */
+  weights?: Record<string, number>;
   /** Same as calling `worker.closeOnSignals()`: SIGINT/SIGTERM close gracefully, a second aborts. */
   handleSignals?: boolean;
+}
+
+/** The counters of one of a worker's queues (`worker.statsByQueue()`), as `WorkerStats` less `running`. */
+export interface QueueStats {
+  /** The queue's name. */
+  queue: string;
+  completed: number;
+  failed: number;
+  retried: number;
+  leaseLost: number;
+  recovered: number;
 }
 
 /** A worker's counters (they count jobs, not runs, except `retried`). */

@@ -9,7 +9,8 @@ import { kNative } from './loader';
 import type { NativeWorker } from './loader';
 import { payloadJson, workerOpts } from './payload';
 import { Queue, failedError } from './queue';
-import type { Handler, Job, JobId, Json, WorkerEventName, WorkerFailure, WorkerOptions, WorkerStats } from './types';
+import { native as addon } from './loader';
+import type { Handler, Job, JobId, Json, QueueStats, WorkerEventName, WorkerFailure, WorkerOptions, WorkerStats } from './types';
 
 /** The bit of each worker event kind in the native worker's listening mask. */
 const WORKER_EVENT_BITS: Record<string, number> = { completed: 1, failed: 2, progress: 4, stalled: 8, error: 16 };
@@ -81,15 +82,20 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
   readonly [kNative]: NativeWorker;
   /** @internal */
   private readonly slot: Slot;
+  /** Its (first) queue. */
   readonly queue: Queue;
   private closing: Promise<number> | null = null;
   private signals: { signals: string[]; onSignal: () => void } | null = null;
 
-  /** Starts processing at once. */
-  constructor(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions) {
+  /**
+   * Starts processing at once. `queue` may be a list of queues: one worker on all of them,
+   * sharing `concurrency`, ordered by `opts.strict` or `opts.weights` (see `WorkerOptions`).
+   */
+  constructor(queue: Queue | Queue[], handler: Handler<T, R>, opts?: WorkerOptions) {
     super();
-    if (!(queue instanceof Queue)) {
-      throw emqError('invalid_option', 'new Worker(queue, handler): queue must come from Queue.connect');
+    const list = Array.isArray(queue) ? queue : [queue];
+    if (!list.every((q) => q instanceof Queue)) {
+      throw emqError('invalid_option', 'new Worker(queue, handler): queue must come from Queue.connect (or be a list of such)');
     }
     if (typeof handler !== 'function') {
       throw emqError('invalid_option', 'new Worker(queue, handler): handler must be a function');
@@ -120,9 +126,9 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
           /* an 'error' listener threw: nothing more to tell */
         }
       },
-      progress: async (seq, id, p) => {
+      progress: async (seq, id, p, q) => {
         const text = payloadJson('progress', p);
-        return call(() => (slot.native as NativeWorker).progress(seq, String(id), text));
+        return call(() => (slot.native as NativeWorker).progress(seq, String(id), text, q));
       },
       // The core's events, a JSON array at a time (on a later event-loop turn, or from `close`).
       events: (batchText) => {
@@ -159,15 +165,19 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
       if (event in WORKER_EVENT_BITS) relisten(null);
     });
     this.slot = slot;
+    const dispatch = dispatcher(handler as Handler, list, slot);
+    const onEvents = (text: string): void => slot.events(text);
     this[kNative] = slot.native = callSync(() =>
-      queue[kNative].worker(dispatcher(handler as Handler, queue, slot), (text) => slot.events(text), o),
+      Array.isArray(queue)
+        ? addon.startWorkerMany(list.map((q) => q[kNative]), dispatch, onEvents, o)
+        : queue[kNative].worker(dispatch, onEvents, o),
     );
-    this.queue = queue;
+    this.queue = list[0];
     if (handleSignals) this.closeOnSignals();
   }
 
   /** As `new Worker(...)`, as a promise. */
-  static async start<T = any, R = unknown>(queue: Queue, handler: Handler<T, R>, opts?: WorkerOptions): Promise<Worker<T, R>> {
+  static async start<T = any, R = unknown>(queue: Queue | Queue[], handler: Handler<T, R>, opts?: WorkerOptions): Promise<Worker<T, R>> {
     return new Worker(queue, handler, opts);
   }
 
@@ -177,6 +187,16 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
    */
   stats(): WorkerStats {
     return this[kNative].stats();
+  }
+
+  /** The names of its queues, in the order it was given them. */
+  get queues(): string[] {
+    return this[kNative].queues;
+  }
+
+  /** Counters per queue, in the worker's order, while it runs (`[]` once closed; `stats` keeps the final sums). */
+  statsByQueue(): QueueStats[] {
+    return this[kNative].statsByQueue();
   }
 
   /**

@@ -90,7 +90,8 @@ SPEC_FILLERS = {
     "WorkerSpec": {
         "python": ("bindings/python/src/options.rs", "worker_options"),
         "node": ("bindings/node/src/options.rs", "worker_options"),
-        "uniffi": ("bindings/uniffi/src/queue.rs", "start_worker"),
+        # `Queue.start_worker` (one queue) fills the same fields less strict/weights.
+        "uniffi": ("bindings/uniffi/src/worker.rs", "start_worker_many"),
     },
 }
 SPEC_LANGS = ["python", "node", "uniffi"]

@@ -150,3 +150,16 @@ pub fn error_codes() -> Vec<String> {
         .map(|c| c.as_str().to_string())
         .collect()
 }
+
+/// Starts one worker on several queues (in this order; `opts.strict` or `opts.weights` orders
+/// them), as `NativeQueue.worker` does for one.
+#[napi(async_runtime)]
+pub fn start_worker_many(
+    queues: Vec<napi::bindgen_prelude::ClassInstance<'_, queue::NativeQueue>>,
+    dispatcher: napi::bindgen_prelude::Function<'_, String, ()>,
+    on_events: napi::bindgen_prelude::Function<'_, String, ()>,
+    opts: Option<options::WorkerOpts>,
+) -> Result<worker::NativeWorker> {
+    let queues = queues.iter().map(|q| q.q.clone()).collect();
+    crate::worker::start(queues, dispatcher, on_events, opts)
+}

@@ -172,6 +172,10 @@ pub struct WorkerOpts {
     pub remove_on_complete: Option<Removal>,
     /// Retention of failed jobs, as `remove_on_complete`.
     pub remove_on_fail: Option<Removal>,
+    /// A worker on several queues: no job of a later queue starts while an earlier one has one.
+    pub strict: Option<bool>,
+    /// A worker on several queues: starts shared by weight, keyed by queue name.
+    pub weights: Option<std::collections::HashMap<String, f64>>,
 }
 
 /// Converts a worker's options; the core validates them.
@@ -188,6 +192,8 @@ pub(crate) fn worker_options(o: Option<WorkerOpts>) -> emq::Result<WorkerOptions
         shutdown_timeout: millis(o.shutdown_timeout),
         remove_on_complete: removal(o.remove_on_complete),
         remove_on_fail: removal(o.remove_on_fail),
+        strict: o.strict,
+        weights: o.weights.map(|w| w.into_iter().collect()),
         ..WorkerSpec::default()
     })
 }

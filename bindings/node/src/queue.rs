@@ -709,6 +709,6 @@ impl NativeQueue {
         on_events: Function<'_, String, ()>,
         opts: Option<WorkerOpts>,
     ) -> Result<NativeWorker> {
-        crate::worker::start(&self.q, dispatcher, on_events, opts)
+        crate::worker::start(vec![self.q.clone()], dispatcher, on_events, opts)
     }
 }

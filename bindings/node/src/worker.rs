@@ -137,11 +137,14 @@ impl Dispatch {
     }
 }
 
-/// One job as the dispatcher receives it: `{"s":seq,"id":…,"name":…,"data":…,"attemptsMade":n,
-/// "attempts":n,"fence":n}` (the fence, µs since the epoch, is below 2^53: a JS number holds it).
+/// One job as the dispatcher receives it: `{"s":seq,"q":queue name,"id":…,"name":…,"data":…,
+/// "attemptsMade":n,"attempts":n,"fence":n}` (the fence, µs since the epoch, is below 2^53: a JS
+/// number holds it; the queue name picks the job's queue in a worker on several).
 fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     let j = ctx.job();
-    let _ = write!(out, "{{\"s\":{seq},\"id\":\"{}\",\"name\":", j.id);
+    let _ = write!(out, "{{\"s\":{seq},\"q\":");
+    let _ = serde_json::to_writer(&mut *out, ctx.queue().name().as_str());
+    let _ = write!(out, ",\"id\":\"{}\",\"name\":", j.id);
     let _ = serde_json::to_writer(&mut *out, &j.name);
     out.extend_from_slice(b",\"data\":");
     let _ = serde_json::to_writer(&mut *out, &j.data);
@@ -281,6 +284,17 @@ impl Handler for JsHandler {
     }
 }
 
+/// Counters of one of a worker's queues (see `QueueStats` in node/src/types.ts).
+#[napi(object)]
+pub struct QueueStats {
+    pub queue: String,
+    pub completed: f64,
+    pub failed: f64,
+    pub retried: f64,
+    pub lease_lost: f64,
+    pub recovered: f64,
+}
+
 /// Counters of a worker (see `WorkerStats` in node/src/types.ts).
 #[napi(object)]
 pub struct WorkerStats {
@@ -302,12 +316,14 @@ pub struct NativeWorker {
     aborter: WorkerAborter,
     dispatch: Arc<Dispatch>,
     events: Arc<WorkerEvents>,
-    queue: emq::Queue,
+    /// Its queues, in order (the first for a progress whose queue is not named).
+    queues: Vec<emq::Queue>,
 }
 
-/// Starts a worker on `queue` around the JS dispatcher; its events go to `on_events`.
+/// Starts a worker on `queues` (one or several; the core refuses none and a queue twice) around
+/// the JS dispatcher; its events go to `on_events`.
 pub(crate) fn start(
-    queue: &emq::Queue,
+    queues: Vec<emq::Queue>,
     dispatcher: Function<'_, String, ()>,
     on_events: Function<'_, String, ()>,
     opts: Option<WorkerOpts>,
@@ -331,7 +347,7 @@ pub(crate) fn start(
         .map_err(napi_failure)?;
     dispatch.lock().tsfn = Some(Arc::new(tsfn));
     emq::worker_registry::set_language("node");
-    let started = emq::Worker::builder(queue.clone())
+    let started = emq::Worker::builder_many(queues.clone())
         .options(options)
         .on_event(events.hook())
         .handler(JsHandler {
@@ -351,7 +367,7 @@ pub(crate) fn start(
         handle: Mutex::new(Some(handle)),
         dispatch,
         events,
-        queue: queue.clone(),
+        queues,
     })
 }
 
@@ -419,16 +435,26 @@ impl NativeWorker {
     }
 
     /// Records progress (JSON text) of the run `seq` of job `id` through its context, so the core
-    /// reports a `progress` event; once the run is settled, on the queue alone (no event).
+    /// reports a `progress` event; once the run is settled, on its queue (`queue`, by name; the
+    /// first when not named) alone (no event).
     #[napi]
-    pub async fn progress(&self, seq: u32, id: String, progress: String) -> Settled<()> {
+    pub async fn progress(
+        &self,
+        seq: u32,
+        id: String,
+        progress: String,
+        queue: Option<String>,
+    ) -> Settled<()> {
         Settled::of(async move {
             let v: Value = serde_json::from_str(&progress).map_err(|e| throw(e.into()))?;
             match self.dispatch.context(seq) {
                 Some(ctx) => ctx.progress(v).await.map_err(throw),
                 None => {
                     let id = JobId::parse(&id).map_err(throw)?;
-                    self.queue.update_progress(id, &v).await.map_err(throw)
+                    let q = queue
+                        .and_then(|n| self.queues.iter().find(|q| q.name().as_str() == n))
+                        .unwrap_or(&self.queues[0]);
+                    q.update_progress(id, &v).await.map_err(throw)
                 }
             }
         })
@@ -447,6 +473,35 @@ impl NativeWorker {
     #[napi]
     pub fn take_events(&self) -> String {
         self.events.take()
+    }
+
+    /// The names of its queues, in order.
+    #[napi(getter)]
+    pub fn queues(&self) -> Vec<String> {
+        self.queues
+            .iter()
+            .map(|q| q.name().as_str().to_string())
+            .collect()
+    }
+
+    /// Its counters per queue, in order, while it runs (`[]` once closed).
+    #[napi]
+    pub fn stats_by_queue(&self) -> Vec<QueueStats> {
+        let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+        guard
+            .as_ref()
+            .map(|h| h.stats_by_queue())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(queue, s)| QueueStats {
+                queue,
+                completed: s.completed as f64,
+                failed: s.failed as f64,
+                retried: s.retried as f64,
+                lease_lost: s.lease_lost as f64,
+                recovered: s.recovered as f64,
+            })
+            .collect()
     }
 
     /// Its counters (once closed: the final figures, running 0).

@@ -276,6 +276,10 @@ pub(crate) struct WorkerArgs<'a, 'py> {
     pub max_stalls: Option<&'a Bound<'py, PyAny>>,
     pub remove_on_complete: Option<&'a Bound<'py, PyAny>>,
     pub remove_on_fail: Option<&'a Bound<'py, PyAny>>,
+    /// A worker on several queues: strict order (a bool).
+    pub strict: Option<&'a Bound<'py, PyAny>>,
+    /// A worker on several queues: weights by queue name (a dict of numbers).
+    pub weights: Option<&'a Bound<'py, PyAny>>,
 }
 
 pub(crate) fn worker_options<'py>(
@@ -306,6 +310,23 @@ pub(crate) fn worker_options<'py>(
     }
     if let Some(v) = some(a.remove_on_fail) {
         s.remove_on_fail = Some(removal(py, "remove_on_fail", &v)?);
+    }
+    if let Some(v) = some(a.strict) {
+        s.strict = Some(flag(py, "strict", &v)?);
+    }
+    if let Some(v) = some(a.weights) {
+        let d = v
+            .cast::<PyDict>()
+            .map_err(|_| bad(py, "weights", "a dict of queue name to weight"))?;
+        let mut w = std::collections::BTreeMap::new();
+        for (k, n) in d.iter() {
+            let name: String = k
+                .extract()
+                .map_err(|_| bad(py, "weights", "keyed by queue names (str)"))?;
+            let n = number(py, &format!("the weight of queue {name:?}"), &n)?;
+            w.insert(name, n);
+        }
+        s.weights = Some(w);
     }
     emq::WorkerOptions::try_from(s).map_err(|e| core_err(py, &e))
 }

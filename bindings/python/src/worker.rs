@@ -18,6 +18,40 @@ pub(crate) struct Worker {
     aborter: emq::WorkerAborter,
     dispatch: Option<Arc<Dispatch>>,
     events: Arc<worker_events::EventQueue>,
+    /// The names of its queues, in order.
+    queues: Vec<String>,
+    /// Per-queue counters taken as `close` began (the core's handle gives them while it runs).
+    last_by_queue: Mutex<Option<Vec<(String, emq::WorkerStats)>>>,
+}
+
+/// A `Queue` or a list/tuple of them, as the core's queues (the core refuses an empty list and a
+/// queue named twice).
+fn queues_of(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Vec<emq::Queue>> {
+    if let Ok(q) = v.cast::<Queue>() {
+        return Ok(vec![q.get().core(py)?]);
+    }
+    let bad = || {
+        crate::code_err(
+            py,
+            emq::ErrorCode::InvalidOption,
+            "a worker's queue must be a Queue or a list of Queues",
+        )
+    };
+    if !(v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>()) {
+        return Err(bad());
+    }
+    v.try_iter()?
+        .map(|item| {
+            let item = item?;
+            let q = item.cast::<Queue>().map_err(|_| bad())?;
+            q.get().core(py)
+        })
+        .collect()
+}
+
+fn stats_json(py: Python<'_>, stats: &emq::WorkerStats) -> PyResult<Py<PyAny>> {
+    let text = serde_json::to_string(stats).unwrap_or_else(|_| "{}".into());
+    Ok(json_loads(py, &text)?.unbind())
 }
 
 impl Drop for Worker {
@@ -32,11 +66,11 @@ awaitable_methods! {
         /// `batched`, jobs are queued for the event loop instead: it watches `wake_fd` and calls
         /// `take`.
         #[new]
-        #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None, remove_on_complete=None, remove_on_fail=None))]
+        #[pyo3(signature = (queue, entry, event_loop=None, concurrency=None, lease=None, batched=false, shutdown_timeout=None, stalled_interval=None, max_stalls=None, remove_on_complete=None, remove_on_fail=None, strict=None, weights=None))]
         #[allow(clippy::too_many_arguments)]
         fn new(
             py: Python<'_>,
-            queue: &Queue,
+            queue: &Bound<'_, PyAny>,
             entry: Py<PyAny>,
             event_loop: Option<Py<PyAny>>,
             concurrency: Option<&Bound<'_, PyAny>>,
@@ -47,8 +81,10 @@ awaitable_methods! {
             max_stalls: Option<&Bound<'_, PyAny>>,
             remove_on_complete: Option<&Bound<'_, PyAny>>,
             remove_on_fail: Option<&Bound<'_, PyAny>>,
+            strict: Option<&Bound<'_, PyAny>>,
+            weights: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<Worker> {
-            let q = queue.core(py)?;
+            let qs = queues_of(py, queue)?;
             let opts = options::worker_options(
                 py,
                 options::WorkerArgs {
@@ -59,6 +95,8 @@ awaitable_methods! {
                     max_stalls,
                     remove_on_complete,
                     remove_on_fail,
+                    strict,
+                    weights,
                 },
             )?;
             let (handler, dispatch) = dispatch::new_handler(py, entry, event_loop, batched)?;
@@ -66,13 +104,15 @@ awaitable_methods! {
             let _guard = rt.enter();
             emq::worker_registry::set_language("python");
             let events = worker_events::EventQueue::new();
-            let handle = emq::Worker::builder(q)
+            let handle = emq::Worker::builder_many(qs)
                 .options(opts)
                 .handler(handler)
                 .on_event(events.hook())
                 .run()
                 .map_err(|e| core_err(py, &e))?;
             Ok(Worker {
+                queues: handle.queues(),
+                last_by_queue: Mutex::new(None),
                 aborter: handle.aborter(),
                 handle: Mutex::new(Some(handle)),
                 dispatch,
@@ -108,9 +148,35 @@ awaitable_methods! {
         /// Jobs completed, jobs failed for good, runs retried, outcomes refused for a lost lease,
         /// stalled jobs recovered. Also after `close`: the final figures.
         fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-            let stats = self.aborter.stats();
-            let text = serde_json::to_string(&stats).unwrap_or_else(|_| "{}".into());
-            Ok(json_loads(py, &text)?.unbind())
+            stats_json(py, &self.aborter.stats())
+        }
+
+        /// The names of its queues, in the order it was given them.
+        #[getter]
+        fn queues(&self) -> Vec<String> {
+            self.queues.clone()
+        }
+
+        /// `[(queue name, counters)]` per queue, in order (after `close`: as the close began).
+        fn stats_by_queue(&self, py: Python<'_>) -> PyResult<Vec<(String, Py<PyAny>)>> {
+            let live = self
+                .handle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|h| h.stats_by_queue());
+            let per = match live {
+                Some(per) => per,
+                None => self
+                    .last_by_queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+                    .unwrap_or_default(),
+            };
+            per.iter()
+                .map(|(q, s)| Ok((q.clone(), stats_json(py, s)?)))
+                .collect()
         }
     }
     awaitable {
@@ -119,6 +185,10 @@ awaitable_methods! {
         #[pyo3(signature = (blocking=false))]
         fn close(&self, py) {
             let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(h) = &handle {
+                *self.last_by_queue.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(h.stats_by_queue());
+            }
             let events = self.events.clone();
             Ok(Box::pin(async move {
                 let r = match handle {

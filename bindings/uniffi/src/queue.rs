@@ -5,7 +5,7 @@ use crate::connect::TlsFiles;
 use crate::error::{invalid_option, EmqException};
 use crate::events::{Event, EventStream};
 use crate::flow::{FlowIds, FlowJob};
-use crate::handler::{ForeignHandler, JobHandler};
+use crate::handler::JobHandler;
 use crate::job::{Counts, JobRecord, JobState};
 use crate::metrics::QueueMetrics;
 use crate::options::{json, JobOptions, NewJob, RateLimit, Retention};
@@ -15,13 +15,13 @@ use crate::worker::{WorkerHandle, WorkerInfo};
 use emq::spec::Millis;
 pub use emq::GroupInfo;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A handle on one queue.
 #[derive(uniffi::Object)]
 pub struct Queue {
-    inner: emq::Queue,
+    pub(crate) inner: emq::Queue,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -513,23 +513,6 @@ impl Queue {
             remove_on_fail: failed.map(Retention::to_spec),
             ..Default::default()
         })?;
-        emq::worker_registry::set_language(if crate::jvm::in_jvm() {
-            "kotlin"
-        } else {
-            "swift"
-        });
-        let _guard = runtime().enter();
-        let runs = Arc::new(crate::worker_events::RunLog::default());
-        let handle = emq::Worker::builder(self.inner.clone())
-            .options(opts)
-            .handler(ForeignHandler(handler, runs.clone()))
-            .run()?;
-        let aborter = handle.aborter();
-        Ok(Arc::new(WorkerHandle {
-            inner: Mutex::new(Some(handle)),
-            aborter,
-            queue: self.inner.clone(),
-            runs,
-        }))
+        crate::worker::start(vec![self.inner.clone()], handler, opts)
     }
 }

@@ -1,8 +1,11 @@
 //! A running worker (`WorkerHandle`) and its counters.
 
 use crate::error::EmqException;
+use crate::handler::{ForeignHandler, JobHandler};
+use crate::options::Retention;
 use crate::runtime::{on_runtime, runtime};
 use crate::worker_events::{RunLog, WorkerEvents};
+use emq::spec::Millis;
 use std::sync::{Arc, Mutex};
 
 /// Counters of one worker.
@@ -22,6 +25,102 @@ pub struct WorkerStats {
     pub recovered: u64,
     /// Jobs running now.
     pub running: u64,
+}
+
+/// Counters of one of a worker's queues (`WorkerHandle.statsByQueue()`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
+pub struct QueueStats {
+    /// The queue's name.
+    pub queue: String,
+    /// Jobs of this queue completed.
+    pub completed: u64,
+    /// Jobs of this queue failed for good.
+    pub failed: u64,
+    /// Runs of this queue's jobs that went back for another attempt.
+    pub retried: u64,
+    /// Outcomes refused because the lease was lost.
+    pub lease_lost: u64,
+    /// Stalled jobs of this queue the worker's sweep recovered.
+    pub recovered: u64,
+}
+
+/// Starts a worker on `queues` (the core refuses none and a queue twice) with `handler`.
+pub(crate) fn start(
+    queues: Vec<emq::Queue>,
+    handler: Arc<dyn JobHandler>,
+    opts: emq::WorkerOptions,
+) -> Result<Arc<WorkerHandle>, EmqException> {
+    emq::worker_registry::set_language(if crate::jvm::in_jvm() {
+        "kotlin"
+    } else {
+        "swift"
+    });
+    let _guard = runtime().enter();
+    let runs = Arc::new(RunLog::default());
+    let handle = emq::Worker::builder_many(queues.clone())
+        .options(opts)
+        .handler(ForeignHandler(handler, runs.clone()))
+        .run()?;
+    let aborter = handle.aborter();
+    Ok(Arc::new(WorkerHandle {
+        inner: Mutex::new(Some(handle)),
+        aborter,
+        queues,
+        runs,
+    }))
+}
+
+/// Starts one worker on several queues (in this order), sharing `concurrency`: `strict` starts no
+/// job of a later queue while an earlier one has a ready job; `weights` (queue name to 1..=1000;
+/// a queue not named has 1) shares starts by weight while the queues have work (they exclude
+/// each other; neither: equal weights). The other options are `Queue.startWorker`'s. Refused
+/// with `InvalidOption`: no queue, a queue twice, strict with weights, a weight out of bounds or
+/// naming another queue.
+#[uniffi::export(default(
+    strict = false,
+    weights = None,
+    concurrency = 1,
+    lease_ms = 30000.0,
+    shutdown_timeout_ms = 10000.0,
+    stalled_interval_ms = 15000.0,
+    max_stalls = 1,
+    block_timeout_ms = 5000.0,
+    completed = None,
+    failed = None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn start_worker_many(
+    queues: Vec<Arc<crate::queue::Queue>>,
+    handler: Arc<dyn JobHandler>,
+    strict: bool,
+    weights: Option<std::collections::HashMap<String, u32>>,
+    concurrency: i32,
+    lease_ms: f64,
+    shutdown_timeout_ms: f64,
+    stalled_interval_ms: f64,
+    max_stalls: u32,
+    block_timeout_ms: f64,
+    completed: Option<Retention>,
+    failed: Option<Retention>,
+) -> Result<Arc<WorkerHandle>, EmqException> {
+    let opts = emq::WorkerOptions::try_from(emq::spec::WorkerSpec {
+        concurrency: Some(concurrency as f64),
+        lease: Some(Millis(lease_ms)),
+        shutdown_timeout: Some(Millis(shutdown_timeout_ms)),
+        stalled_interval: Some(Millis(stalled_interval_ms)),
+        max_stalls: Some(max_stalls as f64),
+        block_timeout: Some(Millis(block_timeout_ms)),
+        remove_on_complete: completed.map(Retention::to_spec),
+        remove_on_fail: failed.map(Retention::to_spec),
+        strict: Some(strict),
+        weights: weights.map(|w| w.into_iter().map(|(q, n)| (q, f64::from(n))).collect()),
+        ..Default::default()
+    })?;
+    start(
+        queues.iter().map(|q| q.inner.clone()).collect(),
+        handler,
+        opts,
+    )
 }
 
 /// A live worker of a queue, as registered (`Queue.workers()`; the core's `WorkerInfo`). Instants
@@ -79,8 +178,8 @@ impl From<emq::worker_registry::WorkerInfo> for WorkerInfo {
 pub struct WorkerHandle {
     pub(crate) inner: Mutex<Option<emq::WorkerHandle>>,
     pub(crate) aborter: emq::WorkerAborter,
-    /// The queue, for [`WorkerHandle::events`].
-    pub(crate) queue: emq::Queue,
+    /// Its queues, in order (the first for [`WorkerHandle::events`]).
+    pub(crate) queues: Vec<emq::Queue>,
     /// The runs its handler started, for its events.
     pub(crate) runs: Arc<RunLog>,
 }
@@ -109,12 +208,41 @@ impl WorkerHandle {
     }
 
     /// Subscribes to this worker's events from now on ([`WorkerEvents`]: completed, failed and
-    /// progress of the jobs it runs, the queue's stalled jobs, and read errors). Kotlin:
+    /// progress of the jobs it runs, the queue's stalled jobs, and read errors; a worker on
+    /// several queues: those of its first queue). Kotlin:
     /// `eventsFlow()` wraps it in a `Flow`.
     pub async fn events(&self) -> Result<Arc<WorkerEvents>, EmqException> {
         Ok(Arc::new(
-            WorkerEvents::subscribe(self.queue.clone(), self.runs.clone()).await?,
+            WorkerEvents::subscribe(self.queues[0].clone(), self.runs.clone()).await?,
         ))
+    }
+
+    /// The names of its queues, in the order it was given them.
+    pub fn queues(&self) -> Vec<String> {
+        self.queues
+            .iter()
+            .map(|q| q.name().as_str().to_string())
+            .collect()
+    }
+
+    /// Its counters per queue, in order, while it runs (empty once shut down: `stats()` keeps
+    /// the final sums; `running` is the worker's, shared by its queues).
+    pub fn stats_by_queue(&self) -> Vec<QueueStats> {
+        let guard = self.inner.lock().expect("worker handle");
+        let Some(h) = guard.as_ref() else {
+            return Vec::new();
+        };
+        h.stats_by_queue()
+            .into_iter()
+            .map(|(queue, s)| QueueStats {
+                queue,
+                completed: s.completed,
+                failed: s.failed,
+                retried: s.retried,
+                lease_lost: s.lease_lost,
+                recovered: s.recovered,
+            })
+            .collect()
     }
 
     /// True until the graceful close was called.

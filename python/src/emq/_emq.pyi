@@ -115,7 +115,7 @@ class Call:
 class Worker:
     def __init__(
         self,
-        queue: Queue,
+        queue: Union[Queue, Sequence[Queue]],
         entry: Callable[..., Any],
         event_loop: Optional[asyncio.AbstractEventLoop] = None,
         concurrency: Optional[int] = None,
@@ -126,6 +126,8 @@ class Worker:
         max_stalls: Optional[int] = None,
         remove_on_complete: Any = None,
         remove_on_fail: Any = None,
+        strict: Optional[bool] = None,
+        weights: Optional[Dict[str, int]] = None,
     ) -> None: ...
     @property
     def wake_fd(self) -> Optional[int]: ...
@@ -136,6 +138,9 @@ class Worker:
     # A list of event dicts ([] when none came in `wait` seconds), or None once closed and drained.
     def events(self, wait: Seconds, blocking: bool = False) -> Any: ...
     def stats(self) -> Dict[str, int]: ...
+    @property
+    def queues(self) -> List[str]: ...
+    def stats_by_queue(self) -> List[Tuple[str, Dict[str, int]]]: ...
 
 def error_codes() -> List[str]: ...
 def _resolve(fut: "asyncio.Future[Any]", ok: bool, value: Any) -> None: ...

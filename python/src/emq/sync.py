@@ -17,11 +17,12 @@ from __future__ import annotations
 import inspect
 import signal
 import threading
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import _emq
 from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
 from .job import Job
+from .worker import _natives
 from .worker_events import _WorkerEvents
 from .errors import InvalidOption
 
@@ -316,7 +317,7 @@ class Worker(_WorkerEvents):
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Union[Queue, Sequence[Queue]],
         handler: Callable[[Job], Any],
         concurrency: int = 1,
         lease: Seconds = 30.0,
@@ -326,6 +327,8 @@ class Worker(_WorkerEvents):
         max_stalls: Optional[int] = None,
         remove_on_complete: Optional[Retention] = None,
         remove_on_fail: Optional[Retention] = None,
+        strict: Optional[bool] = None,
+        weights: Optional[Mapping[str, int]] = None,
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
@@ -336,7 +339,7 @@ class Worker(_WorkerEvents):
             return handler(Job(call))
 
         self._native = _emq.Worker(
-            queue._native,
+            _natives(queue),
             entry,
             None,
             concurrency,
@@ -346,6 +349,8 @@ class Worker(_WorkerEvents):
             max_stalls=max_stalls,
             remove_on_complete=remove_on_complete,
             remove_on_fail=remove_on_fail,
+            strict=strict,
+            weights=dict(weights) if isinstance(weights, Mapping) else weights,
         )
         self._init_events(None)
 
@@ -387,6 +392,15 @@ class Worker(_WorkerEvents):
         """Graceful close (see :meth:`emq.Worker.close`)."""
         _blocking(self._native.close)
         self._end_events_blocking()
+
+    @property
+    def queues(self) -> List[str]:
+        """The names of its queues, in order (see :attr:`emq.Worker.queues`)."""
+        return list(self._native.queues)
+
+    def stats_by_queue(self) -> Dict[str, Dict[str, int]]:
+        """Counters per queue, as :meth:`emq.Worker.stats_by_queue`."""
+        return dict(self._native.stats_by_queue())
 
     def stats(self) -> Dict[str, int]:
         """Counters, as :meth:`emq.Worker.stats`: ``completed``, ``failed`` (jobs failed for good),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import signal
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _emq
 from ._args import Retention, Seconds
@@ -18,6 +18,14 @@ from .queue import Queue
 from .worker_events import _WorkerEvents
 
 __all__ = ["Worker"]
+
+
+def _natives(queue: Any) -> Any:
+    """A queue, or a list or tuple of queues, as the native worker takes them (anything else
+    goes through as is, for the core's ``InvalidOption``)."""
+    if isinstance(queue, (list, tuple)):
+        return [getattr(q, "_native", q) for q in queue]
+    return getattr(queue, "_native", queue)
 
 
 async def _run_async(
@@ -66,6 +74,12 @@ class Worker(_WorkerEvents):
     1,000 completed for a day, 10,000 failed for 7 days).
     Every bound is the core's, refused with :class:`InvalidOption` naming it.
 
+    Several queues: ``Worker([q_a, q_b], handler, ...)`` runs one worker on all of them, sharing
+    ``concurrency``; ``strict=True`` starts no job of a later queue while an earlier one has a
+    ready job; ``weights={"a": 5, "b": 1}`` (queue names, 1 to 1000; a queue not named has 1)
+    shares starts by weight while the queues have work (the default: equal weights).
+    :attr:`queues` names them; :meth:`stats_by_queue` counts per queue.
+
     Shutdown: :meth:`close` (or :meth:`run`, which closes on SIGINT/SIGTERM) takes no new jobs
     and gives running handlers ``shutdown_timeout`` seconds (default 10) to finish; a handler
     still running then is cancelled (``job.cancelled`` for a ``def``) and its job goes back to
@@ -76,7 +90,7 @@ class Worker(_WorkerEvents):
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Union[Queue, Sequence[Queue]],
         handler: Handler,
         concurrency: int = 1,
         lease: Seconds = 30.0,
@@ -86,6 +100,8 @@ class Worker(_WorkerEvents):
         max_stalls: Optional[int] = None,
         remove_on_complete: Optional[Retention] = None,
         remove_on_fail: Optional[Retention] = None,
+        strict: Optional[bool] = None,
+        weights: Optional[Mapping[str, int]] = None,
     ) -> None:
         if not callable(handler):
             raise InvalidOption("the handler must be callable")
@@ -95,7 +111,10 @@ class Worker(_WorkerEvents):
             max_stalls=max_stalls,
             remove_on_complete=remove_on_complete,
             remove_on_fail=remove_on_fail,
+            strict=strict,
+            weights=dict(weights) if isinstance(weights, Mapping) else weights,
         )
+        native = _natives(queue)
         try:
             loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
         except RuntimeError:
@@ -109,7 +128,7 @@ class Worker(_WorkerEvents):
         if is_async:
             self._handler = handler
             self._native = _emq.Worker(
-                queue._native, handler, loop, concurrency, lease, batched=True, **opts
+                native, handler, loop, concurrency, lease, batched=True, **opts
             )
             fd = self._native.wake_fd
             assert loop is not None and fd is not None
@@ -120,7 +139,7 @@ class Worker(_WorkerEvents):
             def entry(call: "_emq.Call") -> Any:
                 return handler(Job(call))
 
-            self._native = _emq.Worker(queue._native, entry, loop, concurrency, lease, **opts)
+            self._native = _emq.Worker(native, entry, loop, concurrency, lease, **opts)
         self._init_events(loop)
 
     def _drain(self) -> None:
@@ -192,6 +211,16 @@ class Worker(_WorkerEvents):
                 self._loop.remove_reader(self._fd)
             self._fd = None
         await self._end_events()
+
+    @property
+    def queues(self) -> List[str]:
+        """The names of its queues, in the order it was given them."""
+        return list(self._native.queues)
+
+    def stats_by_queue(self) -> Dict[str, Dict[str, int]]:
+        """:meth:`stats` per queue, keyed by queue name in the worker's order (after
+        :meth:`close`: the figures as the close began; :meth:`stats` has the final sums)."""
+        return dict(self._native.stats_by_queue())
 
     def stats(self) -> Dict[str, int]:
         """Counters (after :meth:`close`: the final figures): ``completed`` (jobs completed),
