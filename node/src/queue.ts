@@ -11,7 +11,7 @@ import {
 } from './payload';
 import type {
   BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
-  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo, DeadLetter,
+  QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo, DeadLetter, DeadLetterOrigin,
   Replayed,
 } from './types';
 
@@ -181,19 +181,29 @@ export class Queue {
 
   /**
    * The dead-lettered jobs this queue holds (as a dead-letter queue): `id`, `name`, `state` and
-   * `origin` (`queue`, `id`, `attempts_made`, `stalls`, `failure`, `failed_ms`, `options`).
+   * `origin` (`queue`, `id`, `attemptsMade`, `stalls`, `failure`, `failedMs`, `options`).
    */
   async deadLetters(limit = 100): Promise<DeadLetter[]> {
-    return JSON.parse(await call(() => this[kNative].deadLetters(limit))) as DeadLetter[];
+    type Raw = Omit<DeadLetter, 'origin'> & {
+      origin: Omit<DeadLetterOrigin, 'attemptsMade' | 'failedMs'> & { attempts_made: number; failed_ms: number };
+    };
+    const raw = JSON.parse(await call(() => this[kNative].deadLetters(limit))) as Raw[];
+    return raw.map(({ origin: { attempts_made, failed_ms, ...origin }, ...rest }) => ({
+      ...rest,
+      origin: { ...origin, attemptsMade: attempts_made, failedMs: failed_ms },
+    }));
   }
 
   /**
    * Sends dead-lettered jobs (`ids`, or all) back to their queues with their attempts reset and
-   * removes them here; resolves to `[{id, queue, origin_id}]`.
+   * removes them here; resolves to `[{id, queue, originId}]`.
    */
   async replayDeadLetters(ids?: Array<JobId | string>): Promise<Replayed[]> {
     const list = ids === undefined ? null : ids.map(String);
-    return JSON.parse(await call(() => this[kNative].replayDeadLetters(list))) as Replayed[];
+    const raw = JSON.parse(await call(() => this[kNative].replayDeadLetters(list))) as Array<
+      Omit<Replayed, 'originId'> & { origin_id: string }
+    >;
+    return raw.map(({ origin_id, ...rest }) => ({ ...rest, originId: origin_id }));
   }
 
   /** Retries every failed job; resolves to how many. */

@@ -307,13 +307,13 @@ export interface DeadLetterOrigin {
   /** Its id there (a replay adds it back under it). */
   id: string;
   /** The attempts it made there. */
-  attempts_made: number;
+  attemptsMade: number;
   /** The stalls it had there. */
   stalls: number;
   /** Its last failure: `{code, message, stack}`. */
   failure: Failure;
   /** When it failed for good (server ms). */
-  failed_ms: number;
+  failedMs: number;
   /** Its options there, as stored (non-default ones only). */
   options: Record<string, Json>;
 }
@@ -334,7 +334,7 @@ export interface Replayed {
   /** The queue it went back to. */
   queue: string;
   /** Its id there. */
-  origin_id: string;
+  originId: string;
 }
 
 /** One group of a queue (`queue.groups()`): the `group` job option's tenants. */
