@@ -2421,8 +2421,7 @@ public protocol WorkerHandleProtocol: AnyObject, Sendable {
     
     /**
      * Subscribes to this worker's events from now on ([`WorkerEvents`]: completed, failed and
-     * progress of the jobs it runs, the queue's stalled jobs, and read errors; a worker on
-     * several queues: those of its first queue). Kotlin:
+     * progress of the jobs it runs, the queue's stalled jobs, and read errors). Kotlin:
      * `eventsFlow()` wraps it in a `Flow`.
      */
     func events() async throws  -> WorkerEvents
@@ -2433,20 +2432,9 @@ public protocol WorkerHandleProtocol: AnyObject, Sendable {
     func isRunning()  -> Bool
     
     /**
-     * The names of its queues, in the order it was given them.
-     */
-    func queues()  -> [String]
-    
-    /**
      * The worker's counters; once shut down, its final figures (`running` 0).
      */
     func stats()  -> WorkerStats
-    
-    /**
-     * Its counters per queue, in order, while it runs (empty once shut down: `stats()` keeps
-     * the final sums; `running` is the worker's, shared by its queues).
-     */
-    func statsByQueue()  -> [QueueStats]
     
 }
 /**
@@ -2547,8 +2535,7 @@ open func close()async throws  -> UInt64  {
     
     /**
      * Subscribes to this worker's events from now on ([`WorkerEvents`]: completed, failed and
-     * progress of the jobs it runs, the queue's stalled jobs, and read errors; a worker on
-     * several queues: those of its first queue). Kotlin:
+     * progress of the jobs it runs, the queue's stalled jobs, and read errors). Kotlin:
      * `eventsFlow()` wraps it in a `Flow`.
      */
 open func events()async throws  -> WorkerEvents  {
@@ -2580,37 +2567,12 @@ open func isRunning() -> Bool  {
 }
     
     /**
-     * The names of its queues, in the order it was given them.
-     */
-open func queues() -> [String]  {
-    return try!  FfiConverterSequenceString.lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_emq_uniffi_fn_method_workerhandle_queues(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
      * The worker's counters; once shut down, its final figures (`running` 0).
      */
 open func stats() -> WorkerStats  {
     return try!  FfiConverterTypeWorkerStats_lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_emq_uniffi_fn_method_workerhandle_stats(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Its counters per queue, in order, while it runs (empty once shut down: `stats()` keeps
-     * the final sums; `running` is the worker's, shared by its queues).
-     */
-open func statsByQueue() -> [QueueStats]  {
-    return try!  FfiConverterSequenceTypeQueueStats.lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_emq_uniffi_fn_method_workerhandle_stats_by_queue(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -3467,115 +3429,6 @@ public func FfiConverterTypeQueueMetrics_lift(_ buf: RustBuffer) throws -> Queue
 #endif
 public func FfiConverterTypeQueueMetrics_lower(_ value: QueueMetrics) -> RustBuffer {
     return FfiConverterTypeQueueMetrics.lower(value)
-}
-
-
-/**
- * Counters of one of a worker's queues (`WorkerHandle.statsByQueue()`).
- */
-public struct QueueStats: Equatable, Hashable {
-    /**
-     * The queue's name.
-     */
-    public var queue: String
-    /**
-     * Jobs of this queue completed.
-     */
-    public var completed: UInt64
-    /**
-     * Jobs of this queue failed for good.
-     */
-    public var failed: UInt64
-    /**
-     * Runs of this queue's jobs that went back for another attempt.
-     */
-    public var retried: UInt64
-    /**
-     * Outcomes refused because the lease was lost.
-     */
-    public var leaseLost: UInt64
-    /**
-     * Stalled jobs of this queue the worker's sweep recovered.
-     */
-    public var recovered: UInt64
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The queue's name.
-         */queue: String, 
-        /**
-         * Jobs of this queue completed.
-         */completed: UInt64, 
-        /**
-         * Jobs of this queue failed for good.
-         */failed: UInt64, 
-        /**
-         * Runs of this queue's jobs that went back for another attempt.
-         */retried: UInt64, 
-        /**
-         * Outcomes refused because the lease was lost.
-         */leaseLost: UInt64, 
-        /**
-         * Stalled jobs of this queue the worker's sweep recovered.
-         */recovered: UInt64) {
-        self.queue = queue
-        self.completed = completed
-        self.failed = failed
-        self.retried = retried
-        self.leaseLost = leaseLost
-        self.recovered = recovered
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension QueueStats: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> QueueStats {
-        return
-            try QueueStats(
-                queue: FfiConverterString.read(from: &buf), 
-                completed: FfiConverterUInt64.read(from: &buf), 
-                failed: FfiConverterUInt64.read(from: &buf), 
-                retried: FfiConverterUInt64.read(from: &buf), 
-                leaseLost: FfiConverterUInt64.read(from: &buf), 
-                recovered: FfiConverterUInt64.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: QueueStats, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.queue, into: &buf)
-        FfiConverterUInt64.write(value.completed, into: &buf)
-        FfiConverterUInt64.write(value.failed, into: &buf)
-        FfiConverterUInt64.write(value.retried, into: &buf)
-        FfiConverterUInt64.write(value.leaseLost, into: &buf)
-        FfiConverterUInt64.write(value.recovered, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeQueueStats_lift(_ buf: RustBuffer) throws -> QueueStats {
-    return try FfiConverterTypeQueueStats.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeQueueStats_lower(_ value: QueueStats) -> RustBuffer {
-    return FfiConverterTypeQueueStats.lower(value)
 }
 
 
@@ -5022,30 +4875,6 @@ fileprivate struct FfiConverterOptionTypeBackoff: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionDictionaryStringUInt32: FfiConverterRustBuffer {
-    typealias SwiftType = [String: UInt32]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterDictionaryStringUInt32.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterDictionaryStringUInt32.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -5063,31 +4892,6 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterString.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeQueue: FfiConverterRustBuffer {
-    typealias SwiftType = [Queue]
-
-    public static func write(_ value: [Queue], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeQueue.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Queue] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Queue]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeQueue.read(from: &buf))
         }
         return seq
     }
@@ -5271,31 +5075,6 @@ fileprivate struct FfiConverterSequenceTypeNewJob: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeQueueStats: FfiConverterRustBuffer {
-    typealias SwiftType = [QueueStats]
-
-    public static func write(_ value: [QueueStats], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeQueueStats.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [QueueStats] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [QueueStats]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeQueueStats.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceTypeWorkerEvent: FfiConverterRustBuffer {
     typealias SwiftType = [WorkerEvent]
 
@@ -5340,32 +5119,6 @@ fileprivate struct FfiConverterSequenceTypeWorkerInfo: FfiConverterRustBuffer {
             seq.append(try FfiConverterTypeWorkerInfo.read(from: &buf))
         }
         return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterDictionaryStringUInt32: FfiConverterRustBuffer {
-    public static func write(_ value: [String: UInt32], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for (key, value) in value {
-            FfiConverterString.write(key, into: &buf)
-            FfiConverterUInt32.write(value, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: UInt32] {
-        let len: Int32 = try readInt(&buf)
-        var dict = [String: UInt32]()
-        dict.reserveCapacity(Int(len))
-        for _ in 0..<len {
-            let key = try FfiConverterString.read(from: &buf)
-            let value = try FfiConverterUInt32.read(from: &buf)
-            dict[key] = value
-        }
-        return dict
     }
 }
 
@@ -5555,33 +5308,6 @@ public func errorCodes() -> [String]  {
     )
 })
 }
-/**
- * Starts one worker on several queues (in this order), sharing `concurrency`: `strict` starts no
- * job of a later queue while an earlier one has a ready job; `weights` (queue name to 1..=1000;
- * a queue not named has 1) shares starts by weight while the queues have work (they exclude
- * each other; neither: equal weights). The other options are `Queue.startWorker`'s. Refused
- * with `InvalidOption`: no queue, a queue twice, strict with weights, a weight out of bounds or
- * naming another queue.
- */
-public func startWorkerMany(queues: [Queue], handler: JobHandler, strict: Bool = false, weights: [String: UInt32]? = nil, concurrency: Int32 = 1, leaseMs: Double = Double(30000.0), shutdownTimeoutMs: Double = Double(10000.0), stalledIntervalMs: Double = Double(15000.0), maxStalls: UInt32 = UInt32(1), blockTimeoutMs: Double = Double(5000.0), completed: Retention? = nil, failed: Retention? = nil)throws  -> WorkerHandle  {
-    return try  FfiConverterTypeWorkerHandle_lift(try rustCallWithError(FfiConverterTypeEmqException_lift) {
-        uniffiCallStatus in
-    uniffi_emq_uniffi_fn_func_start_worker_many(
-        FfiConverterSequenceTypeQueue.lower(queues),
-        FfiConverterTypeJobHandler_lower(handler),
-        FfiConverterBool.lower(strict),
-        FfiConverterOptionDictionaryStringUInt32.lower(weights),
-        FfiConverterInt32.lower(concurrency),
-        FfiConverterDouble.lower(leaseMs),
-        FfiConverterDouble.lower(shutdownTimeoutMs),
-        FfiConverterDouble.lower(stalledIntervalMs),
-        FfiConverterUInt32.lower(maxStalls),
-        FfiConverterDouble.lower(blockTimeoutMs),
-        FfiConverterOptionTypeRetention.lower(completed),
-        FfiConverterOptionTypeRetention.lower(failed),uniffiCallStatus
-    )
-})
-}
 
 private enum InitializationResult {
     case ok
@@ -5602,9 +5328,6 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_func_error_codes() != 44725) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_emq_uniffi_checksum_func_start_worker_many() != 18948) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_eventstream_close() != 1769) {
@@ -5751,19 +5474,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_workerhandle_close() != 51000) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_workerhandle_events() != 15306) {
+    if (uniffi_emq_uniffi_checksum_method_workerhandle_events() != 60976) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_workerhandle_is_running() != 23077) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_workerhandle_queues() != 37569) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_emq_uniffi_checksum_method_workerhandle_stats() != 62483) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_emq_uniffi_checksum_method_workerhandle_stats_by_queue() != 32203) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_workerevents_close() != 47700) {

@@ -563,19 +563,9 @@ uint64_t uniffi_emq_uniffi_fn_method_workerhandle_events(uint64_t ptr
 int8_t uniffi_emq_uniffi_fn_method_workerhandle_is_running(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_QUEUES
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_QUEUES
-RustBuffer uniffi_emq_uniffi_fn_method_workerhandle_queues(uint64_t ptr, RustCallStatus *_Nonnull out_status
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS
 RustBuffer uniffi_emq_uniffi_fn_method_workerhandle_stats(uint64_t ptr, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS_BY_QUEUE
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS_BY_QUEUE
-RustBuffer uniffi_emq_uniffi_fn_method_workerhandle_stats_by_queue(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CLONE_WORKEREVENTS
@@ -607,11 +597,6 @@ RustBuffer uniffi_emq_uniffi_fn_func_error_code_name(RustBuffer code, RustCallSt
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODES
 RustBuffer uniffi_emq_uniffi_fn_func_error_codes(RustCallStatus *_Nonnull out_status
     
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_START_WORKER_MANY
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_START_WORKER_MANY
-uint64_t uniffi_emq_uniffi_fn_func_start_worker_many(RustBuffer queues, uint64_t handler, int8_t strict, RustBuffer weights, int32_t concurrency, double lease_ms, double shutdown_timeout_ms, double stalled_interval_ms, uint32_t max_stalls, double block_timeout_ms, RustBuffer completed, RustBuffer failed, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_EMQ_UNIFFI_RUSTBUFFER_ALLOC
@@ -883,12 +868,6 @@ uint16_t uniffi_emq_uniffi_checksum_func_error_code_name(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODES
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODES
 uint16_t uniffi_emq_uniffi_checksum_func_error_codes(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_START_WORKER_MANY
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_START_WORKER_MANY
-uint16_t uniffi_emq_uniffi_checksum_func_start_worker_many(void
     
 );
 #endif
@@ -1192,21 +1171,9 @@ uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_is_running(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_QUEUES
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_QUEUES
-uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_queues(void
-    
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS
 uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_stats(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS_BY_QUEUE
-#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS_BY_QUEUE
-uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_stats_by_queue(void
     
 );
 #endif
