@@ -1072,6 +1072,86 @@ public func FfiConverterTypeJobFailure_lower(_ value: JobFailure) -> RustBuffer 
 
 
 /**
+ * A job a replay sent back: its id in the dead-letter queue and, in its origin queue, the queue
+ * and the id it runs under again.
+ */
+public struct Replayed: Equatable, Hashable {
+    /**
+     * Its id in the dead-letter queue (removed from there).
+     */
+    public var id: JobId
+    /**
+     * The queue it went back to.
+     */
+    public var queue: String
+    /**
+     * Its id there (the one it failed with).
+     */
+    public var originId: JobId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its id in the dead-letter queue (removed from there).
+         */id: JobId, 
+        /**
+         * The queue it went back to.
+         */queue: String, 
+        /**
+         * Its id there (the one it failed with).
+         */originId: JobId) {
+        self.id = id
+        self.queue = queue
+        self.originId = originId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Replayed: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeReplayed: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Replayed {
+        return
+            try Replayed(
+                id: FfiConverterTypeJobId.read(from: &buf), 
+                queue: FfiConverterString.read(from: &buf), 
+                originId: FfiConverterTypeJobId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Replayed, into buf: inout [UInt8]) {
+        FfiConverterTypeJobId.write(value.id, into: &buf)
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterTypeJobId.write(value.originId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplayed_lift(_ buf: RustBuffer) throws -> Replayed {
+    return try FfiConverterTypeReplayed.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeReplayed_lower(_ value: Replayed) -> RustBuffer {
+    return FfiConverterTypeReplayed.lower(value)
+}
+
+
+/**
  * A scheduler as stored.
  */
 public struct SchedulerInfo: Equatable, Hashable {

@@ -1057,6 +1057,16 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func counts() async throws  -> Counts
     
     /**
+     * This queue's default dead-letter queue, or null.
+     */
+    func deadLetter() async throws  -> String?
+    
+    /**
+     * The dead-lettered jobs this queue holds, as JSON text: `[{id, name, state, origin}]`.
+     */
+    func deadLettersJson(limit: UInt64) async throws  -> String
+    
+    /**
      * Removes every waiting, paused and prioritized job (and the delayed ones with `delayed`);
      * returns how many.
      */
@@ -1154,6 +1164,12 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func removeScheduler(id: String) async throws  -> Bool
     
     /**
+     * Sends dead-lettered jobs (`ids`, or with null every one) back to their queues with their
+     * attempts reset, and removes them here.
+     */
+    func replayDeadLetters(ids: [String]?) async throws  -> [Replayed]
+    
+    /**
      * Hands out jobs again.
      */
     func resume() async throws 
@@ -1177,6 +1193,12 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * The queue's job schedulers.
      */
     func schedulers() async throws  -> [SchedulerInfo]
+    
+    /**
+     * Sets (or with null clears) this queue's default dead-letter queue: its jobs without a
+     * `deadLetter` option of their own move there, as new waiting jobs, once they fail for good.
+     */
+    func setDeadLetter(queue: String?) async throws 
     
     /**
      * At most `max` jobs of this queue active at once across all workers (null lifts it).
@@ -1528,6 +1550,44 @@ open func counts()async throws  -> Counts  {
 }
     
     /**
+     * This queue's default dead-letter queue, or null.
+     */
+open func deadLetter()async throws  -> String?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_dead_letter(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionString.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * The dead-lettered jobs this queue holds, as JSON text: `[{id, name, state, origin}]`.
+     */
+open func deadLettersJson(limit: UInt64 = UInt64(100))async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_dead_letters_json(
+                        self.uniffiCloneHandle(),FfiConverterUInt64.lower(limit)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
      * Removes every waiting, paused and prioritized job (and the delayed ones with `delayed`);
      * returns how many.
      */
@@ -1863,6 +1923,26 @@ open func removeScheduler(id: String)async throws  -> Bool  {
 }
     
     /**
+     * Sends dead-lettered jobs (`ids`, or with null every one) back to their queues with their
+     * attempts reset, and removes them here.
+     */
+open func replayDeadLetters(ids: [String]? = nil)async throws  -> [Replayed]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_replay_dead_letters(
+                        self.uniffiCloneHandle(),FfiConverterOptionSequenceString.lower(ids)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeReplayed.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
      * Hands out jobs again.
      */
 open func resume()async throws   {
@@ -1953,6 +2033,26 @@ open func schedulers()async throws  -> [SchedulerInfo]  {
             completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceTypeSchedulerInfo.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Sets (or with null clears) this queue's default dead-letter queue: its jobs without a
+     * `deadLetter` option of their own move there, as new waiting jobs, once they fail for good.
+     */
+open func setDeadLetter(queue: String?)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_set_dead_letter(
+                        self.uniffiCloneHandle(),FfiConverterOptionString.lower(queue)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
             errorHandler: FfiConverterTypeEmqException_lift
         )
 }
@@ -2421,7 +2521,8 @@ public protocol WorkerHandleProtocol: AnyObject, Sendable {
     
     /**
      * Subscribes to this worker's events from now on ([`WorkerEvents`]: completed, failed and
-     * progress of the jobs it runs, the queue's stalled jobs, and read errors). Kotlin:
+     * progress of the jobs it runs, the queue's stalled jobs, and read errors; a worker on
+     * several queues: those of its first queue). Kotlin:
      * `eventsFlow()` wraps it in a `Flow`.
      */
     func events() async throws  -> WorkerEvents
@@ -2432,9 +2533,20 @@ public protocol WorkerHandleProtocol: AnyObject, Sendable {
     func isRunning()  -> Bool
     
     /**
+     * The names of its queues, in the order it was given them.
+     */
+    func queues()  -> [String]
+    
+    /**
      * The worker's counters; once shut down, its final figures (`running` 0).
      */
     func stats()  -> WorkerStats
+    
+    /**
+     * Its counters per queue, in order, while it runs (empty once shut down: `stats()` keeps
+     * the final sums; `running` is the worker's, shared by its queues).
+     */
+    func statsByQueue()  -> [QueueStats]
     
 }
 /**
@@ -2535,7 +2647,8 @@ open func close()async throws  -> UInt64  {
     
     /**
      * Subscribes to this worker's events from now on ([`WorkerEvents`]: completed, failed and
-     * progress of the jobs it runs, the queue's stalled jobs, and read errors). Kotlin:
+     * progress of the jobs it runs, the queue's stalled jobs, and read errors; a worker on
+     * several queues: those of its first queue). Kotlin:
      * `eventsFlow()` wraps it in a `Flow`.
      */
 open func events()async throws  -> WorkerEvents  {
@@ -2567,12 +2680,37 @@ open func isRunning() -> Bool  {
 }
     
     /**
+     * The names of its queues, in the order it was given them.
+     */
+open func queues() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_method_workerhandle_queues(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * The worker's counters; once shut down, its final figures (`running` 0).
      */
 open func stats() -> WorkerStats  {
     return try!  FfiConverterTypeWorkerStats_lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_emq_uniffi_fn_method_workerhandle_stats(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Its counters per queue, in order, while it runs (empty once shut down: `stats()` keeps
+     * the final sums; `running` is the worker's, shared by its queues).
+     */
+open func statsByQueue() -> [QueueStats]  {
+    return try!  FfiConverterSequenceTypeQueueStats.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_method_workerhandle_stats_by_queue(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -2803,6 +2941,11 @@ public struct JobOptions: Equatable, Hashable {
      */
     public var description: String?
     /**
+     * The queue this job moves to, as a new waiting job, once it fails for good (null: the
+     * queue's own, `Queue.setDeadLetter`, if any).
+     */
+    public var deadLetter: String?
+    /**
      * Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
      * adding the same id twice adds one job. Read back as null (the id is the record's).
      */
@@ -2870,6 +3013,10 @@ public struct JobOptions: Equatable, Hashable {
          * Words for people about this job (at most 1,024 bytes), shown by `emq job` and `emq ui`.
          */description: String? = nil, 
         /**
+         * The queue this job moves to, as a new waiting job, once it fails for good (null: the
+         * queue's own, `Queue.setDeadLetter`, if any).
+         */deadLetter: String? = nil, 
+        /**
          * Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
          * adding the same id twice adds one job. Read back as null (the id is the record's).
          */id: String? = nil) {
@@ -2891,6 +3038,7 @@ public struct JobOptions: Equatable, Hashable {
         self.parentPolicy = parentPolicy
         self.group = group
         self.description = description
+        self.deadLetter = deadLetter
         self.id = id
     }
 
@@ -2928,6 +3076,7 @@ public struct FfiConverterTypeJobOptions: FfiConverterRustBuffer {
                 parentPolicy: FfiConverterOptionTypeParentPolicy.read(from: &buf), 
                 group: FfiConverterOptionString.read(from: &buf), 
                 description: FfiConverterOptionString.read(from: &buf), 
+                deadLetter: FfiConverterOptionString.read(from: &buf), 
                 id: FfiConverterOptionString.read(from: &buf)
         )
     }
@@ -2951,6 +3100,7 @@ public struct FfiConverterTypeJobOptions: FfiConverterRustBuffer {
         FfiConverterOptionTypeParentPolicy.write(value.parentPolicy, into: &buf)
         FfiConverterOptionString.write(value.group, into: &buf)
         FfiConverterOptionString.write(value.description, into: &buf)
+        FfiConverterOptionString.write(value.deadLetter, into: &buf)
         FfiConverterOptionString.write(value.id, into: &buf)
     }
 }
@@ -3429,6 +3579,115 @@ public func FfiConverterTypeQueueMetrics_lift(_ buf: RustBuffer) throws -> Queue
 #endif
 public func FfiConverterTypeQueueMetrics_lower(_ value: QueueMetrics) -> RustBuffer {
     return FfiConverterTypeQueueMetrics.lower(value)
+}
+
+
+/**
+ * Counters of one of a worker's queues (`WorkerHandle.statsByQueue()`).
+ */
+public struct QueueStats: Equatable, Hashable {
+    /**
+     * The queue's name.
+     */
+    public var queue: String
+    /**
+     * Jobs of this queue completed.
+     */
+    public var completed: UInt64
+    /**
+     * Jobs of this queue failed for good.
+     */
+    public var failed: UInt64
+    /**
+     * Runs of this queue's jobs that went back for another attempt.
+     */
+    public var retried: UInt64
+    /**
+     * Outcomes refused because the lease was lost.
+     */
+    public var leaseLost: UInt64
+    /**
+     * Stalled jobs of this queue the worker's sweep recovered.
+     */
+    public var recovered: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The queue's name.
+         */queue: String, 
+        /**
+         * Jobs of this queue completed.
+         */completed: UInt64, 
+        /**
+         * Jobs of this queue failed for good.
+         */failed: UInt64, 
+        /**
+         * Runs of this queue's jobs that went back for another attempt.
+         */retried: UInt64, 
+        /**
+         * Outcomes refused because the lease was lost.
+         */leaseLost: UInt64, 
+        /**
+         * Stalled jobs of this queue the worker's sweep recovered.
+         */recovered: UInt64) {
+        self.queue = queue
+        self.completed = completed
+        self.failed = failed
+        self.retried = retried
+        self.leaseLost = leaseLost
+        self.recovered = recovered
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension QueueStats: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> QueueStats {
+        return
+            try QueueStats(
+                queue: FfiConverterString.read(from: &buf), 
+                completed: FfiConverterUInt64.read(from: &buf), 
+                failed: FfiConverterUInt64.read(from: &buf), 
+                retried: FfiConverterUInt64.read(from: &buf), 
+                leaseLost: FfiConverterUInt64.read(from: &buf), 
+                recovered: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: QueueStats, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterUInt64.write(value.completed, into: &buf)
+        FfiConverterUInt64.write(value.failed, into: &buf)
+        FfiConverterUInt64.write(value.retried, into: &buf)
+        FfiConverterUInt64.write(value.leaseLost, into: &buf)
+        FfiConverterUInt64.write(value.recovered, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueueStats_lift(_ buf: RustBuffer) throws -> QueueStats {
+    return try FfiConverterTypeQueueStats.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueueStats_lower(_ value: QueueStats) -> RustBuffer {
+    return FfiConverterTypeQueueStats.lower(value)
 }
 
 
@@ -4875,6 +5134,54 @@ fileprivate struct FfiConverterOptionTypeBackoff: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
+    typealias SwiftType = [String]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceString.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionDictionaryStringUInt32: FfiConverterRustBuffer {
+    typealias SwiftType = [String: UInt32]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterDictionaryStringUInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterDictionaryStringUInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -4892,6 +5199,31 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeQueue: FfiConverterRustBuffer {
+    typealias SwiftType = [Queue]
+
+    public static func write(_ value: [Queue], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeQueue.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Queue] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Queue]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeQueue.read(from: &buf))
         }
         return seq
     }
@@ -4942,6 +5274,31 @@ fileprivate struct FfiConverterSequenceTypeGroupInfo: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeGroupInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeReplayed: FfiConverterRustBuffer {
+    typealias SwiftType = [Replayed]
+
+    public static func write(_ value: [Replayed], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeReplayed.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Replayed] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Replayed]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeReplayed.read(from: &buf))
         }
         return seq
     }
@@ -5075,6 +5432,31 @@ fileprivate struct FfiConverterSequenceTypeNewJob: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeQueueStats: FfiConverterRustBuffer {
+    typealias SwiftType = [QueueStats]
+
+    public static func write(_ value: [QueueStats], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeQueueStats.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [QueueStats] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [QueueStats]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeQueueStats.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeWorkerEvent: FfiConverterRustBuffer {
     typealias SwiftType = [WorkerEvent]
 
@@ -5119,6 +5501,32 @@ fileprivate struct FfiConverterSequenceTypeWorkerInfo: FfiConverterRustBuffer {
             seq.append(try FfiConverterTypeWorkerInfo.read(from: &buf))
         }
         return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryStringUInt32: FfiConverterRustBuffer {
+    public static func write(_ value: [String: UInt32], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for (key, value) in value {
+            FfiConverterString.write(key, into: &buf)
+            FfiConverterUInt32.write(value, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: UInt32] {
+        let len: Int32 = try readInt(&buf)
+        var dict = [String: UInt32]()
+        dict.reserveCapacity(Int(len))
+        for _ in 0..<len {
+            let key = try FfiConverterString.read(from: &buf)
+            let value = try FfiConverterUInt32.read(from: &buf)
+            dict[key] = value
+        }
+        return dict
     }
 }
 
@@ -5308,6 +5716,33 @@ public func errorCodes() -> [String]  {
     )
 })
 }
+/**
+ * Starts one worker on several queues (in this order), sharing `concurrency`: `strict` starts no
+ * job of a later queue while an earlier one has a ready job; `weights` (queue name to 1..=1000;
+ * a queue not named has 1) shares starts by weight while the queues have work (they exclude
+ * each other; neither: equal weights). The other options are `Queue.startWorker`'s. Refused
+ * with `InvalidOption`: no queue, a queue twice, strict with weights, a weight out of bounds or
+ * naming another queue.
+ */
+public func startWorkerMany(queues: [Queue], handler: JobHandler, strict: Bool = false, weights: [String: UInt32]? = nil, concurrency: Int32 = 1, leaseMs: Double = Double(30000.0), shutdownTimeoutMs: Double = Double(10000.0), stalledIntervalMs: Double = Double(15000.0), maxStalls: UInt32 = UInt32(1), blockTimeoutMs: Double = Double(5000.0), completed: Retention? = nil, failed: Retention? = nil)throws  -> WorkerHandle  {
+    return try  FfiConverterTypeWorkerHandle_lift(try rustCallWithError(FfiConverterTypeEmqException_lift) {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_func_start_worker_many(
+        FfiConverterSequenceTypeQueue.lower(queues),
+        FfiConverterTypeJobHandler_lower(handler),
+        FfiConverterBool.lower(strict),
+        FfiConverterOptionDictionaryStringUInt32.lower(weights),
+        FfiConverterInt32.lower(concurrency),
+        FfiConverterDouble.lower(leaseMs),
+        FfiConverterDouble.lower(shutdownTimeoutMs),
+        FfiConverterDouble.lower(stalledIntervalMs),
+        FfiConverterUInt32.lower(maxStalls),
+        FfiConverterDouble.lower(blockTimeoutMs),
+        FfiConverterOptionTypeRetention.lower(completed),
+        FfiConverterOptionTypeRetention.lower(failed),uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -5328,6 +5763,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_func_error_codes() != 44725) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_func_start_worker_many() != 18948) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_eventstream_close() != 1769) {
@@ -5364,6 +5802,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_counts() != 40219) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_dead_letter() != 55976) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_dead_letters_json() != 53382) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_drain() != 37605) {
@@ -5420,6 +5864,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_remove_scheduler() != 33629) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_queue_replay_dead_letters() != 43350) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_queue_resume() != 61150) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5433,6 +5880,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_schedulers() != 18363) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_set_dead_letter() != 63630) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_set_global_concurrency() != 19433) {
@@ -5474,13 +5924,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_workerhandle_close() != 51000) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_workerhandle_events() != 60976) {
+    if (uniffi_emq_uniffi_checksum_method_workerhandle_events() != 15306) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_workerhandle_is_running() != 23077) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_workerhandle_queues() != 37569) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_workerhandle_stats() != 62483) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_workerhandle_stats_by_queue() != 32203) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_workerevents_close() != 47700) {

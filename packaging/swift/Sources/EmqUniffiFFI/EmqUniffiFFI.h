@@ -363,6 +363,16 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_close(uint64_t ptr
 uint64_t uniffi_emq_uniffi_fn_method_queue_counts(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_DEAD_LETTER
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_DEAD_LETTER
+uint64_t uniffi_emq_uniffi_fn_method_queue_dead_letter(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_DEAD_LETTERS_JSON
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_DEAD_LETTERS_JSON
+uint64_t uniffi_emq_uniffi_fn_method_queue_dead_letters_json(uint64_t ptr, uint64_t limit
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_DRAIN
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_DRAIN
 uint64_t uniffi_emq_uniffi_fn_method_queue_drain(uint64_t ptr, int8_t delayed
@@ -453,6 +463,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_remove(uint64_t ptr, RustBuffer id
 uint64_t uniffi_emq_uniffi_fn_method_queue_remove_scheduler(uint64_t ptr, RustBuffer id
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_REPLAY_DEAD_LETTERS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_REPLAY_DEAD_LETTERS
+uint64_t uniffi_emq_uniffi_fn_method_queue_replay_dead_letters(uint64_t ptr, RustBuffer ids
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_RESUME
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_RESUME
 uint64_t uniffi_emq_uniffi_fn_method_queue_resume(uint64_t ptr
@@ -476,6 +491,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_retry_failed(uint64_t ptr
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SCHEDULERS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SCHEDULERS
 uint64_t uniffi_emq_uniffi_fn_method_queue_schedulers(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_DEAD_LETTER
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_DEAD_LETTER
+uint64_t uniffi_emq_uniffi_fn_method_queue_set_dead_letter(uint64_t ptr, RustBuffer queue
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_GLOBAL_CONCURRENCY
@@ -563,9 +583,19 @@ uint64_t uniffi_emq_uniffi_fn_method_workerhandle_events(uint64_t ptr
 int8_t uniffi_emq_uniffi_fn_method_workerhandle_is_running(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_QUEUES
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_QUEUES
+RustBuffer uniffi_emq_uniffi_fn_method_workerhandle_queues(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS
 RustBuffer uniffi_emq_uniffi_fn_method_workerhandle_stats(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS_BY_QUEUE
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_WORKERHANDLE_STATS_BY_QUEUE
+RustBuffer uniffi_emq_uniffi_fn_method_workerhandle_stats_by_queue(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CLONE_WORKEREVENTS
@@ -597,6 +627,11 @@ RustBuffer uniffi_emq_uniffi_fn_func_error_code_name(RustBuffer code, RustCallSt
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_ERROR_CODES
 RustBuffer uniffi_emq_uniffi_fn_func_error_codes(RustCallStatus *_Nonnull out_status
     
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_START_WORKER_MANY
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_START_WORKER_MANY
+uint64_t uniffi_emq_uniffi_fn_func_start_worker_many(RustBuffer queues, uint64_t handler, int8_t strict, RustBuffer weights, int32_t concurrency, double lease_ms, double shutdown_timeout_ms, double stalled_interval_ms, uint32_t max_stalls, double block_timeout_ms, RustBuffer completed, RustBuffer failed, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_EMQ_UNIFFI_RUSTBUFFER_ALLOC
@@ -871,6 +906,12 @@ uint16_t uniffi_emq_uniffi_checksum_func_error_codes(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_START_WORKER_MANY
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_START_WORKER_MANY
+uint16_t uniffi_emq_uniffi_checksum_func_start_worker_many(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_EVENTSTREAM_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_EVENTSTREAM_CLOSE
 uint16_t uniffi_emq_uniffi_checksum_method_eventstream_close(void
@@ -940,6 +981,18 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_close(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_COUNTS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_COUNTS
 uint16_t uniffi_emq_uniffi_checksum_method_queue_counts(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_DEAD_LETTER
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_DEAD_LETTER
+uint16_t uniffi_emq_uniffi_checksum_method_queue_dead_letter(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_DEAD_LETTERS_JSON
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_DEAD_LETTERS_JSON
+uint16_t uniffi_emq_uniffi_checksum_method_queue_dead_letters_json(void
     
 );
 #endif
@@ -1051,6 +1104,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_remove_scheduler(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_REPLAY_DEAD_LETTERS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_REPLAY_DEAD_LETTERS
+uint16_t uniffi_emq_uniffi_checksum_method_queue_replay_dead_letters(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_RESUME
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_RESUME
 uint16_t uniffi_emq_uniffi_checksum_method_queue_resume(void
@@ -1078,6 +1137,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_retry_failed(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SCHEDULERS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SCHEDULERS
 uint16_t uniffi_emq_uniffi_checksum_method_queue_schedulers(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_DEAD_LETTER
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_DEAD_LETTER
+uint16_t uniffi_emq_uniffi_checksum_method_queue_set_dead_letter(void
     
 );
 #endif
@@ -1171,9 +1236,21 @@ uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_is_running(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_QUEUES
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_QUEUES
+uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_queues(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS
 uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_stats(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS_BY_QUEUE
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_WORKERHANDLE_STATS_BY_QUEUE
+uint16_t uniffi_emq_uniffi_checksum_method_workerhandle_stats_by_queue(void
     
 );
 #endif
