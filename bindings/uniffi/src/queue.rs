@@ -12,7 +12,6 @@ use crate::options::{json, JobOptions, NewJob, RateLimit, Retention};
 use crate::runtime::{on_runtime, runtime};
 use crate::schedule::{Schedule, SchedulerInfo};
 use crate::worker::{WorkerHandle, WorkerInfo};
-use emq::spec::Millis;
 pub use emq::GroupInfo;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -502,17 +501,16 @@ impl Queue {
         completed: Option<Retention>,
         failed: Option<Retention>,
     ) -> Result<Arc<WorkerHandle>, EmqException> {
-        let opts = emq::WorkerOptions::try_from(emq::spec::WorkerSpec {
-            concurrency: Some(concurrency as f64),
-            lease: Some(Millis(lease_ms)),
-            shutdown_timeout: Some(Millis(shutdown_timeout_ms)),
-            stalled_interval: Some(Millis(stalled_interval_ms)),
-            max_stalls: Some(max_stalls as f64),
-            block_timeout: Some(Millis(block_timeout_ms)),
-            remove_on_complete: completed.map(Retention::to_spec),
-            remove_on_fail: failed.map(Retention::to_spec),
-            ..Default::default()
-        })?;
+        let opts = emq::WorkerOptions::try_from(crate::worker::worker_spec(
+            concurrency,
+            lease_ms,
+            shutdown_timeout_ms,
+            stalled_interval_ms,
+            max_stalls,
+            block_timeout_ms,
+            completed,
+            failed,
+        ))?;
         crate::worker::start(vec![self.inner.clone()], handler, opts)
     }
 }

@@ -70,6 +70,32 @@ pub(crate) fn start(
     }))
 }
 
+/// The spec of `Queue.startWorker`'s and `startWorkerMany`'s shared options (milliseconds as the
+/// Kotlin and Swift callers give them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn worker_spec(
+    concurrency: i32,
+    lease_ms: f64,
+    shutdown_timeout_ms: f64,
+    stalled_interval_ms: f64,
+    max_stalls: u32,
+    block_timeout_ms: f64,
+    completed: Option<Retention>,
+    failed: Option<Retention>,
+) -> emq::spec::WorkerSpec {
+    emq::spec::WorkerSpec {
+        concurrency: Some(concurrency as f64),
+        lease: Some(Millis(lease_ms)),
+        shutdown_timeout: Some(Millis(shutdown_timeout_ms)),
+        stalled_interval: Some(Millis(stalled_interval_ms)),
+        max_stalls: Some(max_stalls as f64),
+        block_timeout: Some(Millis(block_timeout_ms)),
+        remove_on_complete: completed.map(Retention::to_spec),
+        remove_on_fail: failed.map(Retention::to_spec),
+        ..Default::default()
+    }
+}
+
 /// Starts one worker on several queues (in this order), sharing `concurrency`: `strict` starts no
 /// job of a later queue while an earlier one has a ready job; `weights` (queue name to 1..=1000;
 /// a queue not named has 1) shares starts by weight while the queues have work (they exclude
@@ -104,17 +130,18 @@ pub fn start_worker_many(
     failed: Option<Retention>,
 ) -> Result<Arc<WorkerHandle>, EmqException> {
     let opts = emq::WorkerOptions::try_from(emq::spec::WorkerSpec {
-        concurrency: Some(concurrency as f64),
-        lease: Some(Millis(lease_ms)),
-        shutdown_timeout: Some(Millis(shutdown_timeout_ms)),
-        stalled_interval: Some(Millis(stalled_interval_ms)),
-        max_stalls: Some(max_stalls as f64),
-        block_timeout: Some(Millis(block_timeout_ms)),
-        remove_on_complete: completed.map(Retention::to_spec),
-        remove_on_fail: failed.map(Retention::to_spec),
         strict: Some(strict),
         weights: weights.map(|w| w.into_iter().map(|(q, n)| (q, f64::from(n))).collect()),
-        ..Default::default()
+        ..worker_spec(
+            concurrency,
+            lease_ms,
+            shutdown_timeout_ms,
+            stalled_interval_ms,
+            max_stalls,
+            block_timeout_ms,
+            completed,
+            failed,
+        )
     })?;
     start(
         queues.iter().map(|q| q.inner.clone()).collect(),
