@@ -23,7 +23,9 @@
 //! A replay ([`Queue::replay_dead_letters`], on the dead-letter queue) adds each copy back to its
 //! origin queue under its original id with its original options (its attempts start again from
 //! zero), then removes the copy: the add is idempotent (the id), so a crash between the two only
-//! repeats the add, which changes nothing while the replayed job's record exists.
+//! repeats the add, which changes nothing while the replayed job's record exists. Before the add
+//! it runs step 4 for the origin (a no-op once done), so a move a crash cut after step 3 ends
+//! before the job goes back, and its late last step cannot delete the replayed job.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobState};
@@ -302,6 +304,16 @@ impl Queue {
                 .query_async(&mut self.store().conn())
                 .await?;
             let data = data.unwrap_or_else(|| "null".into());
+            // The move's last step may be pending (a worker stopped after adding this copy): the
+            // origin's record still holds the id, so the add below would change nothing and the
+            // late step would then delete the job. Finish it first; it does nothing once done.
+            let _: i64 = script::DEAD_LETTER_DONE
+                .on(back.name(), Some(origin_id))?
+                .arg(origin_id)
+                .arg(id)
+                .arg(back.max_events)
+                .invoke(back.store())
+                .await?;
             if back.add_json(&job.name, &data, options).await? != origin_id {
                 continue;
             }

@@ -247,6 +247,56 @@ async fn a_replay_runs_the_job_again_with_its_attempts_reset() {
     }
 }
 
+/// A replay that comes while the move's last step is still pending (the worker stopped after the
+/// copy was added, before the origin left failed): the replay finishes the move first, so the job
+/// runs again in its queue and the late last step deletes nothing. CI saw this lose the job when a
+/// worker closed between the two steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_before_the_move_ended_loses_nothing() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "dl-early").await;
+        let dlq = q.queue(&unique("dl-early-dst")).unwrap();
+        emq::testing::stop_moves_after(q.name().as_str(), 3);
+        let id = q
+            .add(
+                "early",
+                json!({"k": 7}),
+                with_dlq(Some(dlq.name().as_str()), 1),
+            )
+            .await
+            .unwrap();
+        let w = failing(&q, Arc::new(AtomicU32::new(0)));
+        wait_until("the copy in the dlq", Duration::from_secs(20), || async {
+            waiting(&dlq).await == 1
+        })
+        .await;
+        w.close().await.unwrap();
+        emq::testing::stop_moves_after(q.name().as_str(), 0);
+        assert_eq!(
+            q.get(id).await.unwrap().unwrap().state,
+            Some(JobState::Failed),
+            "{topology}: the move's last step is pending"
+        );
+        let replayed = dlq.replay_dead_letters(None).await.unwrap();
+        assert_eq!(replayed.len(), 1, "{topology}");
+        assert_eq!(replayed[0].origin_id, id);
+        let back = q.get(id).await.unwrap();
+        assert_eq!(
+            back.as_ref().and_then(|j| j.state),
+            Some(JobState::Waiting),
+            "{topology}: the job runs again"
+        );
+        assert_eq!(back.unwrap().data, json!({"k": 7}));
+        // The pending step, run late (as a maintenance loop would), finds nothing to do.
+        assert_eq!(q.forward_dead_letters().await.unwrap(), 0, "{topology}");
+        assert_eq!(waiting(&q).await, 1, "{topology}");
+        assert_eq!(waiting(&dlq).await, 0, "{topology}");
+        assert_eq!(q.counts().await.unwrap().get(JobState::Failed), 0);
+        audit_ok(&q).await;
+        audit_ok(&dlq).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_dead_letter_name_is_a_typed_error() {
     let store = common::standalone().await;
