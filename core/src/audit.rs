@@ -39,6 +39,7 @@ impl AuditReport {
 impl Queue {
     /// Checks the queue's invariants.
     pub async fn audit(&self) -> Result<AuditReport> {
+        self.plain_only("the audit (audit each partition)")?;
         let k = self.keys();
         let mut conn = self.store().conn();
         let mut report_early = Vec::new();

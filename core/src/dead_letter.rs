@@ -194,6 +194,15 @@ impl Queue {
     /// so every producer and worker of the queue shares it. `invalid_queue_name` for a bad name,
     /// `invalid_option` for the queue itself.
     pub async fn set_dead_letter(&self, queue: Option<&str>) -> Result<()> {
+        if let Some(p) = self.spread() {
+            crate::queue::partitioned::each(p, |m| Box::pin(m.set_dead_letter_here(queue))).await?;
+            return Ok(());
+        }
+        self.set_dead_letter_here(queue).await
+    }
+
+    /// [`Queue::set_dead_letter`] on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn set_dead_letter_here(&self, queue: Option<&str>) -> Result<()> {
         let mut conn = self.store().conn();
         let meta = &self.keys().meta;
         match queue {
@@ -230,6 +239,15 @@ impl Queue {
     /// between its steps; workers do this on their own after [`DEAD_LETTER_GRACE`]); returns how
     /// many copies went to their dead-letter queues. Idempotent.
     pub async fn forward_dead_letters(&self) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return crate::queue::partitioned::sum(p, |m| Box::pin(m.forward_dead_letters_here()))
+                .await;
+        }
+        self.forward_dead_letters_here().await
+    }
+
+    /// [`Queue::forward_dead_letters`] on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn forward_dead_letters_here(&self) -> Result<u64> {
         let mut total = 0;
         loop {
             let n = forward_due(self, Duration::ZERO, 500).await?;
@@ -244,6 +262,7 @@ impl Queue {
     /// failed again) that carry a [`Job::dead_letter_origin`], at most `limit`, in the order of
     /// [`Queue::list`] per state (waiting, paused, prioritized, delayed, failed).
     pub async fn dead_letters(&self, limit: u64) -> Result<Vec<Job>> {
+        self.plain_only("a partitioned dead-letter queue")?;
         let mut out = Vec::new();
         for state in REPLAYABLE {
             let mut offset = 0;
@@ -270,6 +289,7 @@ impl Queue {
     /// meanwhile) is left here and not listed. Idempotent steps: run again after a crash, it
     /// adds nothing twice while the replayed job's record lives.
     pub async fn replay_dead_letters(&self, ids: Option<&[JobId]>) -> Result<Vec<Replayed>> {
+        self.plain_only("a partitioned dead-letter queue")?;
         let ids: Vec<JobId> = match ids {
             Some(ids) => ids.to_vec(),
             None => {

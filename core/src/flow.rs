@@ -76,6 +76,7 @@ impl Queue {
     /// Adds a flow (idempotent: retrying with the same ids, e.g. after a timeout, adds nothing
     /// twice). Returns the ids in the flow's shape.
     pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds> {
+        self.plain_only("a flow")?;
         let ids = mint_tree(self, &flow)?;
         self.add_flow_node(&flow, &ids, "").await?;
         Ok(ids)

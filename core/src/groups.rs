@@ -82,6 +82,28 @@ pub struct GroupInfo {
 
 impl Queue {
     async fn group_set(&self, setting: &str, group: Option<&str>, value: String) -> Result<()> {
+        if let Some(p) = self.spread() {
+            return match group {
+                Some(g) => p.for_key(g).group_set_here(setting, group, value).await,
+                None => {
+                    crate::queue::partitioned::each(p, |m| {
+                        Box::pin(m.group_set_here(setting, None, value.clone()))
+                    })
+                    .await?;
+                    Ok(())
+                }
+            };
+        }
+        self.group_set_here(setting, group, value).await
+    }
+
+    /// `group_set` on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn group_set_here(
+        &self,
+        setting: &str,
+        group: Option<&str>,
+        value: String,
+    ) -> Result<()> {
         if let Some(g) = group {
             check_group_name(g)?;
         }
@@ -165,6 +187,7 @@ impl Queue {
     /// first `offset`. A group is listed while it has jobs waiting or running or a setting of its
     /// own.
     pub async fn groups(&self, offset: u64, limit: u64) -> Result<Vec<GroupInfo>> {
+        self.plain_only("listing groups")?;
         let limit = limit.min(10_000);
         let reply: Vec<redis::Value> = script::GROUPS_LIST
             .on(self.name(), None)?

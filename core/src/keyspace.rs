@@ -8,7 +8,9 @@
 //! Rules on a queue name (the tag between the braces), each with its own message:
 //! - the caller may write `orders` or `{orders}`: the wrap is idempotent;
 //! - not empty; at most [`MAX_QUEUE_NAME_BYTES`] bytes of UTF-8;
-//! - no `:`, `{` or `}` (a cluster hashes the text between the first `{` and the next `}`);
+//! - no `:`, `{` or `}` (a cluster hashes the text between the first `{` and the next `}`), except
+//!   in the one form the core gives a partition of a partitioned queue, `<name>:p<index>.<salt>`
+//!   (`partitions.rs`): no plain name has a `:`, so partitions and plain queues never collide;
 //! - no whitespace and no control characters (they make keys unreadable in every tool);
 //! - not `emq` in any letter case (`{emq}` is the core's namespace);
 //! - any other Unicode is allowed and kept byte for byte (no normalisation: `é` and `e\u{301}` are two
@@ -59,6 +61,12 @@ impl QueueName {
                 &format!("longer than {MAX_QUEUE_NAME_BYTES} bytes"),
             ));
         }
+        if let Some((base, suffix)) = tag.split_once(':') {
+            if let Some((index, salt)) = partition_suffix(suffix) {
+                let base = QueueName::new(base)?;
+                return Ok(QueueName::partition(&base, index, salt));
+            }
+        }
         if let Some(c) = tag.chars().find(|c| matches!(c, ':' | '{' | '}')) {
             return Err(invalid(
                 name,
@@ -80,6 +88,27 @@ impl QueueName {
         Ok(QueueName {
             tag: tag.to_string(),
         })
+    }
+
+    /// Partition `index` of the partitioned queue `base`, its tag `<base>:p<index>.<salt>`: the one
+    /// form of tag with a `:`, which no plain queue name can have, so a partition never shares keys
+    /// with a plain queue or with `{emq}` (see `partitions.rs` for how `salt` spreads them).
+    pub(crate) fn partition(base: &QueueName, index: u16, salt: u32) -> QueueName {
+        QueueName {
+            tag: format!("{}:p{index}.{salt}", base.tag),
+        }
+    }
+
+    /// For a partition's name, the partitioned queue's name and the partition's index.
+    pub fn partition_of(&self) -> Option<(QueueName, u16)> {
+        let (base, suffix) = self.tag.split_once(':')?;
+        let (index, _) = partition_suffix(suffix)?;
+        Some((
+            QueueName {
+                tag: base.to_string(),
+            },
+            index,
+        ))
     }
 
     /// The bare name (the hash tag's text).
@@ -133,6 +162,18 @@ impl std::str::FromStr for QueueName {
     fn from_str(s: &str) -> Result<QueueName> {
         QueueName::new(s)
     }
+}
+
+/// `p<index>.<salt>` in canonical decimal (no sign, no leading zero), or None.
+fn partition_suffix(suffix: &str) -> Option<(u16, u32)> {
+    let (index, salt) = suffix.strip_prefix('p')?.split_once('.')?;
+    let canonical = |t: &str| {
+        !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && (t == "0" || !t.starts_with('0'))
+    };
+    if !canonical(index) || !canonical(salt) {
+        return None;
+    }
+    Some((index.parse().ok()?, salt.parse().ok()?))
 }
 
 /// Every queue-wide key of one queue, built once.
@@ -586,11 +627,18 @@ pub enum CoreKey {
     /// SET: the names of the queues in use (written by a queue handle's first add and by every
     /// worker heartbeat; `registry::repair` adds queues found by SCAN).
     Queues,
+    /// HASH: partitioned queue name → its partition count, written once (`partitions.rs`).
+    Partitions,
 }
 
 impl CoreKey {
     /// Every core key.
-    pub const ALL: [CoreKey; 3] = [CoreKey::Version, CoreKey::Nodes, CoreKey::Queues];
+    pub const ALL: [CoreKey; 4] = [
+        CoreKey::Version,
+        CoreKey::Nodes,
+        CoreKey::Queues,
+        CoreKey::Partitions,
+    ];
 
     /// The key.
     pub fn key(self) -> Key {
@@ -598,6 +646,7 @@ impl CoreKey {
             CoreKey::Version => Key::new(format!("{{{PREFIX}}}:version"), "version"),
             CoreKey::Nodes => Key::new(format!("{{{PREFIX}}}:nodes"), "nodes"),
             CoreKey::Queues => Key::new(format!("{{{PREFIX}}}:queues"), "queues"),
+            CoreKey::Partitions => Key::new(format!("{{{PREFIX}}}:partitions"), "partitions"),
         }
     }
 }

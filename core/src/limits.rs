@@ -34,6 +34,7 @@ pub struct GroupRateLimit {
 impl Queue {
     /// Sets (or with None lifts) the most jobs of this queue active at once across all workers.
     pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<()> {
+        self.plain_only("a global concurrency limit")?;
         let mut conn = self.store().conn();
         let meta = &self.keys().meta;
         match max {
@@ -57,6 +58,7 @@ impl Queue {
 
     /// Sets (or with None lifts) the queue's rate limit.
     pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<()> {
+        self.plain_only("a queue-wide rate limit")?;
         let mut conn = self.store().conn();
         let meta = &self.keys().meta;
         match limit {
@@ -84,6 +86,19 @@ impl Queue {
     /// Sets (or with None lifts) the per-group rate limit (jobs added with a `group`); lifting it
     /// forgets every group's window.
     pub async fn set_group_rate_limit(&self, limit: Option<GroupRateLimit>) -> Result<()> {
+        if let Some(p) = self.spread() {
+            crate::queue::partitioned::each(p, |m| Box::pin(m.set_group_rate_limit_here(limit)))
+                .await?;
+            return Ok(());
+        }
+        self.set_group_rate_limit_here(limit).await
+    }
+
+    /// [`Queue::set_group_rate_limit`] on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn set_group_rate_limit_here(
+        &self,
+        limit: Option<GroupRateLimit>,
+    ) -> Result<()> {
         let mut conn = self.store().conn();
         let k = self.keys();
         match limit {

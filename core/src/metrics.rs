@@ -40,6 +40,7 @@ pub struct QueueMetrics {
 impl Queue {
     /// Reads the queue's metrics.
     pub async fn metrics(&self) -> Result<QueueMetrics> {
+        self.plain_only("metrics (read each partition)")?;
         let counts = self.counts().await?;
         let k = self.keys();
         let mut conn = self.store().conn();

@@ -229,6 +229,7 @@ impl Queue {
     /// when it repeats the same way (a changed repeat starts again from `first_after`). Returns true
     /// when it was created. A bad cron expression or time zone is an `invalid_option` error.
     pub async fn upsert_scheduler(&self, id: &str, schedule: Schedule) -> Result<bool> {
+        self.plain_only("a scheduler")?;
         if id.is_empty() || id.len() > 256 {
             return Err(invalid("a scheduler id must be 1 to 256 bytes".into()));
         }

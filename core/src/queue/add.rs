@@ -266,7 +266,21 @@ impl Queue {
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
-    pub async fn add(&self, name: &str, data: Value, options: JobOptions) -> Result<JobId> {
+    pub async fn add(&self, name: &str, data: Value, mut options: JobOptions) -> Result<JobId> {
+        if let Some(p) = self.spread() {
+            let to = self.route(p, &mut options)?;
+            return to.add_here(name, data, options).await;
+        }
+        self.add_here(name, data, options).await
+    }
+
+    /// [`Queue::add`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn add_here(
+        &self,
+        name: &str,
+        data: Value,
+        options: JobOptions,
+    ) -> Result<JobId> {
         check_payload("the payload", &data)?;
         let data_text = serde_json::to_string(&data)?;
         self.add_text(name, data_text, options).await
@@ -276,9 +290,38 @@ impl Queue {
     /// refused (`invalid_payload`) unless every reader will parse it back as the same value
     /// ([`payload_from_text`]: JSON, at most 127 levels deep, no lone surrogate, integers within 64
     /// bits).
-    pub async fn add_json(&self, name: &str, data: &str, options: JobOptions) -> Result<JobId> {
+    pub async fn add_json(&self, name: &str, data: &str, mut options: JobOptions) -> Result<JobId> {
+        if let Some(p) = self.spread() {
+            let to = self.route(p, &mut options)?;
+            return to.add_json_here(name, data, options).await;
+        }
+        self.add_json_here(name, data, options).await
+    }
+
+    /// [`Queue::add_json`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn add_json_here(
+        &self,
+        name: &str,
+        data: &str,
+        options: JobOptions,
+    ) -> Result<JobId> {
         payload_from_text("the payload", data)?;
         self.add_text(name, data.to_string(), options).await
+    }
+
+    /// For a partitioned queue: the job's id settled (minted when not given) and its partition.
+    fn route<'a>(
+        &self,
+        p: &'a crate::partitions::Partitions,
+        options: &mut JobOptions,
+    ) -> Result<&'a Queue> {
+        options.validate()?;
+        let id = match options.id {
+            Some(id) => id,
+            None => self.minter.mint()?,
+        };
+        options.id = Some(id);
+        Ok(p.for_job(id, options))
     }
 
     async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {
@@ -385,6 +428,14 @@ impl Queue {
 
     /// Drops dedup keys whose TTL hold ended (workers do this as they trim); returns how many.
     pub async fn expire_dedup(&self) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return super::partitioned::sum(p, |m| Box::pin(m.expire_dedup_here())).await;
+        }
+        self.expire_dedup_here().await
+    }
+
+    /// [`Queue::expire_dedup`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn expire_dedup_here(&self) -> Result<u64> {
         let mut dropped = 0;
         loop {
             let n: u64 = script::DEDUP_EXPIRE
@@ -402,6 +453,14 @@ impl Queue {
     /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in
     /// order.
     pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        if let Some(p) = self.spread() {
+            return (super::partitioned::add_bulk(self, p, jobs)).await;
+        }
+        self.add_bulk_here(jobs).await
+    }
+
+    /// [`Queue::add_bulk`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn add_bulk_here(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
             job.options.validate()?;

@@ -8,11 +8,13 @@ use std::collections::HashMap;
 impl Queue {
     /// Follows the queue's events from now on (or after a stream id).
     pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
+        self.plain_only("the events stream")?;
         EventStream::new(self.store().clone(), self.keys().events.clone(), after).await
     }
 
     /// The newest `limit` events, oldest first (without waiting).
     pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
+        self.plain_only("the events stream")?;
         let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
             .arg(&self.keys().events)
             .arg("+")

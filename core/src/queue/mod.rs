@@ -10,7 +10,8 @@
 //! job, a batch, a debounce, the retry of an unavailable add); `coalesce.rs` the line that sends
 //! one-job adds arriving while another is in flight as one call; `ops.rs` reads and an operator's
 //! moves (get, counts, list, pause, remove, drain, clean, trim, obliterate, progress, logs, retry,
-//! promote, priority, cancel).
+//! promote, priority, cancel); `partitioned.rs` how each call spans a partitioned queue's
+//! partitions.
 
 use crate::error::Result;
 use crate::job_id::JobId;
@@ -26,6 +27,7 @@ mod add;
 mod coalesce;
 mod events;
 mod ops;
+pub(crate) mod partitioned;
 mod wait;
 
 #[cfg(test)]
@@ -64,15 +66,71 @@ pub struct Queue {
     add_one_prefix: Arc<std::sync::OnceLock<script::Prefix>>,
     /// The line of one-job adds waiting for the call in flight (`coalesce.rs`).
     coalescer: Arc<coalesce::Coalescer>,
+    /// For a partitioned queue, its partitions (`partitions.rs`); its own keys are then unused.
+    pub(crate) parts: Option<Arc<crate::partitions::Partitions>>,
+}
+
+/// How a queue is opened ([`Queue::connect_with`], [`Queue::open`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueOptions {
+    /// Spread the queue over this many slots (1 to
+    /// [`MAX_PARTITIONS`](crate::partitions::MAX_PARTITIONS)); stored as the queue's count the
+    /// first time. None: the count stored for the queue, else a plain queue.
+    pub partitions: Option<u16>,
 }
 
 impl Queue {
-    /// Connects to the datastore and opens the queue `name` (`orders` or `{orders}`).
+    /// Connects to the datastore and opens the queue `name` (`orders` or `{orders}`); a queue
+    /// stored as partitioned opens with its partitions.
     pub async fn connect(options: ConnectOptions, name: &str) -> Result<Queue> {
-        let queue_name = QueueName::new(name)?;
+        Queue::connect_with(options, name, QueueOptions::default()).await
+    }
+
+    /// [`Queue::connect`] with [`QueueOptions`] (a partition count).
+    pub async fn connect_with(
+        options: ConnectOptions,
+        name: &str,
+        queue: QueueOptions,
+    ) -> Result<Queue> {
+        QueueName::new(name)?;
+        if let Some(n) = queue.partitions {
+            crate::partitions::check_count(n)?;
+        }
         let store = Store::connect(options).await?;
         let minter = Arc::new(IdMinter::start(store.clone()).await?);
-        Ok(Queue::from_parts(store, minter, queue_name))
+        Queue::open(store, minter, name, queue).await
+    }
+
+    /// Opens the queue `name` on an existing store and id minter, reading (or, with
+    /// `queue.partitions`, storing) its partition count: one round trip more than
+    /// [`Queue::with_store`], which opens a plain queue.
+    pub async fn open(
+        store: Store,
+        minter: Arc<IdMinter>,
+        name: &str,
+        queue: QueueOptions,
+    ) -> Result<Queue> {
+        let plain = Queue::from_parts(store, minter, QueueName::new(name)?);
+        match crate::partitions::settle_count(&plain, queue.partitions).await? {
+            None => Ok(plain),
+            Some(n) => Ok(plain.with_partitions(n)),
+        }
+    }
+
+    /// This handle over `n` partitions (the count settled).
+    fn with_partitions(mut self, n: u16) -> Queue {
+        let members = crate::partitions::partition_names(&self.name, n)
+            .into_iter()
+            .map(|p| Queue::from_parts(self.store.clone(), self.minter.clone(), p))
+            .collect();
+        self.parts = Some(Arc::new(crate::partitions::Partitions { members }));
+        self
+    }
+
+    /// A partitioned queue's partitions, in index order (each a queue in its own slot); None for a
+    /// plain queue.
+    pub fn partitions(&self) -> Option<&[Queue]> {
+        self.parts.as_deref().map(|p| p.members.as_slice())
     }
 
     /// Opens the queue `name` on an existing store and id minter (several queues share them).
@@ -91,6 +149,7 @@ impl Queue {
             waiters: Arc::default(),
             add_one_prefix: Arc::default(),
             coalescer: Arc::default(),
+            parts: None,
         }
     }
 

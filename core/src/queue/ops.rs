@@ -28,6 +28,15 @@ impl Queue {
     /// [`Queue::get`]; `as_stored`: a stored JSON field that cannot be read is left null with
     /// [`Job::unreadable`] saying why, instead of failing (operator views).
     pub(crate) async fn read_job(&self, id: JobId, as_stored: bool) -> Result<Option<Job>> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.read_job_here(id, as_stored).await;
+        }
+        self.read_job_here(id, as_stored).await
+    }
+
+    /// `read_job` on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn read_job_here(&self, id: JobId, as_stored: bool) -> Result<Option<Job>> {
         let flat: Vec<String> = script::JOB_STATE
             .on(&self.name, Some(id))?
             .arg(id)
@@ -47,6 +56,16 @@ impl Queue {
 
     /// Counts jobs per state.
     pub async fn counts(&self) -> Result<Counts> {
+        if let Some(p) = self.spread() {
+            return Ok(super::partitioned::add_counts(
+                super::partitioned::each(p, |m| Box::pin(m.counts_here())).await?,
+            ));
+        }
+        self.counts_here().await
+    }
+
+    /// [`Queue::counts`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn counts_here(&self) -> Result<Counts> {
         let k = &self.keys;
         let mut pipe = redis::pipe();
         pipe.cmd("LLEN").arg(&k.wait);
@@ -77,6 +96,19 @@ impl Queue {
     /// Ids in one state, a page at a time: oldest first for waiting states, newest first for
     /// completed and failed.
     pub async fn list_ids(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<JobId>> {
+        if let Some(p) = self.spread() {
+            return (super::partitioned::list_ids(p, state, offset, limit)).await;
+        }
+        self.list_ids_here(state, offset, limit).await
+    }
+
+    /// [`Queue::list_ids`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn list_ids_here(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobId>> {
         if limit == 0 {
             return Ok(vec![]);
         }
@@ -164,12 +196,34 @@ impl Queue {
     /// not looked up again: a job that moved in between shows the state it was listed in (its own
     /// read, [`Queue::get`], says where it is now), one removed in between is left out.
     pub async fn list(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<Job>> {
+        if let Some(p) = self.spread() {
+            return (super::partitioned::list(p, state, offset, limit)).await;
+        }
+        self.list_here(state, offset, limit).await
+    }
+
+    /// [`Queue::list`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn list_here(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Job>> {
         let ids = self.list_ids(state, offset, limit).await?;
         self.jobs_listed_in(state, &ids, false).await
     }
 
     /// Stops handing out jobs (adds still land, in paused).
     pub async fn pause(&self) -> Result<()> {
+        if let Some(p) = self.spread() {
+            super::partitioned::each(p, |m| Box::pin(m.pause_here())).await?;
+            return Ok(());
+        }
+        self.pause_here().await
+    }
+
+    /// [`Queue::pause`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn pause_here(&self) -> Result<()> {
         let _: i64 = script::PAUSE
             .on(&self.name, None)?
             .arg(self.max_events)
@@ -180,6 +234,15 @@ impl Queue {
 
     /// Hands out jobs again.
     pub async fn resume(&self) -> Result<()> {
+        if let Some(p) = self.spread() {
+            super::partitioned::each(p, |m| Box::pin(m.resume_here())).await?;
+            return Ok(());
+        }
+        self.resume_here().await
+    }
+
+    /// [`Queue::resume`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn resume_here(&self) -> Result<()> {
         let _: i64 = script::RESUME
             .on(&self.name, None)?
             .arg(self.max_events)
@@ -190,6 +253,15 @@ impl Queue {
 
     /// True while paused.
     pub async fn is_paused(&self) -> Result<bool> {
+        if let Some(p) = self.spread() {
+            let all = super::partitioned::each(p, |m| Box::pin(m.is_paused_here())).await?;
+            return Ok(all.into_iter().all(|x| x));
+        }
+        self.is_paused_here().await
+    }
+
+    /// [`Queue::is_paused`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn is_paused_here(&self) -> Result<bool> {
         let v: Option<String> = redis::cmd("HGET")
             .arg(&self.keys.meta)
             .arg("paused")
@@ -215,6 +287,15 @@ impl Queue {
     /// Removes a job that is not active: [`Moved::Moved`], [`Moved::NotFound`], or
     /// [`Moved::WrongState`]`(Active)`.
     pub async fn remove(&self, id: JobId) -> Result<Moved> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.remove_here(id).await;
+        }
+        self.remove_here(id).await
+    }
+
+    /// [`Queue::remove`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn remove_here(&self, id: JobId) -> Result<Moved> {
         let n: i64 = self
             .remove_invocation(id, "any", 0)?
             .invoke(&self.store)
@@ -251,6 +332,14 @@ impl Queue {
 
     /// Removes every waiting, paused and prioritized job, and the delayed ones too when asked.
     pub async fn drain(&self, delayed: bool) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return super::partitioned::sum(p, |m| Box::pin(m.drain_here(delayed))).await;
+        }
+        self.drain_here(delayed).await
+    }
+
+    /// [`Queue::drain`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn drain_here(&self, delayed: bool) -> Result<u64> {
         let mut states = vec![JobState::Waiting, JobState::Paused, JobState::Prioritized];
         if delayed {
             states.push(JobState::Delayed);
@@ -337,6 +426,20 @@ impl Queue {
 
     /// Removes up to `limit` completed or failed jobs that finished more than `grace` ago.
     pub async fn clean(&self, state: JobState, grace: Duration, limit: u64) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return super::partitioned::sum(p, |m| Box::pin(m.clean_here(state, grace, limit)))
+                .await;
+        }
+        self.clean_here(state, grace, limit).await
+    }
+
+    /// [`Queue::clean`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn clean_here(
+        &self,
+        state: JobState,
+        grace: Duration,
+        limit: u64,
+    ) -> Result<u64> {
         let grace_ms = grace.as_millis() as u64;
         let ids = self
             .select_finished(state, None, Some(grace_ms), limit)
@@ -346,6 +449,14 @@ impl Queue {
 
     /// Applies a retention policy to completed or failed jobs; returns how many were removed.
     pub async fn trim(&self, state: JobState, keep: Retention) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return super::partitioned::sum(p, |m| Box::pin(m.trim_here(state, keep))).await;
+        }
+        self.trim_here(state, keep).await
+    }
+
+    /// [`Queue::trim`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn trim_here(&self, state: JobState, keep: Retention) -> Result<u64> {
         if keep == Retention::KEEP_ALL {
             return Ok(0);
         }
@@ -368,6 +479,16 @@ impl Queue {
     /// Deletes the whole queue: every job and every key. Refuses while jobs are active unless
     /// `force`.
     pub async fn obliterate(&self, force: bool) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            let n = super::partitioned::sum(p, |m| Box::pin(m.obliterate_here(force))).await?;
+            crate::partitions::forget_count(self).await?;
+            return Ok(n);
+        }
+        self.obliterate_here(force).await
+    }
+
+    /// [`Queue::obliterate`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn obliterate_here(&self, force: bool) -> Result<u64> {
         if !force && self.counts().await?.active > 0 {
             return Err(Error::new(
                 ErrorCode::InvalidState,
@@ -404,6 +525,15 @@ impl Queue {
 
     /// Records a job's progress (any JSON) and announces it on the events stream.
     pub async fn update_progress(&self, id: JobId, progress: &Value) -> Result<()> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.update_progress_here(id, progress).await;
+        }
+        self.update_progress_here(id, progress).await
+    }
+
+    /// [`Queue::update_progress`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn update_progress_here(&self, id: JobId, progress: &Value) -> Result<()> {
         let n: i64 = script::PROGRESS
             .on(&self.name, Some(id))?
             .arg(id)
@@ -416,6 +546,15 @@ impl Queue {
 
     /// Appends a line to a job's log; returns the number of lines kept.
     pub async fn log(&self, id: JobId, line: &str) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.log_here(id, line).await;
+        }
+        self.log_here(id, line).await
+    }
+
+    /// [`Queue::log`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn log_here(&self, id: JobId, line: &str) -> Result<u64> {
         let n: i64 = script::LOG
             .on(&self.name, Some(id))?
             .arg(line)
@@ -428,6 +567,15 @@ impl Queue {
 
     /// A job's log lines, oldest first.
     pub async fn logs(&self, id: JobId) -> Result<Vec<String>> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.logs_here(id).await;
+        }
+        self.logs_here(id).await
+    }
+
+    /// [`Queue::logs`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn logs_here(&self, id: JobId) -> Result<Vec<String>> {
         Ok(redis::cmd("LRANGE")
             .arg(self.name.job_key(id, JobPart::Logs))
             .arg(0)
@@ -439,6 +587,15 @@ impl Queue {
     /// Sends a failed job back to wait with its attempts reset; [`Moved::WrongState`] when it is
     /// not failed.
     pub async fn retry(&self, id: JobId) -> Result<Moved> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.retry_here(id).await;
+        }
+        self.retry_here(id).await
+    }
+
+    /// [`Queue::retry`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn retry_here(&self, id: JobId) -> Result<Moved> {
         let n: i64 = script::RETRY_JOB
             .on(&self.name, Some(id))?
             .arg(id)
@@ -450,6 +607,14 @@ impl Queue {
 
     /// Retries every failed job; returns how many.
     pub async fn retry_failed(&self) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return super::partitioned::sum(p, |m| Box::pin(m.retry_failed_here())).await;
+        }
+        self.retry_failed_here().await
+    }
+
+    /// [`Queue::retry_failed`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn retry_failed_here(&self) -> Result<u64> {
         let mut total = 0;
         loop {
             let ids = self.list_ids(JobState::Failed, 0, 500).await?;
@@ -469,6 +634,15 @@ impl Queue {
 
     /// Runs a delayed job now; [`Moved::WrongState`] when it is not delayed.
     pub async fn promote(&self, id: JobId) -> Result<Moved> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.promote_here(id).await;
+        }
+        self.promote_here(id).await
+    }
+
+    /// [`Queue::promote`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn promote_here(&self, id: JobId) -> Result<Moved> {
         let n: i64 = script::PROMOTE_JOB
             .on(&self.name, None)?
             .arg(id)
@@ -484,6 +658,15 @@ impl Queue {
     /// an active one when it is next ready (a retry, say). [`Moved::NotFound`] when there is no
     /// such job, [`Moved::WrongState`] when it has finished.
     pub async fn change_priority(&self, id: JobId, priority: u32) -> Result<Moved> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.change_priority_here(id, priority).await;
+        }
+        self.change_priority_here(id, priority).await
+    }
+
+    /// [`Queue::change_priority`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn change_priority_here(&self, id: JobId, priority: u32) -> Result<Moved> {
         JobOptions {
             priority,
             ..JobOptions::default()
@@ -507,6 +690,15 @@ impl Queue {
     /// [`Interrupt::Cancelled`](crate::Interrupt::Cancelled); a binding cancels its task), then
     /// fails it the same way. A job that finished is left as it is.
     pub async fn cancel(&self, id: JobId, reason: &str) -> Result<CancelOutcome> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.cancel_here(id, reason).await;
+        }
+        self.cancel_here(id, reason).await
+    }
+
+    /// [`Queue::cancel`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn cancel_here(&self, id: JobId, reason: &str) -> Result<CancelOutcome> {
         let r: String = script::CANCEL
             .on(&self.name, Some(id))?
             .arg(id)

@@ -22,6 +22,19 @@ impl Queue {
         id: JobId,
         timeout: Duration,
     ) -> Result<std::result::Result<serde_json::Value, Failure>> {
+        if let Some(p) = self.spread() {
+            let q = super::partitioned::owner(p, id).await?;
+            return q.wait_here(id, timeout).await;
+        }
+        self.wait_here(id, timeout).await
+    }
+
+    /// [`Queue::wait`] on this queue's own slot (a plain queue, or one partition).
+    pub(super) async fn wait_here(
+        &self,
+        id: JobId,
+        timeout: Duration,
+    ) -> Result<std::result::Result<serde_json::Value, Failure>> {
         let rx = self
             .waiters
             .register(self.store(), &self.keys().events, self.name(), id)

@@ -93,13 +93,10 @@ impl WorkerBuilder {
                 ));
             }
         }
-        let pool = Arc::new(Pool::new(
-            self.opts.concurrency,
-            &names,
-            &self.opts.queue_order,
-        )?);
-        let members: Vec<Arc<Shared>> = self
-            .queues
+        let pool = Pool::new(self.opts.concurrency, &names, &self.opts.queue_order)?;
+        let (queues, pool) = spread_partitions(self.queues, pool, &self.opts.queue_order)?;
+        let pool = Arc::new(pool);
+        let members: Vec<Arc<Shared>> = queues
             .into_iter()
             .enumerate()
             .map(|(member, queue)| {
@@ -136,6 +133,52 @@ impl WorkerBuilder {
             runtime: tokio::runtime::Handle::current(),
             pid: std::process::id(),
         })
+    }
+}
+
+/// A partitioned queue among the worker's queues becomes one member per partition (`partitions.rs`),
+/// the partitions sharing their queue's weight equally: with queues of N₁, N₂, … partitions and
+/// L their least common multiple, each partition of a queue of weight w and N partitions weighs
+/// w·L/N, so every partition of a queue gets the same share and the queues keep their weights.
+/// Strict order is refused with a partitioned queue (it would serve its first partition before
+/// the others, starving them).
+fn spread_partitions(
+    queues: Vec<Queue>,
+    pool: Pool,
+    order: &QueueOrder,
+) -> crate::Result<(Vec<Queue>, Pool)> {
+    if queues.iter().all(|q| q.partitions().is_none()) {
+        return Ok((queues, pool));
+    }
+    if matches!(order, QueueOrder::Strict) {
+        return Err(crate::Error::new(
+            ErrorCode::InvalidOption,
+            "strict queue order is not supported with a partitioned queue (it would starve all but its first partition); use weights",
+        ));
+    }
+    let count = |q: &Queue| q.partitions().map_or(1, |p| p.len() as u64);
+    let lcm = queues
+        .iter()
+        .map(count)
+        .fold(1u64, |a, n| a / gcd(a, n) * n);
+    let mut members = Vec::new();
+    let mut weights = Vec::new();
+    for (q, w) in queues.iter().zip(pool.weights()) {
+        let share = w * lcm / count(q);
+        match q.partitions() {
+            Some(parts) => members.extend(parts.iter().cloned()),
+            None => members.push(q.clone()),
+        }
+        weights.extend(std::iter::repeat(share).take(count(q) as usize));
+    }
+    Ok((members, Pool::weighted(pool.concurrency, weights)))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

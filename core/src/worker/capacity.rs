@@ -47,6 +47,7 @@ pub(super) fn reserve(s: &Shared, max: usize) -> usize {
             .allowed(s.member, max, cap)
             .min(cap.saturating_sub(held));
         if n == 0 {
+            pool.wanted(s.member);
             return 0;
         }
         match pool

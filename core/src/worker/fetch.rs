@@ -157,6 +157,8 @@ pub(super) async fn block_for_marker(
     wait: Duration,
     backoff: Duration,
 ) -> bool {
+    // Blocked on its queue, it waits for work, not for room.
+    s.pool.blocks(s.member);
     let k = s.queue.keys();
     if blocking.is_none() {
         match connect_blocking(s).await {

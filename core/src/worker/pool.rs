@@ -55,8 +55,18 @@ pub(super) struct Pool {
     pub(super) running: AtomicUsize,
     /// Per member: its last claim leased fewer jobs than it asked for.
     drained: Vec<AtomicBool>,
+    /// Weighted: per member, its last try to lease found no room it was allowed (it waits for a
+    /// wake-up to try again), and the stride passes of leases (see [`Pool::allowed`]).
+    wants: Vec<AtomicBool>,
+    leases: Mutex<Passes>,
     pub(super) ready: Mutex<Ready>,
     members: OnceLock<Vec<Weak<Shared>>>,
+}
+
+/// Each member's pass over leases, and the pass of the last lease.
+struct Passes {
+    pass: Vec<u64>,
+    vt: u64,
 }
 
 /// Jobs leased and read but not started yet (one buffer per member), and the slots running now;
@@ -97,7 +107,23 @@ impl Pool {
                 (Some(weights.iter().map(|w| PASS / w).collect()), weights)
             }
         };
-        Ok(Pool {
+        Ok(Pool::with_order(concurrency, strides, weights))
+    }
+
+    /// A weighted pool with these (checked) weights, one per member.
+    pub(super) fn weighted(concurrency: usize, weights: Vec<u64>) -> Pool {
+        let strides = weights.iter().map(|w| (PASS / w.max(&1)).max(1)).collect();
+        Pool::with_order(concurrency, Some(strides), weights)
+    }
+
+    /// The members' weights (1 each under strict order).
+    pub(super) fn weights(&self) -> &[u64] {
+        &self.weights
+    }
+
+    fn with_order(concurrency: usize, strides: Option<Vec<u64>>, weights: Vec<u64>) -> Pool {
+        let n = weights.len();
+        Pool {
             concurrency,
             strides,
             weights,
@@ -105,6 +131,11 @@ impl Pool {
             held_by: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             running: AtomicUsize::new(0),
             drained: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            wants: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            leases: Mutex::new(Passes {
+                pass: vec![0; n],
+                vt: 0,
+            }),
             ready: Mutex::new(Ready {
                 jobs: (0..n).map(|_| VecDeque::new()).collect(),
                 slots: 0,
@@ -112,7 +143,7 @@ impl Pool {
                 vt: 0,
             }),
             members: OnceLock::new(),
-        })
+        }
     }
 
     pub(super) fn set_members(&self, members: &[Arc<Shared>]) {
@@ -152,6 +183,7 @@ impl Pool {
         if self.size() == 1 || asked == 0 {
             return;
         }
+        self.wants[m].store(false, Ordering::SeqCst);
         let drained = got < asked;
         if self.drained[m].swap(drained, Ordering::SeqCst) != drained && drained {
             self.wake_all();
@@ -194,13 +226,53 @@ impl Pool {
                 // add up to more than the pool: a heavy queue cannot hold every slot and leave a
                 // light one none to lease into.
                 let share = ((cap as u64 * self.weights[m]) / busy.max(1)).max(1) as usize;
-                n.min(share.saturating_sub(self.held_by[m].load(Ordering::SeqCst)))
+                let n = n.min(share.saturating_sub(self.held_by[m].load(Ordering::SeqCst)));
+                // Room that frees goes first to the member furthest behind its weight in leases
+                // among those waiting for room: else the member whose completion freed it, which
+                // refills in the same call, would take it every time and the others, woken a
+                // round trip later, would find none (seen with six partitions: two ran at a time).
+                if n > 0 && self.behind_waiting(m) {
+                    self.wants[m].store(true, Ordering::SeqCst);
+                    return 0;
+                }
+                n
             }
         }
     }
 
+    /// True when another member that waits for room is behind `m` in leases (weighted order).
+    fn behind_waiting(&self, m: usize) -> bool {
+        let leases = self.leases.lock().expect("leases");
+        let mine = leases.pass[m].max(leases.vt);
+        (0..self.size()).any(|j| {
+            j != m
+                && self.wants[j].load(Ordering::SeqCst)
+                && !self.drained[j].load(Ordering::SeqCst)
+                && leases.pass[j].max(leases.vt) < mine
+        })
+    }
+
+    /// Member `m` found no room it may lease into: it waits for a wake-up (room freed).
+    pub(super) fn wanted(&self, m: usize) {
+        if self.size() > 1 && self.strides.is_some() {
+            self.wants[m].store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Member `m` waits on its queue (for work, not room).
+    pub(super) fn blocks(&self, m: usize) {
+        self.wants[m].store(false, Ordering::SeqCst);
+    }
+
     pub(super) fn took(&self, m: usize, n: usize) {
         self.held_by[m].fetch_add(n, Ordering::SeqCst);
+        if let (Some(strides), true) = (&self.strides, self.size() > 1) {
+            self.wants[m].store(false, Ordering::SeqCst);
+            let mut leases = self.leases.lock().expect("leases");
+            let from = leases.pass[m].max(leases.vt);
+            leases.vt = from;
+            leases.pass[m] = from + strides[m] * n as u64;
+        }
     }
 
     pub(super) fn gave_back(&self, m: usize, n: usize) {

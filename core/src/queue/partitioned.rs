@@ -1,0 +1,186 @@
+//! How the calls of a partitioned queue's handle span its partitions (`partitions.rs`): each
+//! public call of [`Queue`] that has a partitioned form starts with `if let Some(p) = self.spread()`
+//! and comes here. Every partition is a plain queue in its own slot, so each step below is the
+//! plain call on one partition; nothing here spans two slots in one script.
+//!
+//! - adds go to the partition `Partitions::for_job` picks (an id minted first), a bulk add split
+//!   by partition and its ids given back in the order of the jobs;
+//! - counts are summed; a page of a state is merged by id (creation order: oldest first for the
+//!   waiting states, newest first for completed and failed), reading `offset + limit` ids of each
+//!   partition;
+//! - a call on one job asks every partition at once whether it holds the job (one round trip),
+//!   then calls that partition (a job no partition holds: the partition of its id, which answers
+//!   "not found" as a plain queue does);
+//! - pause, resume, drain, clean, trim, obliterate, retry_failed and dedup expiry run on each
+//!   partition and add up; `is_paused` is true when every partition is paused;
+//! - a group's settings go to the group's partition; the queue's dead-letter default to every one.
+//!
+//! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
+//! keys, which no worker serves): the events stream, schedulers, flows, and the queue-wide rate
+//! limit and global concurrency (which need a count shared across slots).
+
+use super::{NewJob, Queue};
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::{Counts, Job, JobState};
+use crate::job_id::JobId;
+use crate::keyspace::JobPart;
+use crate::partitions::Partitions;
+use futures::future::{try_join_all, BoxFuture};
+use std::sync::Arc;
+
+impl Queue {
+    /// The partitions, when this is a partitioned queue's handle.
+    pub(crate) fn spread(&self) -> Option<&Arc<Partitions>> {
+        self.parts.as_ref()
+    }
+
+    /// `invalid_option` on a partitioned queue, for a call not spread over partitions yet.
+    pub(crate) fn plain_only(&self, what: &str) -> Result<()> {
+        match &self.parts {
+            None => Ok(()),
+            Some(p) => Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!(
+                    "{what} is not supported on a partitioned queue yet ({} has {} partitions)",
+                    self.name,
+                    p.members.len()
+                ),
+            )),
+        }
+    }
+}
+
+/// The partition that holds job `id` (asked of all at once), else the one its id routes to.
+pub(crate) async fn owner(p: &Partitions, id: JobId) -> Result<&Queue> {
+    let found = try_join_all(p.members.iter().map(|m| async move {
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(m.name.job_key(id, JobPart::Record))
+            .query_async(&mut m.store.conn())
+            .await?;
+        Ok::<bool, Error>(n == 1)
+    }))
+    .await?;
+    Ok(found
+        .iter()
+        .position(|f| *f)
+        .map(|i| &p.members[i])
+        .unwrap_or_else(|| p.for_id(id)))
+}
+
+/// Runs `f` on every partition at once.
+pub(crate) async fn each<'a, T, F>(p: &'a Partitions, f: F) -> Result<Vec<T>>
+where
+    F: Fn(&'a Queue) -> BoxFuture<'a, Result<T>>,
+{
+    try_join_all(p.members.iter().map(f)).await
+}
+
+/// Sums what `f` gives on every partition.
+pub(crate) async fn sum<'a, F>(p: &'a Partitions, f: F) -> Result<u64>
+where
+    F: Fn(&'a Queue) -> BoxFuture<'a, Result<u64>>,
+{
+    Ok(each(p, f).await?.into_iter().sum())
+}
+
+pub(crate) fn add_counts(all: Vec<Counts>) -> Counts {
+    all.into_iter().fold(Counts::default(), |a, c| Counts {
+        waiting: a.waiting + c.waiting,
+        paused: a.paused + c.paused,
+        active: a.active + c.active,
+        delayed: a.delayed + c.delayed,
+        prioritized: a.prioritized + c.prioritized,
+        completed: a.completed + c.completed,
+        failed: a.failed + c.failed,
+        stalled: a.stalled + c.stalled,
+        waiting_children: a.waiting_children + c.waiting_children,
+    })
+}
+
+/// True when a state's page runs newest first (see [`Queue::list_ids`]).
+fn newest_first(state: JobState) -> bool {
+    matches!(state, JobState::Completed | JobState::Failed)
+}
+
+/// A merged page of ids in `state`: by id, from `offset + limit` ids of each partition.
+pub(crate) async fn list_ids(
+    p: &Partitions,
+    state: JobState,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<JobId>> {
+    let want = offset.saturating_add(limit);
+    let mut all: Vec<JobId> = each(p, |m| Box::pin(m.list_ids_here(state, 0, want)))
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+    all.sort_unstable();
+    if newest_first(state) {
+        all.reverse();
+    }
+    Ok(all
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .collect())
+}
+
+/// A merged page of jobs in `state` (see [`list_ids`]).
+pub(crate) async fn list(
+    p: &Partitions,
+    state: JobState,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<Job>> {
+    let want = offset.saturating_add(limit);
+    let mut all: Vec<Job> = each(p, |m| Box::pin(m.list_here(state, 0, want)))
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+    all.sort_unstable_by_key(|j| j.id);
+    if newest_first(state) {
+        all.reverse();
+    }
+    Ok(all
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .collect())
+}
+
+/// A bulk add split by partition (each part one plain bulk add, all at once); the ids in the
+/// order of `jobs`.
+pub(crate) async fn add_bulk(q: &Queue, p: &Partitions, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+    let n = p.members.len();
+    let mut parts: Vec<Vec<NewJob>> = (0..n).map(|_| Vec::new()).collect();
+    let mut at: Vec<(usize, usize)> = Vec::with_capacity(jobs.len());
+    for mut job in jobs {
+        job.options.validate()?;
+        let id = match job.options.id {
+            Some(id) => id,
+            None => q.minter.mint()?,
+        };
+        job.options.id = Some(id);
+        let to = p.for_job(id, &job.options);
+        let i = p
+            .members
+            .iter()
+            .position(|m| std::ptr::eq(m, to))
+            .expect("a member");
+        at.push((i, parts[i].len()));
+        parts[i].push(job);
+    }
+    let ids = try_join_all(p.members.iter().zip(parts).map(
+        |(m, jobs)| -> BoxFuture<'_, Result<Vec<JobId>>> {
+            if jobs.is_empty() {
+                Box::pin(async { Ok(Vec::new()) })
+            } else {
+                Box::pin(m.add_bulk_here(jobs))
+            }
+        },
+    ))
+    .await?;
+    Ok(at.into_iter().map(|(i, k)| ids[i][k]).collect())
+}

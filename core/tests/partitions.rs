@@ -1,0 +1,335 @@
+//! Partitioned queues on real servers (standalone and a 3-master cluster, guarded): the count is
+//! the queue's (stored once, found by a handle opened without it, a different one refused); adds
+//! spread over the partitions, a group or dedup key keeps to one, a retried add with its id stays
+//! one job; counts, get, list, pause and drain span the partitions; a worker serves every partition
+//! with none starved; calls not spread yet are typed refusals; the partitions' slots lie on every
+//! master of the cluster.
+
+mod common;
+
+use common::{audit_ok, unique, wait_until};
+
+use emq::{
+    ErrorCode, IdMinter, JobContext, JobOptions, JobState, NewJob, Queue, QueueOptions, Store,
+    Worker,
+};
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+async fn open(store: &Store, name: &str, partitions: Option<u16>) -> emq::Result<Queue> {
+    let minter = Arc::new(IdMinter::start(store.clone()).await.unwrap());
+    Queue::open(store.clone(), minter, name, QueueOptions { partitions }).await
+}
+
+/// Jobs held per partition (all states).
+async fn per_partition(q: &Queue) -> Vec<u64> {
+    let mut out = Vec::new();
+    for p in q.partitions().unwrap() {
+        out.push(p.counts().await.unwrap().total());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_count_is_the_queues_stored_once() {
+    for (topology, store) in common::both().await {
+        let name = unique("part-count");
+        let q = open(&store, &name, Some(6)).await.unwrap();
+        assert_eq!(q.partitions().unwrap().len(), 6, "{topology}");
+        // A handle opened without a count finds it; one with the same count too.
+        let again = open(&store, &name, None).await.unwrap();
+        assert_eq!(again.partitions().map(|p| p.len()), Some(6));
+        assert!(open(&store, &name, Some(6)).await.is_ok());
+        // Another count is refused, typed.
+        let e = open(&store, &name, Some(4)).await.err().unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidOption, "{topology}");
+        assert!(e.message().contains("has 6 partitions"), "{}", e.message());
+        // Bounds.
+        for bad in [0u16, 257] {
+            let e = open(&store, &unique("part-bad"), Some(bad))
+                .await
+                .err()
+                .unwrap();
+            assert_eq!(e.code(), ErrorCode::InvalidOption, "{bad}");
+        }
+        // A plain queue that holds jobs is not turned into a partitioned one.
+        let plain = open(&store, &unique("part-plain"), None).await.unwrap();
+        assert!(plain.partitions().is_none());
+        plain
+            .add("x", json!(1), JobOptions::default())
+            .await
+            .unwrap();
+        let e = open(&store, plain.name().as_str(), Some(3))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        assert!(e.message().contains("holds 1 jobs"), "{}", e.message());
+        // partitions=1 is a plain queue, stored nowhere.
+        let one = open(&store, &unique("part-one"), Some(1)).await.unwrap();
+        assert!(one.partitions().is_none());
+        // A partition opened by its own name is a plain queue; with a count, refused.
+        let first = q.partitions().unwrap()[0].name().as_str().to_string();
+        assert!(open(&store, &first, None)
+            .await
+            .unwrap()
+            .partitions()
+            .is_none());
+        assert!(open(&store, &first, Some(2)).await.is_err());
+        // Obliterated, the count is forgotten: the name may be opened with another.
+        q.obliterate(true).await.unwrap();
+        let regrown = open(&store, &name, Some(3)).await.unwrap();
+        assert_eq!(regrown.partitions().unwrap().len(), 3, "{topology}");
+        regrown.obliterate(true).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adds_spread_and_keys_keep_to_one_partition() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-add"), Some(6)).await.unwrap();
+        // 600 one-job and bulk adds without a key: every partition gets a fair part.
+        let mut ids = Vec::new();
+        for i in 0..300 {
+            ids.push(q.add("x", json!(i), JobOptions::default()).await.unwrap());
+        }
+        let bulk: Vec<NewJob> = (300..600)
+            .map(|i| NewJob {
+                name: "x".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        ids.extend(q.add_bulk(bulk).await.unwrap());
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 600);
+        let spread = per_partition(&q).await;
+        assert_eq!(spread.iter().sum::<u64>(), 600, "{topology}");
+        for n in &spread {
+            assert!((60..=140).contains(n), "{topology}: {spread:?}");
+        }
+        assert_eq!(q.counts().await.unwrap().waiting, 600);
+        // Every id reads back, with its data, through the logical handle.
+        for (i, id) in ids.iter().enumerate().step_by(37) {
+            let job = q.get(*id).await.unwrap().unwrap();
+            assert_eq!(job.data, json!(i), "{topology}");
+            assert_eq!(job.state, Some(JobState::Waiting));
+        }
+        // A group's jobs (and a dedup key's) all go to one partition.
+        let before = per_partition(&q).await;
+        for i in 0..20 {
+            q.add(
+                "g",
+                json!(i),
+                JobOptions {
+                    group: Some("tenant-7".into()),
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        }
+        let after = per_partition(&q).await;
+        let grew: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        assert_eq!(grew.iter().filter(|g| **g > 0).count(), 1, "{grew:?}");
+        assert_eq!(grew.iter().sum::<u64>(), 20);
+        let dedup = JobOptions {
+            dedup: Some("order-42".into()),
+            ..JobOptions::default()
+        };
+        let first = q.add("d", json!(1), dedup.clone()).await.unwrap();
+        assert_eq!(q.add("d", json!(2), dedup).await.unwrap(), first);
+        // An add retried with its id stays one job.
+        let id = q.mint_id().unwrap();
+        let with_id = JobOptions {
+            id: Some(id),
+            ..JobOptions::default()
+        };
+        assert_eq!(q.add("i", json!(1), with_id.clone()).await.unwrap(), id);
+        assert_eq!(q.add("i", json!(1), with_id).await.unwrap(), id);
+        assert_eq!(q.counts().await.unwrap().waiting, 600 + 20 + 1 + 1);
+        for p in q.partitions().unwrap() {
+            audit_ok(p).await;
+        }
+        q.obliterate(true).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_pause_drain_and_moves_span_the_partitions() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-ops"), Some(4)).await.unwrap();
+        let mut ids = Vec::new();
+        for i in 0..50 {
+            ids.push(q.add("x", json!(i), JobOptions::default()).await.unwrap());
+        }
+        // Pages merge in id order, none twice, none left out.
+        let mut paged = Vec::new();
+        for page in 0..5 {
+            let jobs = q.list(JobState::Waiting, page * 10, 10).await.unwrap();
+            assert_eq!(jobs.len(), 10, "{topology}");
+            paged.extend(jobs.into_iter().map(|j| j.id));
+        }
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(paged, sorted, "{topology}");
+        assert_eq!(
+            q.list_ids(JobState::Waiting, 45, 10).await.unwrap(),
+            sorted[45..].to_vec()
+        );
+        // Moves on one job find its partition.
+        let delayed = q
+            .add(
+                "later",
+                json!(0),
+                JobOptions {
+                    delay_ms: 60_000,
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            q.get(delayed).await.unwrap().unwrap().state,
+            Some(JobState::Delayed)
+        );
+        assert_eq!(q.promote(delayed).await.unwrap(), emq::Moved::Moved);
+        assert_eq!(q.remove(ids[3]).await.unwrap(), emq::Moved::Moved);
+        assert!(q.get(ids[3]).await.unwrap().is_none());
+        assert_eq!(
+            q.remove(ids[3]).await.unwrap(),
+            emq::Moved::NotFound,
+            "{topology}"
+        );
+        q.log(ids[4], "a line").await.unwrap();
+        assert_eq!(q.logs(ids[4]).await.unwrap(), vec!["a line".to_string()]);
+        // Pause and resume every partition.
+        q.pause().await.unwrap();
+        assert!(q.is_paused().await.unwrap());
+        for p in q.partitions().unwrap() {
+            assert!(p.is_paused().await.unwrap());
+        }
+        assert_eq!(q.counts().await.unwrap().paused, 50, "{topology}");
+        q.resume().await.unwrap();
+        assert!(!q.is_paused().await.unwrap());
+        // Drain every partition.
+        assert_eq!(q.drain(true).await.unwrap(), 50, "{topology}");
+        assert_eq!(q.counts().await.unwrap().total(), 0);
+        q.obliterate(true).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_serves_every_partition_and_starves_none() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-work"), Some(6)).await.unwrap();
+        let jobs: Vec<NewJob> = (0..600)
+            .map(|i| NewJob {
+                name: "x".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        let starts: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = starts.clone();
+        let w = Worker::builder(q.clone())
+            .concurrency(1)
+            .handler(move |job: JobContext| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock()
+                        .unwrap()
+                        .push(job.queue().name().as_str().to_string());
+                    Ok(json!(null))
+                }
+            })
+            .run()
+            .unwrap();
+        assert_eq!(w.queues().len(), 6, "{topology}: one member per partition");
+        // Once every member waits for work (idle, blocked on its partition), one bulk add wakes
+        // them all.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        q.add_bulk(jobs).await.unwrap();
+        wait_until("all done", Duration::from_secs(60), || async {
+            q.counts().await.unwrap().completed == 600
+        })
+        .await;
+        w.close().await.unwrap();
+        let starts = starts.lock().unwrap().clone();
+        assert_eq!(starts.len(), 600);
+        // While every partition has work, each gets its share of the first 120 starts.
+        let mut first: HashMap<&str, u32> = HashMap::new();
+        for s in &starts[..120] {
+            *first.entry(s.as_str()).or_default() += 1;
+        }
+        assert_eq!(first.len(), 6, "{topology}: {first:?}");
+        for (p, n) in &first {
+            assert!(
+                *n >= 10,
+                "{topology}: partition {p} started {n} of the first 120"
+            );
+        }
+        // Strict order with a partitioned queue is refused.
+        let e = Worker::builder(q.clone())
+            .queue_order(emq::QueueOrder::Strict)
+            .handler(|_job: JobContext| async { Ok(json!(null)) })
+            .run()
+            .err()
+            .unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        for p in q.partitions().unwrap() {
+            audit_ok(p).await;
+        }
+        q.obliterate(true).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_not_spread_yet_are_typed_refusals() {
+    let store = common::standalone().await;
+    let q = open(&store, &unique("part-refuse"), Some(3)).await.unwrap();
+    let refused = [
+        q.events(None).await.err().map(|e| e.code()),
+        q.set_rate_limit(None).await.err().map(|e| e.code()),
+        q.set_global_concurrency(Some(2))
+            .await
+            .err()
+            .map(|e| e.code()),
+        q.audit().await.err().map(|e| e.code()),
+    ];
+    for (i, code) in refused.iter().enumerate() {
+        assert_eq!(*code, Some(ErrorCode::InvalidOption), "call {i}");
+    }
+    // Nothing was written into the logical name's own keys.
+    let plain = Queue::with_store(
+        store.clone(),
+        Arc::new(IdMinter::start(store.clone()).await.unwrap()),
+        q.name().as_str(),
+    )
+    .unwrap();
+    assert_eq!(plain.counts().await.unwrap().total(), 0);
+    q.obliterate(true).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_partitions_lie_on_every_master() {
+    let store = common::cluster().await;
+    let q = open(&store, &unique("part-spread"), Some(6)).await.unwrap();
+    let slots: Vec<u16> = q
+        .partitions()
+        .unwrap()
+        .iter()
+        .map(|p| p.name().slot())
+        .collect();
+    // The harness's three masters own 0-5460, 5461-10922, 10923-16383: two partitions each.
+    let mut per_master = [0u32; 3];
+    for s in &slots {
+        per_master[match s {
+            0..=5460 => 0,
+            5461..=10922 => 1,
+            _ => 2,
+        }] += 1;
+    }
+    assert_eq!(per_master, [2, 2, 2], "{slots:?}");
+}
