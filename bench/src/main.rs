@@ -4,6 +4,8 @@
 //! Usage: `emq-bench [REDIS_URL]` (default `redis://127.0.0.1:6390`); `emq-bench fairness
 //! [REDIS_URL]` runs the fair-groups benchmark instead (`fairness.rs`, driven by bench/fairness.sh);
 //! `emq-bench multiqueue [REDIS_URL]` the multi-queue worker's (`multiqueue.rs`, bench/multiqueue.sh).
+//! `emq-bench partitions SEEDS` one queue plain or partitioned on a cluster (`partitions.rs`,
+//! bench/partitions.sh).
 //! Knobs (environment, like the anchors): REPS (default 1), N_JOBS (20000), N_LATENCY (1000),
 //! SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (default 1: CONFIG RESETSTAT before and INFO
 //! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all but the
@@ -15,6 +17,7 @@
 mod control;
 mod fairness;
 mod multiqueue;
+mod partitions;
 
 use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker, WorkerEvent};
 use serde_json::{json, Map, Value};
@@ -509,6 +512,10 @@ async fn main() {
 
 async fn bench_main() -> i32 {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "partitions") {
+        let seeds = args.get(1).cloned().unwrap_or_default();
+        return partitions::partitions_main(seeds.split(',').map(str::to_string).collect()).await;
+    }
     let fairness = args.first().is_some_and(|a| a == "fairness");
     let multiqueue = args.first().is_some_and(|a| a == "multiqueue");
     if fairness || multiqueue {

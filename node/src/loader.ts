@@ -7,6 +7,7 @@ import * as path from 'path';
 /** A native queue (bindings/node/src/queue.rs). */
 export interface NativeQueue {
   readonly name: string;
+  readonly partitions: number;
   mintId(): string;
   add(name: string, data: string, opts: object | undefined): Promise<string>;
   addBulkJson(jobs: string): Promise<string>;
@@ -88,7 +89,7 @@ export interface NativeTls {
 
 /** What the addon exports (bindings/node/src/lib.rs). */
 export interface Native {
-  connect(urls: string[], name: string, durable: number[] | undefined, tls: NativeTls | undefined): Promise<NativeQueue>;
+  connect(urls: string[], name: string, durable: number[] | undefined, tls: NativeTls | undefined, partitions: number | undefined): Promise<NativeQueue>;
   errorCodes(): string[];
   startWorkerMany(
     queues: NativeQueue[],

@@ -296,13 +296,13 @@ const TLS_KEYS = ['caCert', 'clientCert', 'clientKey'] as const;
 export function connectTls(opts: ConnectOptions | null | undefined): NativeTls | undefined {
   if (opts === undefined || opts === null) return undefined;
   if (typeof opts !== 'object' || Array.isArray(opts)) {
-    throw emqError('invalid_option', 'Queue.connect options must be an object ({ caCert, clientCert, clientKey, durable })');
+    throw emqError('invalid_option', 'Queue.connect options must be an object ({ caCert, clientCert, clientKey, durable, partitions })');
   }
   const tls: NativeTls = {};
   for (const key of Object.keys(opts)) {
-    if (key === 'durable') continue;
+    if (key === 'durable' || key === 'partitions') continue;
     if (!(TLS_KEYS as readonly string[]).includes(key)) {
-      throw emqError('invalid_option', `unknown Queue.connect option ${JSON.stringify(key)} (known: ${TLS_KEYS.join(', ')}, durable)`);
+      throw emqError('invalid_option', `unknown Queue.connect option ${JSON.stringify(key)} (known: ${TLS_KEYS.join(', ')}, durable, partitions)`);
     }
     const k = key as (typeof TLS_KEYS)[number];
     const v: unknown = opts[k];

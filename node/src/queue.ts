@@ -56,7 +56,8 @@ export class Queue {
    * Connects to a datastore (one URL, or a list of cluster seed URLs) and opens the queue `name`
    * (`orders` or `{orders}`). `opts` for `rediss://`: `caCert` (a private CA), `clientCert` +
    * `clientKey` (mutual TLS), each a path or PEM text (a string) or the PEM as a Buffer;
-   * `durable: [replicas, timeoutMs]`: every add waits for that many replicas (WAIT).
+   * `durable: [replicas, timeoutMs]`: every add waits for that many replicas (WAIT);
+   * `partitions: N` (1 to 256) spreads the queue over N slots (see the "Partitioned queues" page).
    */
   static async connect(urls: string | string[], name: string, opts?: ConnectOptions): Promise<Queue> {
     const list: unknown[] = Array.isArray(urls) ? urls : [urls];
@@ -66,12 +67,21 @@ export class Queue {
     queueName(name);
     const tls = connectTls(opts);
     const durable = opts && opts.durable ? Array.from(opts.durable) : undefined;
-    const nq = await call(() => native.connect(list as string[], name, durable, tls));
+    const partitions = opts && opts.partitions !== undefined ? opts.partitions : undefined;
+    if (partitions !== undefined && typeof partitions !== 'number') {
+      throw emqError('invalid_option', `partitions must be a number, got ${typeof partitions}`);
+    }
+    const nq = await call(() => native.connect(list as string[], name, durable, tls, partitions));
     return new Queue(kToken, nq);
   }
 
   get name(): string {
     return this[kNative].name;
+  }
+
+  /** How many partitions the queue has (1: a plain queue). */
+  get partitions(): number {
+    return this[kNative].partitions;
   }
 
   /** Mints a job id now, to add later with `{ id }`: adding the same id again adds nothing. */

@@ -280,6 +280,8 @@ export interface ConnectOptions {
   clientKey?: string | Uint8Array;
   /** Every add waits for this many replicas to acknowledge it (`WAIT`), within `timeoutMs`; else it rejects with NotReplicated. */
   durable?: [replicas: number, timeoutMs: number];
+  /** Spread the queue over this many slots (1 to 256), stored as the queue's count the first time; without it, the stored count (else a plain queue). Another count than the stored one rejects with InvalidOption. */
+  partitions?: number;
 }
 
 /** What a migration did (the core's `MigrateReport`). */

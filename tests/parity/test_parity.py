@@ -24,6 +24,8 @@ LANG_TITLES = {"python": "Python (async)", "python_sync": "Python (sync)", "node
 CORE_ONLY = {
     # Rust plumbing: a handle built on a Store the caller already holds, and its parts.
     "Queue.with_store": "Rust plumbing: bindings connect by URL (`connect`)",
+    "Queue.open": "Rust plumbing: a handle on a Store the caller holds; bindings connect by URL (`connect`, with `partitions`)",
+    "Queue.partitions": "Rust handles on each partition; bindings read the count (`partitions`, the core's `partition_count`)",
     "Queue.queue": "Rust plumbing (the handle's own clone)",
     "Queue.store": "Rust plumbing: the connection is not exposed",
     "Queue.keys": "Rust plumbing: keys are the core's business (wire rule 1)",
@@ -68,6 +70,9 @@ PROVIDED_AS = {
     "Queue.log": {"python": "Job.log", "python_sync": "Job.log"},
     "Queue.children_results": {"python": "Job.children_results", "python_sync": "Job.children_results"},
     "Queue.connect": {"node": "Queue.connect"},
+    # The partition count is a keyword of `connect` in every binding.
+    "Queue.connect_with": {"python": "Queue.connect", "python_sync": "Queue.connect", "node": "Queue.connect", "uniffi": "Queue.connect"},
+    "Queue.partition_count": {"python": "Queue.partitions", "python_sync": "Queue.partitions", "node": "Queue.partitions", "uniffi": "Queue.partitions"},
     # uniffi hands the dead-lettered jobs over as JSON text (their origin's options are free-form).
     "Queue.dead_letters": {"uniffi": "Queue.dead_letters_json"},
     # The second Ctrl-C: Rust takes an aborter before closing; bindings offer `abort()` on the worker.
@@ -90,8 +95,9 @@ SPEC_FILLERS = {
     "WorkerSpec": {
         "python": ("bindings/python/src/options.rs", "worker_options"),
         "node": ("bindings/node/src/options.rs", "worker_options"),
-        # `Queue.start_worker` (one queue) fills the same fields less strict/weights.
-        "uniffi": ("bindings/uniffi/src/worker.rs", "start_worker_many"),
+        # `Queue.start_worker` and `start_worker_many` both fill the shared fields through
+        # `worker_spec`; the order between queues (strict, weights) only `start_worker_many`.
+        "uniffi": [("bindings/uniffi/src/worker.rs", "worker_spec"), ("bindings/uniffi/src/worker.rs", "start_worker_many")],
     },
 }
 SPEC_LANGS = ["python", "node", "uniffi"]
@@ -291,6 +297,11 @@ def core_spec_fields(struct):
     return [m.group(1) for m in re.finditer(r"^    pub (\w+):", body, re.M)]
 
 
+def _fillers(where):
+    """A filler entry: one (file, fn) or a list of them."""
+    return where if isinstance(where, list) else [where]
+
+
 def _fn_body(path, name):
     """The body of the `fn` whose signature starts with `name` (to the `}` at its indentation)."""
     lines = (ROOT / path).read_text().splitlines()
@@ -306,7 +317,7 @@ def spec_fields_filled():
     """(Spec.field) -> {lang: bool}: whether each binding's filler names the field."""
     out = {}
     for struct, fillers in SPEC_FILLERS.items():
-        bodies = {lang: _fn_body(*where) for lang, where in fillers.items()}
+        bodies = {lang: "\n".join(_fn_body(*w) for w in _fillers(where)) for lang, where in fillers.items()}
         for f in core_spec_fields(struct):
             out[f"{struct}.{f}"] = {
                 lang: bool(re.search(rf"(\bs\.{f} =|^\s*{f}:)", body, re.M)) for lang, body in bodies.items()
@@ -327,7 +338,8 @@ def test_every_spec_field_is_filled_by_every_binding():
     assert "JobSpec.remove_on_complete" in filled and "WorkerSpec.concurrency" in filled, "the spec types were not found"
     for struct, fillers in SPEC_FILLERS.items():
         for lang, where in fillers.items():
-            assert _fn_body(*where), f"{struct}'s filler in {lang} not found: {where}"
+            for w in _fillers(where):
+                assert _fn_body(*w), f"{struct}'s filler in {lang} not found: {w}"
     missing = [f"{f} in {l}" for f, by in filled.items() for l, ok in by.items() if not ok and (f, l) not in SPEC_ABSENT]
     assert not missing, "spec fields a binding does not fill (and not listed in SPEC_ABSENT):\n  " + "\n  ".join(missing)
     stale = [f"{f} in {l}" for (f, l) in SPEC_ABSENT if filled.get(f, {}).get(l, True)]

@@ -108,8 +108,9 @@ pub async fn connect(
     name: String,
     durable: Option<Vec<f64>>,
     tls: Option<ConnectTls>,
+    partitions: Option<f64>,
 ) -> Settled<NativeQueue> {
-    Settled::of(connect_queue(urls, name, durable, tls)).await
+    Settled::of(connect_queue(urls, name, durable, tls, partitions)).await
 }
 
 async fn connect_queue(
@@ -117,6 +118,7 @@ async fn connect_queue(
     name: String,
     durable: Option<Vec<f64>>,
     tls: Option<ConnectTls>,
+    partitions: Option<f64>,
 ) -> Result<NativeQueue> {
     if urls.is_empty() {
         return Err(throw(options::invalid_option(
@@ -138,7 +140,18 @@ async fn connect_queue(
             n(1, "durable timeout").map_err(throw)?,
         );
     }
-    let q = Queue::connect(opts, &name).await.map_err(throw)?;
+    // A whole number here; its bounds are the core's (`QueueOptions::with_partitions`).
+    let partitions = match partitions {
+        None => None,
+        Some(n) if n < 0.0 && n.fract() == 0.0 && n.is_finite() => Some(n as i128),
+        Some(n) => Some(i128::from(
+            options::whole("partitions", n, u64::MAX).map_err(throw)?,
+        )),
+    };
+    let queue = emq::QueueOptions::with_partitions(partitions).map_err(throw)?;
+    let q = Queue::connect_with(opts, &name, queue)
+        .await
+        .map_err(throw)?;
     Ok(NativeQueue { q })
 }
 

@@ -79,6 +79,12 @@ impl NativeQueue {
         self.q.name().to_string()
     }
 
+    /// How many partitions the queue has (1: a plain queue).
+    #[napi(getter)]
+    pub fn partitions(&self) -> u32 {
+        u32::from(self.q.partition_count())
+    }
+
     /// Mints a job id now, to add later with `{ id }` (idempotent on that id).
     #[napi]
     pub fn mint_id(&self) -> Result<String> {

@@ -475,11 +475,13 @@ impl NativeWorker {
         self.events.take()
     }
 
-    /// The names of its queues, in order.
+    /// The names of the queues it serves, in order (a partitioned queue's partitions, as the
+    /// core's handle names them).
     #[napi(getter)]
     pub fn queues(&self) -> Vec<String> {
         self.queues
             .iter()
+            .flat_map(emq::Queue::slot_queues)
             .map(|q| q.name().as_str().to_string())
             .collect()
     }

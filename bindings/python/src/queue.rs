@@ -185,7 +185,7 @@ awaitable_methods! {
         /// `name`; for `rediss://`, a private CA and a client certificate + key (mutual TLS); with
         /// `durable=(replicas, timeout_ms)` every add waits for that many replicas.
         #[staticmethod]
-        #[pyo3(signature = (urls, name, durable=None, ca_cert=None, client_cert=None, client_key=None, blocking=false))]
+        #[pyo3(signature = (urls, name, durable=None, ca_cert=None, client_cert=None, client_key=None, partitions=None, blocking=false))]
         #[allow(clippy::too_many_arguments)]
         fn connect(
             py: Python<'_>,
@@ -195,11 +195,15 @@ awaitable_methods! {
             ca_cert: Option<&Bound<'_, PyAny>>,
             client_cert: Option<&Bound<'_, PyAny>>,
             client_key: Option<&Bound<'_, PyAny>>,
+            partitions: Option<i128>,
             blocking: bool,
         ) -> PyResult<Py<PyAny>> {
             let name = queue_name_text(py, name)?;
             let options = connect_options(py, urls, durable, [ca_cert, client_cert, client_key])?;
-            let connect = async move { Ok(Out::Queue(emq::Queue::connect(options, &name).await?)) };
+            let queue = emq::QueueOptions::with_partitions(partitions).map_err(|e| core_err(py, &e))?;
+            let connect = async move {
+                Ok(Out::Queue(emq::Queue::connect_with(options, &name, queue).await?))
+            };
             run(py, Box::pin(connect), blocking)
         }
 
@@ -207,6 +211,12 @@ awaitable_methods! {
         #[getter]
         fn name(&self) -> String {
             self.inner.name().to_string()
+        }
+
+        /// How many partitions the queue has (1: a plain queue).
+        #[getter]
+        fn partitions(&self) -> u16 {
+            self.inner.partition_count()
         }
 
         /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries

@@ -26,36 +26,48 @@ pub struct Queue {
 #[uniffi::export(async_runtime = "tokio")]
 impl Queue {
     /// Connects to the datastore at `url` and opens the queue `name`; `tls` for `rediss://` (a
-    /// private CA, a client certificate for mutual TLS).
-    #[uniffi::constructor(default(tls = None))]
+    /// private CA, a client certificate for mutual TLS); `partitions` (1 to 256) spreads the
+    /// queue over that many slots, stored as the queue's count the first time (without it: the
+    /// stored count, else a plain queue).
+    #[uniffi::constructor(default(tls = None, partitions = None))]
     pub async fn connect(
         url: String,
         name: String,
         tls: Option<TlsFiles>,
+        partitions: Option<i64>,
     ) -> Result<Arc<Queue>, EmqException> {
-        Queue::connect_seeds(vec![url], name, tls).await
+        Queue::connect_seeds(vec![url], name, tls, partitions).await
     }
 
     /// Connects to a cluster through several seed URLs (or to one URL) and opens the queue `name`.
-    #[uniffi::constructor(default(tls = None))]
+    #[uniffi::constructor(default(tls = None, partitions = None))]
     pub async fn connect_seeds(
         urls: Vec<String>,
         name: String,
         tls: Option<TlsFiles>,
+        partitions: Option<i64>,
     ) -> Result<Arc<Queue>, EmqException> {
         // The name and the options are checked first, so a bad one fails without a server.
         emq::QueueName::new(&name)?;
         if urls.is_empty() {
             return Err(invalid_option("at least one datastore URL is needed"));
         }
+        let queue = emq::QueueOptions::with_partitions(partitions.map(i128::from))?;
         let options = crate::connect::options(urls, tls)?;
-        let inner = on_runtime(async move { emq::Queue::connect(options, &name).await }).await?;
+        let inner =
+            on_runtime(async move { emq::Queue::connect_with(options, &name, queue).await })
+                .await?;
         Ok(Arc::new(Queue { inner }))
     }
 
     /// The queue's name.
     pub fn name(&self) -> String {
         self.inner.name().to_string()
+    }
+
+    /// How many partitions the queue has (1: a plain queue).
+    pub fn partitions(&self) -> u16 {
+        self.inner.partition_count()
     }
 
     /// Adds a job with a JSON payload; returns its id.

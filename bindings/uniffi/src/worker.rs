@@ -244,10 +244,12 @@ impl WorkerHandle {
         ))
     }
 
-    /// The names of its queues, in the order it was given them.
+    /// The names of the queues it serves, in the order it was given them (a partitioned queue's
+    /// partitions, as the core's handle names them).
     pub fn queues(&self) -> Vec<String> {
         self.queues
             .iter()
+            .flat_map(emq::Queue::slot_queues)
             .map(|q| q.name().as_str().to_string())
             .collect()
     }

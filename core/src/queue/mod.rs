@@ -79,6 +79,31 @@ pub struct QueueOptions {
     pub partitions: Option<u16>,
 }
 
+impl QueueOptions {
+    /// Options with a partition count as a binding passed it (any integer): `invalid_option`,
+    /// naming the value, unless it is 1 to [`MAX_PARTITIONS`](crate::partitions::MAX_PARTITIONS).
+    pub fn with_partitions(partitions: Option<i128>) -> Result<QueueOptions> {
+        let partitions = match partitions {
+            None => None,
+            Some(n) => {
+                let count = u16::try_from(n).unwrap_or(0);
+                if i128::from(count) != n || count == 0 {
+                    return Err(crate::Error::new(
+                        crate::ErrorCode::InvalidOption,
+                        format!(
+                            "partitions must be between 1 and {}, got {n}",
+                            crate::partitions::MAX_PARTITIONS
+                        ),
+                    ));
+                }
+                crate::partitions::check_count(count)?;
+                Some(count)
+            }
+        };
+        Ok(QueueOptions { partitions })
+    }
+}
+
 impl Queue {
     /// Connects to the datastore and opens the queue `name` (`orders` or `{orders}`); a queue
     /// stored as partitioned opens with its partitions.
@@ -125,6 +150,20 @@ impl Queue {
             .collect();
         self.parts = Some(Arc::new(crate::partitions::Partitions { members }));
         self
+    }
+
+    /// The plain queues this handle's jobs live in, one per slot: its partitions, or itself (what
+    /// a worker on it serves, and names in `WorkerHandle::queues`).
+    pub fn slot_queues(&self) -> Vec<Queue> {
+        match self.partitions() {
+            Some(parts) => parts.to_vec(),
+            None => vec![self.clone()],
+        }
+    }
+
+    /// How many partitions the queue has (1 for a plain queue).
+    pub fn partition_count(&self) -> u16 {
+        self.partitions().map_or(1, |p| p.len() as u16)
     }
 
     /// A partitioned queue's partitions, in index order (each a queue in its own slot); None for a

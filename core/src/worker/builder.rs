@@ -165,10 +165,7 @@ fn spread_partitions(
     let mut weights = Vec::new();
     for (q, w) in queues.iter().zip(pool.weights()) {
         let share = w * lcm / count(q);
-        match q.partitions() {
-            Some(parts) => members.extend(parts.iter().cloned()),
-            None => members.push(q.clone()),
-        }
+        members.extend(q.slot_queues());
         weights.extend(std::iter::repeat(share).take(count(q) as usize));
     }
     Ok((members, Pool::weighted(pool.concurrency, weights)))

@@ -29,6 +29,7 @@ class Queue:
         ca_cert: Optional[Pem] = None,
         client_cert: Optional[Pem] = None,
         client_key: Optional[Pem] = None,
+        partitions: Optional[int] = None,
     ) -> "Queue":
         """Connects to ``url`` (a ``redis://``/``rediss://`` URL, or a list of cluster seed URLs;
         None: ``EMQ_URL``) and opens the queue ``name``. ``EMQ_GUARD=1`` runs every script under
@@ -41,12 +42,20 @@ class Queue:
         Each is a path (``str`` or ``os.PathLike``) or the PEM itself as ``bytes``. A missing
         file, text that is not PEM, a certificate without its key or TLS material with a
         ``redis://`` URL raise :class:`InvalidOption`; an untrusted server certificate or a
-        refused client one :class:`ServerUnavailable`."""
+        refused client one :class:`ServerUnavailable`.
+
+        ``partitions=N`` (1 to 256) spreads the queue over N slots (a cluster's masters): the
+        count is the queue's, stored the first time, so a handle opened without ``partitions``
+        finds it and one opened with another count raises :class:`InvalidOption`. A job with a
+        ``group`` or ``dedup`` key goes to that key's partition, any other by its id; workers serve
+        every partition with equal shares. See the documentation's "Partitioned queues" page for
+        what is not spread yet."""
         tls = _tls(ca_cert, client_cert, client_key)
         ca, cert, key = tls
         return cls(
             await _emq.Queue.connect(
-                _urls(url), name, durable, ca_cert=ca, client_cert=cert, client_key=key
+                _urls(url), name, durable, ca_cert=ca, client_cert=cert, client_key=key,
+                partitions=partitions,
             )
         )
 
@@ -54,6 +63,11 @@ class Queue:
     def name(self) -> str:
         """The queue's name."""
         return self._native.name
+
+    @property
+    def partitions(self) -> int:
+        """How many partitions the queue has (1: a plain queue)."""
+        return self._native.partitions
 
     def mint_id(self) -> str:
         """Mints a job id now, to pass later as ``add(..., id=...)``: adding the same id again (a

@@ -52,20 +52,26 @@ class Queue:
         ca_cert: Optional[Pem] = None,
         client_cert: Optional[Pem] = None,
         client_key: Optional[Pem] = None,
+        partitions: Optional[int] = None,
     ) -> "Queue":
-        """Connects (see :meth:`emq.Queue.connect`, also for the TLS files)."""
+        """Connects (see :meth:`emq.Queue.connect`, also for the TLS files and ``partitions``)."""
         tls = _tls(ca_cert, client_cert, client_key)
         ca, cert, key = tls
         return cls(
             _blocking(
                 _emq.Queue.connect, _urls(url), name, durable,
-                ca_cert=ca, client_cert=cert, client_key=key,
+                ca_cert=ca, client_cert=cert, client_key=key, partitions=partitions,
             )
         )
 
     @property
     def name(self) -> str:
         return self._native.name
+
+    @property
+    def partitions(self) -> int:
+        """How many partitions the queue has (1: a plain queue)."""
+        return self._native.partitions
 
     def mint_id(self) -> str:
         """As :meth:`emq.Queue.mint_id`."""

@@ -1,6 +1,6 @@
 //! The `emq-harness` binary, for test suites in other languages.
 //!
-//! `emq-harness up [--standalone] [--cluster] [--tls] [--mtls]` starts the servers
+//! `emq-harness up [--standalone] [--cluster] [--tls] [--mtls] [--masters N]` starts the servers
 //! (no flags means standalone and cluster), prints ONE JSON line on stdout:
 //!
 //! ```text
@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use emq_harness::{RedisCluster, RedisServer, TlsServer};
 
-const USAGE: &str = "usage: emq-harness up [--standalone] [--cluster] [--tls] [--mtls]\n\
+const USAGE: &str =
+    "usage: emq-harness up [--standalone] [--cluster] [--tls] [--mtls] [--masters N]\n\
   Starts real redis servers on 127.0.0.1, prints one JSON line with their urls,\n\
   and stops them when stdin reaches EOF or on SIGTERM/SIGINT.\n\
   No flags = --standalone --cluster.";
@@ -56,6 +57,8 @@ struct Wanted {
     cluster: bool,
     tls: bool,
     mtls: bool,
+    /// Masters of the cluster (`--masters N`, 3 by default; bench/partitions.sh takes more).
+    masters: Option<usize>,
 }
 
 fn parse_args(args: &[String]) -> Result<Wanted, String> {
@@ -66,8 +69,18 @@ fn parse_args(args: &[String]) -> Result<Wanted, String> {
         None => return Err("missing command".into()),
     }
     let mut w = Wanted::default();
-    for a in &args[1..] {
+    let mut rest = args[1..].iter();
+    while let Some(a) = rest.next() {
         match a.as_str() {
+            "--masters" => {
+                let n = rest
+                    .next()
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=64).contains(n))
+                    .ok_or("--masters takes a number from 1 to 64")?;
+                w.masters = Some(n);
+                w.cluster = true;
+            }
             "--standalone" => w.standalone = true,
             "--cluster" => w.cluster = true,
             "--tls" => w.tls = true,
@@ -112,7 +125,10 @@ impl Servers {
     fn start(w: &Wanted) -> io::Result<Servers> {
         // Start in an order where a failure drops (= stops) what already runs.
         let standalone = w.standalone.then(RedisServer::start).transpose()?;
-        let cluster = w.cluster.then(|| RedisCluster::start(3)).transpose()?;
+        let cluster = w
+            .cluster
+            .then(|| RedisCluster::start(w.masters.unwrap_or(3)))
+            .transpose()?;
         let tls = w.tls.then(TlsServer::start).transpose()?;
         let mtls = w.mtls.then(TlsServer::start_mutual).transpose()?;
         Ok(Servers {
@@ -246,6 +262,10 @@ mod tests {
         assert!(!w.standalone && !w.cluster && w.tls);
         assert!(a(&["down"]).is_err());
         assert!(a(&["up", "--nope"]).is_err());
+        let m = a(&["up", "--masters", "6"]).unwrap();
+        assert!(m.cluster && !m.standalone && m.masters == Some(6));
+        assert!(a(&["up", "--masters", "0"]).is_err());
+        assert!(a(&["up", "--masters"]).is_err());
         assert!(a(&[]).is_err());
     }
 

@@ -471,6 +471,22 @@ private let UNIFFI_CALLBACK_UNEXPECTED_ERROR: Int32 = 2
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
+    typealias FfiType = UInt16
+    typealias SwiftType = UInt16
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt16 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
     typealias FfiType = UInt32
     typealias SwiftType = UInt32
@@ -512,6 +528,22 @@ fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
     }
 
     public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
+    typealias FfiType = Int64
+    typealias SwiftType = Int64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Int64, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
     }
 }
@@ -1133,6 +1165,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func obliterate(force: Bool) async throws  -> UInt64
     
     /**
+     * How many partitions the queue has (1: a plain queue).
+     */
+    func partitions()  -> UInt16
+    
+    /**
      * Stops handing out jobs (adds still land, in paused).
      */
     func pause() async throws 
@@ -1330,13 +1367,15 @@ open class Queue: QueueProtocol, @unchecked Sendable {
     
     /**
      * Connects to the datastore at `url` and opens the queue `name`; `tls` for `rediss://` (a
-     * private CA, a client certificate for mutual TLS).
+     * private CA, a client certificate for mutual TLS); `partitions` (1 to 256) spreads the
+     * queue over that many slots, stored as the queue's count the first time (without it: the
+     * stored count, else a plain queue).
      */
-public static func connect(url: String, name: String, tls: TlsFiles? = nil)async throws  -> Queue  {
+public static func connect(url: String, name: String, tls: TlsFiles? = nil, partitions: Int64? = nil)async throws  -> Queue  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_emq_uniffi_fn_constructor_queue_connect(FfiConverterString.lower(url),FfiConverterString.lower(name),FfiConverterOptionTypeTlsFiles.lower(tls)
+                uniffi_emq_uniffi_fn_constructor_queue_connect(FfiConverterString.lower(url),FfiConverterString.lower(name),FfiConverterOptionTypeTlsFiles.lower(tls),FfiConverterOptionInt64.lower(partitions)
                 )
             },
             pollFunc: ffi_emq_uniffi_rust_future_poll_u64,
@@ -1350,11 +1389,11 @@ public static func connect(url: String, name: String, tls: TlsFiles? = nil)async
     /**
      * Connects to a cluster through several seed URLs (or to one URL) and opens the queue `name`.
      */
-public static func connectSeeds(urls: [String], name: String, tls: TlsFiles? = nil)async throws  -> Queue  {
+public static func connectSeeds(urls: [String], name: String, tls: TlsFiles? = nil, partitions: Int64? = nil)async throws  -> Queue  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_emq_uniffi_fn_constructor_queue_connect_seeds(FfiConverterSequenceString.lower(urls),FfiConverterString.lower(name),FfiConverterOptionTypeTlsFiles.lower(tls)
+                uniffi_emq_uniffi_fn_constructor_queue_connect_seeds(FfiConverterSequenceString.lower(urls),FfiConverterString.lower(name),FfiConverterOptionTypeTlsFiles.lower(tls),FfiConverterOptionInt64.lower(partitions)
                 )
             },
             pollFunc: ffi_emq_uniffi_rust_future_poll_u64,
@@ -1805,6 +1844,18 @@ open func obliterate(force: Bool = false)async throws  -> UInt64  {
             liftFunc: FfiConverterUInt64.lift,
             errorHandler: FfiConverterTypeEmqException_lift
         )
+}
+    
+    /**
+     * How many partitions the queue has (1: a plain queue).
+     */
+open func partitions() -> UInt16  {
+    return try!  FfiConverterUInt16.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_method_queue_partitions(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -4894,6 +4945,30 @@ fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
+    typealias SwiftType = Int64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
     typealias SwiftType = Double?
 
@@ -5846,6 +5921,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_queue_obliterate() != 31415) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_queue_partitions() != 7701) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_queue_pause() != 52584) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5945,10 +6023,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_workerevents_next() != 46052) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_constructor_queue_connect() != 53958) {
+    if (uniffi_emq_uniffi_checksum_constructor_queue_connect() != 13292) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_constructor_queue_connect_seeds() != 40175) {
+    if (uniffi_emq_uniffi_checksum_constructor_queue_connect_seeds() != 43846) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -310,12 +310,12 @@ void uniffi_emq_uniffi_fn_free_queue(uint64_t handle, RustCallStatus *_Nonnull o
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CONSTRUCTOR_QUEUE_CONNECT
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CONSTRUCTOR_QUEUE_CONNECT
-uint64_t uniffi_emq_uniffi_fn_constructor_queue_connect(RustBuffer url, RustBuffer name, RustBuffer tls
+uint64_t uniffi_emq_uniffi_fn_constructor_queue_connect(RustBuffer url, RustBuffer name, RustBuffer tls, RustBuffer partitions
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CONSTRUCTOR_QUEUE_CONNECT_SEEDS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CONSTRUCTOR_QUEUE_CONNECT_SEEDS
-uint64_t uniffi_emq_uniffi_fn_constructor_queue_connect_seeds(RustBuffer urls, RustBuffer name, RustBuffer tls
+uint64_t uniffi_emq_uniffi_fn_constructor_queue_connect_seeds(RustBuffer urls, RustBuffer name, RustBuffer tls, RustBuffer partitions
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD
@@ -431,6 +431,11 @@ RustBuffer uniffi_emq_uniffi_fn_method_queue_name(uint64_t ptr, RustCallStatus *
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_OBLITERATE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_OBLITERATE
 uint64_t uniffi_emq_uniffi_fn_method_queue_obliterate(uint64_t ptr, int8_t force
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PARTITIONS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PARTITIONS
+uint16_t uniffi_emq_uniffi_fn_method_queue_partitions(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_PAUSE
@@ -1065,6 +1070,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_name(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_OBLITERATE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_OBLITERATE
 uint16_t uniffi_emq_uniffi_checksum_method_queue_obliterate(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_PARTITIONS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_PARTITIONS
+uint16_t uniffi_emq_uniffi_checksum_method_queue_partitions(void
     
 );
 #endif

@@ -1,0 +1,73 @@
+package dev.emq
+
+import java.util.Collections
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.Timeout
+
+/**
+ * Partitioned queues (`Queue.connect(url, name, partitions = N)`, the core's partitions.rs) on a
+ * real server: the count reads back and is the queue's (found without it, another count refused
+ * with `INVALID_OPTION`), bad counts refused, and one worker runs every job of every partition.
+ */
+@Timeout(180)
+class PartitionsTest {
+    @Test
+    fun `the partition count reads back and is the queue's`() = runBlocking {
+        withTimeout(150_000) {
+            val name = Harness.uniqueQueue("kt-part")
+            val q = Queue.connect(Harness.standaloneUrl(), name, partitions = 6)
+            try {
+                assertEquals(6.toUShort(), q.partitions())
+                val again = Queue.connect(Harness.standaloneUrl(), name)
+                assertEquals(6.toUShort(), again.partitions())
+                again.close()
+                val e = assertCode(ErrorCode.INVALID_OPTION, "another count") {
+                    runBlocking { Queue.connect(Harness.standaloneUrl(), name, partitions = 4) }
+                }
+                assertTrue((e as EmqException.Failed).reason.contains("has 6 partitions"), e.reason)
+                for (bad in listOf(0L, -1L, 257L)) {
+                    val b = assertCode(ErrorCode.INVALID_OPTION, "partitions = $bad") {
+                        runBlocking { Queue.connect(Harness.standaloneUrl(), "$name-bad", partitions = bad) }
+                    }
+                    assertTrue((b as EmqException.Failed).reason.contains("got $bad"), b.reason)
+                }
+            } finally {
+                q.close()
+            }
+        }
+    }
+
+    @Test
+    fun `one worker runs every job of every partition`() = runBlocking {
+        withTimeout(150_000) {
+            val q = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue("kt-part-work"), partitions = 4)
+            try {
+                q.addBulk(List(200) { NewJob("x", "{\"i\":$it}") })
+                assertEquals(200uL, q.counts().waiting)
+                val seen = Collections.synchronizedList(mutableListOf<String>())
+                val h = object : JobHandler {
+                    override suspend fun handle(job: JobRecord): String {
+                        seen.add(job.dataJson)
+                        return "null"
+                    }
+                }
+                val w = q.startWorker(h, 4, 5_000.0)
+                try {
+                    assertEquals(4, w.queues().size)
+                    eventually(60_000, "200 jobs done") { w.stats().completed.takeIf { it == 200uL } }
+                } finally {
+                    w.shutdown()
+                    w.close()
+                }
+                assertEquals((0 until 200).map { "{\"i\":$it}" }.toSet(), seen.toSet())
+                assertEquals(200uL, q.counts().completed)
+            } finally {
+                q.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+'use strict';
+// Partitioned queues from Node (the core's core/src/partitions.rs), against real servers from
+// emq-harness (standalone and the 3-master cluster): `partitions` reads back and is the queue's
+// (found without it, another count refused with InvalidOption), bad counts are refused, and one
+// worker runs every job of every partition.
+process.env.EMQ_GUARD = '1';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { Queue, Worker, InvalidOption } = require('..');
+const { startServers, waitFor, unique } = require('../testlib/harness');
+
+let servers;
+const open = [];
+
+before(async () => {
+  servers = await startServers();
+});
+
+after(async () => {
+  for (const c of open.reverse()) await c.close().catch(() => {});
+  if (servers) await servers.stop();
+});
+
+test('the partition count reads back and is the queue\'s', async () => {
+  const name = unique('part');
+  const q = await Queue.connect(servers.standalone, name, { partitions: 6 });
+  open.push(q);
+  assert.equal(q.partitions, 6);
+  const again = await Queue.connect(servers.standalone, name);
+  open.push(again);
+  assert.equal(again.partitions, 6);
+  await assert.rejects(Queue.connect(servers.standalone, name, { partitions: 4 }),
+    (e) => e instanceof InvalidOption && /has 6 partitions/.test(e.message));
+  const plain = await Queue.connect(servers.standalone, `${name}-plain`);
+  open.push(plain);
+  assert.equal(plain.partitions, 1);
+  for (const bad of [0, -1, 257, 2.5, Number.NaN]) {
+    await assert.rejects(Queue.connect(servers.standalone, `${name}-bad`, { partitions: bad }),
+      (e) => e instanceof InvalidOption && /partitions/.test(e.message), String(bad));
+  }
+  await assert.rejects(Queue.connect(servers.standalone, `${name}-bad`, { partitions: '3' }), InvalidOption);
+});
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`one worker runs every job of every partition (${topology})`, async () => {
+    const q = await Queue.connect(servers[topology], unique('part-work'), { partitions: 4 });
+    open.push(q);
+    const ids = await q.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'x', data: { i } })));
+    ids.push(await q.add('x', { i: 200 }));
+    assert.equal((await q.counts()).waiting, 201);
+    assert.deepEqual((await q.get(ids[57])).data, { i: 57 });
+    const done = [];
+    const w = new Worker(q, async (job) => { done.push(job.data.i); }, { concurrency: 4 });
+    await waitFor('all 201 done', async () => done.length === 201);
+    assert.equal(w.queues.length, 4, 'one member per partition');
+    await w.close();
+    assert.deepEqual(done.sort((a, b) => a - b), Array.from({ length: 201 }, (_, i) => i));
+    assert.equal((await q.counts()).completed, 201);
+  });
+}

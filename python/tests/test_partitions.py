@@ -1,0 +1,61 @@
+"""Partitioned queues (`partitions=`), on real servers (standalone and the 3-master cluster): the
+count reads back and is the queue's (found without it, another one refused with
+`InvalidOption`), bad counts refused, adds spread and read back through the one handle, a
+worker (async and sync) runs every job of every partition."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+import emq
+import emq.sync
+from emq.errors import InvalidOption
+
+
+async def test_the_count_reads_back_and_is_the_queues(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname, partitions=6)
+    assert q.partitions == 6
+    again = await emq.Queue.connect(standalone, qname)
+    assert again.partitions == 6
+    with pytest.raises(InvalidOption, match="has 6 partitions"):
+        await emq.Queue.connect(standalone, qname, partitions=4)
+    plain = await emq.Queue.connect(standalone, qname + "-plain")
+    assert plain.partitions == 1
+    for bad in [0, -1, 257, 2**70]:
+        with pytest.raises(InvalidOption, match=f"got {bad}"):
+            await emq.Queue.connect(standalone, qname + "-bad", partitions=bad)
+
+
+@pytest.mark.parametrize("topology", ["standalone", "cluster"])
+async def test_jobs_spread_and_one_worker_runs_them_all(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    q = await emq.Queue.connect(url, qname, partitions=4)
+    ids = await q.add_bulk([("x", {"i": i}) for i in range(200)])
+    ids.append(await q.add("x", {"i": 200}))
+    assert (await q.counts())["waiting"] == 201
+    job = await q.get(ids[57])
+    assert job is not None and job["data"] == {"i": 57}
+    done = []
+
+    async def handle(job: emq.Job) -> None:
+        done.append(job.data["i"])
+
+    w = emq.Worker(q, handle, concurrency=4)
+    deadline = time.monotonic() + 60
+    while len(done) < 201:
+        assert time.monotonic() < deadline, f"{len(done)} of 201 done"
+        await asyncio.sleep(0.05)
+    await w.close()
+    assert sorted(done) == list(range(201))
+    assert (await q.counts())["completed"] == 201
+    assert len(w.queues) == 4
+
+
+def test_the_sync_api_takes_partitions(standalone, qname):
+    q = emq.sync.Queue.connect(standalone, qname, partitions=3)
+    assert q.partitions == 3
+    q.add("x", {"n": 1})
+    assert q.counts()["waiting"] == 1
