@@ -8,7 +8,7 @@ import * as path from 'path';
 export interface NativeQueue {
   readonly name: string;
   mintId(): string;
-  add(name: string, data: string, opts: object | undefined): Promise<string>;
+  add(name: string, data: string, opts: string | undefined): Promise<string>;
   addBulkJson(jobs: string): Promise<string>;
   addFlow(flow: string): Promise<string>;
   childrenResults(id: string): Promise<string>;
