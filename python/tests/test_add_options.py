@@ -102,6 +102,9 @@ async def test_keyword_options_reach_the_core_as_one_spec(standalone, qname):
     with pytest.raises(emq.InvalidJobId):
         await q.add("a", 1, id=5)
     assert (await q.counts())["waiting"] == 0
+    # None is "not given", for every option.
+    plain = await q.get(await q.add("a", 1, delay=None, group=None, timeout=None))
+    assert plain["state"] == "waiting"
     j = await q.get(await q.add(
         "a", 1, delay=datetime.timedelta(seconds=30), backoff=("exponential", datetime.timedelta(milliseconds=250), 2),
         remove_on_fail={"count": 5, "age": datetime.timedelta(hours=1)}, timeout=1.5, dedup="k", dedup_ttl=9,
