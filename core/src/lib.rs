@@ -76,7 +76,7 @@ pub use minter::IdMinter;
 pub use options::{Backoff, DeadLetterOrigin, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
 pub use queue::{CancelOutcome, NewJob, Queue, QueueOptions};
-pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo};
+pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo, SchedulerView};
 pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology, WIRE_VERSION};
 pub use task::TaskHandle;
 pub use worker::{

@@ -112,6 +112,67 @@ pub struct SchedulerInfo {
     pub name: String,
 }
 
+/// A scheduler as the bindings show it (`Queue.schedulers` in Python and Node): what does not
+/// apply is `None` (`every` of a cron scheduler, `limit` when there is none), durations in `D`:
+/// whole milliseconds ([`SchedulerInfo::view`]) or seconds ([`SchedulerView::in_seconds`]).
+/// Serialized with snake_case names; a binding renames them only to its language's case.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SchedulerView<D = u64> {
+    /// Its id.
+    pub id: String,
+    /// The job's name.
+    pub name: String,
+    /// The interval, for an interval scheduler.
+    pub every: Option<D>,
+    /// The cron expression, for a cron scheduler.
+    pub cron: Option<String>,
+    /// The cron expression's time zone, for a cron scheduler.
+    pub tz: Option<String>,
+    /// Until its end, when it has one.
+    pub ends_in: Option<D>,
+    /// Runs so far.
+    pub count: u64,
+    /// Most runs, when limited.
+    pub limit: Option<u64>,
+    /// Until the next run; `None` when none is due (its limit reached).
+    pub next_in: Option<D>,
+}
+
+impl SchedulerInfo {
+    /// As the bindings show it, durations in milliseconds.
+    pub fn view(&self) -> SchedulerView<u64> {
+        SchedulerView {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            every: (self.every_ms > 0).then_some(self.every_ms),
+            cron: self.cron.clone(),
+            tz: self.tz.clone(),
+            ends_in: self.ends_in_ms,
+            count: self.count,
+            limit: (self.limit > 0).then_some(self.limit),
+            next_in: self.next_in_ms,
+        }
+    }
+}
+
+impl SchedulerView<u64> {
+    /// The same view, durations in seconds.
+    pub fn in_seconds(self) -> SchedulerView<f64> {
+        let s = |ms: u64| ms as f64 / 1000.0;
+        SchedulerView {
+            id: self.id,
+            name: self.name,
+            every: self.every.map(s),
+            cron: self.cron,
+            tz: self.tz,
+            ends_in: self.ends_in.map(s),
+            count: self.count,
+            limit: self.limit,
+            next_in: self.next_in.map(s),
+        }
+    }
+}
+
 fn invalid(msg: String) -> Error {
     Error::new(ErrorCode::InvalidOption, msg)
 }

@@ -196,3 +196,82 @@ async fn bad_cron_expressions_and_zones_are_invalid_options() {
     assert_eq!(e.code(), ErrorCode::InvalidOption);
     assert!(q.schedulers().await.unwrap().is_empty(), "nothing stored");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schedulers_view_is_one_shape_in_ms_or_seconds() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "sched-view").await;
+        q.upsert_scheduler(
+            "every",
+            Schedule {
+                end_after: Some(Duration::from_secs(60)),
+                limit: Some(3),
+                ..Schedule::new(Repeat::Every(Duration::from_millis(1500)), "tick", json!(1))
+            },
+        )
+        .await
+        .unwrap();
+        q.upsert_scheduler(
+            "cron",
+            Schedule::new(
+                Repeat::Cron {
+                    expr: "0 0 * * *".into(),
+                    tz: "Europe/Paris".into(),
+                },
+                "nightly",
+                json!(null),
+            ),
+        )
+        .await
+        .unwrap();
+        let mut all = q.schedulers().await.unwrap();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        let views: Vec<_> = all.iter().map(|s| s.view()).collect();
+        let (cron, every) = (&views[0], &views[1]);
+        assert_eq!((cron.id.as_str(), cron.name.as_str()), ("cron", "nightly"));
+        assert_eq!(
+            (cron.every, cron.limit, cron.ends_in),
+            (None, None, None),
+            "{topology}"
+        );
+        assert_eq!(
+            (cron.cron.as_deref(), cron.tz.as_deref()),
+            (Some("0 0 * * *"), Some("Europe/Paris"))
+        );
+        assert_eq!(
+            (every.every, every.limit, every.count),
+            (Some(1500), Some(3), 1),
+            "{topology}"
+        );
+        // (The upsert enqueued its first run: `first_after` is 0.)
+        let ends_in = every.ends_in.unwrap();
+        assert!(
+            (59_000..=60_000).contains(&ends_in),
+            "{topology}: {ends_in}"
+        );
+        assert!(
+            every.next_in.unwrap() <= 1500,
+            "{topology}: {:?}",
+            every.next_in
+        );
+        // Serialized with the names both bindings start from; seconds are the ms over 1000.
+        let text = serde_json::to_value(every).unwrap();
+        let keys: Vec<&str> = text
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut want = vec![
+            "count", "cron", "ends_in", "every", "id", "limit", "name", "next_in", "tz",
+        ];
+        want.sort();
+        let mut got = keys.clone();
+        got.sort();
+        assert_eq!(got, want);
+        let secs = every.clone().in_seconds();
+        assert_eq!((secs.every, secs.limit), (Some(1.5), Some(3)));
+        assert_eq!(secs.ends_in, Some(ends_in as f64 / 1000.0));
+        assert_eq!(serde_json::to_value(&secs).unwrap()["cron"], Value::Null);
+    }
+}

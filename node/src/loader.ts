@@ -9,7 +9,7 @@ export interface NativeQueue {
   readonly name: string;
   readonly partitions: number;
   mintId(): string;
-  add(name: string, data: string, opts: object | undefined): Promise<string>;
+  add(name: string, data: string, opts: string | undefined): Promise<string>;
   addBulkJson(jobs: string): Promise<string>;
   addFlow(flow: string): Promise<string>;
   childrenResults(id: string): Promise<string>;

@@ -1,7 +1,8 @@
 // Arguments as the addon takes them: names and payloads checked so that they read back exactly
-// (payloads cross as JSON text), and options checked for unknown keys and wrong types, then
-// shaped for the addon (backoff shorthands; batches such as addBulk, flows and schedulers cross as
-// one JSON string). The values themselves are checked by the core.
+// (payloads cross as JSON text), and options shaped for the addon: a job's options cross as the
+// JSON of the core's JobSpec (one add's, and every job of addBulk, a flow or a scheduler, whose
+// batches cross as one JSON string), whose names, types and values the core checks; a worker's
+// options are checked here for unknown keys and wrong types (napi reads them as an object).
 
 import { emqError } from './errors';
 import type { NativeTls } from './loader';
@@ -148,13 +149,8 @@ const KIND_TEXT: Record<Kind, string> = {
   string: 'a string',
 };
 
-// Every job option; retention and backoff take more than one type (the addon reads each shape).
-const JOB_OPTIONS: Record<string, Kind | null> = {
-  delay: 'duration', priority: 'count', lifo: 'boolean', attempts: 'count', backoff: null, jitter: 'fraction',
-  lease: 'duration', timeout: 'duration', removeOnComplete: null, removeOnFail: null, dedup: 'string',
-  dedupTtl: 'duration', debounce: 'boolean', group: 'string', parentPolicy: 'string', id: 'string',
-  description: 'string', deadLetter: 'string',
-};
+// Every worker option; retention and the queue order take more than one type (the addon reads each
+// shape). A worker's options are a napi object, whose types napi would refuse in its own words.
 const WORKER_OPTIONS: Record<string, Kind | null> = {
   concurrency: 'count', lease: 'duration', stalledInterval: 'duration', maxStalls: 'count', blockTimeout: 'duration',
   shutdownTimeout: 'duration', removeOnComplete: null, removeOnFail: null, strict: null, weights: null,
@@ -213,11 +209,25 @@ function checkOptions(kind: string, opts: object | null | undefined, table: Reco
   return out;
 }
 
-/** A job's options for the addon (and for JSON batches: numbers finite). */
+/**
+ * A job's options as the core reads them: its `JobSpec` as JSON, for one `add` as for a batch.
+ * Only what JSON would change is checked here: an object, null and undefined values left out,
+ * numbers finite (JSON writes NaN and Infinity as null), JS names camelCase; and backoff's
+ * shorthand (a number of ms) written out. The core knows the names and checks every type and
+ * value, naming the option.
+ */
 export function jobOpts(opts: JobOptions | null | undefined): Record<string, unknown> | undefined {
-  const out = checkOptions('job', opts, JOB_OPTIONS);
-  if (out === undefined) return undefined;
-  for (const [k, v] of Object.entries(out)) checkFinite(k, v);
+  if (opts === undefined || opts === null) return undefined;
+  if (typeof opts !== 'object' || Array.isArray(opts)) throw emqError('invalid_option', 'job options must be an object');
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(opts)) {
+    if (v === undefined || v === null) continue;
+    if (k.includes('_')) {
+      throw emqError('invalid_option', `unknown job option '${k}': option names are camelCase in JavaScript`);
+    }
+    checkFinite(k, v);
+    out[k] = v;
+  }
   if (typeof out.backoff === 'number') out.backoff = { type: 'fixed', delay: out.backoff };
   if (out.backoff && typeof out.backoff === 'object') {
     const b = out.backoff as Record<string, unknown>;
@@ -225,6 +235,12 @@ export function jobOpts(opts: JobOptions | null | undefined): Record<string, unk
     checkFinite('backoff.max', b.max);
   }
   return out;
+}
+
+/** One job's options as the JSON text `add` passes to the addon (undefined: none). */
+export function jobOptsJson(opts: JobOptions | null | undefined): string | undefined {
+  const o = jobOpts(opts);
+  return o === undefined ? undefined : batchJson('job options', o, () => []);
 }
 
 /** A worker's options for the addon; `handleSignals` is the JS worker's own. */

@@ -7,7 +7,7 @@ import { EventStream } from './events';
 import { kNative, kToken, native } from './loader';
 import type { NativeQueue } from './loader';
 import {
-  batchData, batchJson, checkFinite, checkKeys, connectTls, flowPayloads, flowSpec, jobName, jobOpts, payloadJson, queueName,
+  batchData, batchJson, checkFinite, checkKeys, connectTls, flowPayloads, flowSpec, jobName, jobOpts, jobOptsJson, payloadJson, queueName,
 } from './payload';
 import type {
   BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
@@ -93,7 +93,7 @@ export class Queue {
   async add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId> {
     jobName(name, 'the job');
     const text = payloadJson('payload', data);
-    const o = jobOpts(opts);
+    const o = jobOptsJson(opts);
     return (await call(() => this[kNative].add(name, text, o))) as JobId;
   }
 
@@ -376,7 +376,10 @@ export class Queue {
 
   /** Every scheduler: `[{ id, every, cron, tz, count, limit, nextIn, endsIn, name }]` (ms; null when not set). */
   async schedulers(): Promise<SchedulerInfo[]> {
-    return JSON.parse(await call(() => this[kNative].schedulers()));
+    // The core's view (`SchedulerView`, in ms), its two-word names in JavaScript's case.
+    type Raw = Omit<SchedulerInfo, 'endsIn' | 'nextIn'> & { ends_in: number | null; next_in: number | null };
+    const raw = JSON.parse(await call(() => this[kNative].schedulers())) as Raw[];
+    return raw.map(({ ends_in, next_in, ...rest }) => ({ ...rest, endsIn: ends_in, nextIn: next_in }));
   }
 
   /**

@@ -107,6 +107,10 @@ for (const topology of ['standalone', 'cluster']) {
     assert.equal(list[0].every, 2000);
     assert.ok(list[0].nextIn > 50_000, `nextIn ${list[0].nextIn}`);
     assert.equal(list[1].limit, 3);
+    // The core's SchedulerView, in ms, with JavaScript's (camelCase) names.
+    for (const s of list) {
+      assert.deepEqual(Object.keys(s).sort(), ['count', 'cron', 'endsIn', 'every', 'id', 'limit', 'name', 'nextIn', 'tz']);
+    }
 
     const runs = [];
     const w = new Worker(

@@ -55,7 +55,7 @@ test("the addon's errors carry the core's code as their own `code`, the message 
     // Rejected promises (async methods) ...
     await assert.rejects(nq.get('[emq:job_not_found] x'), raw('invalid_job_id', '"[emq:job_not_found] x" is not a job id minted by emq (wrong length)'));
     await assert.rejects(nq.list('[emq:timeout] x', 0, 10), raw('invalid_option', /^unknown job state "\[emq:timeout\] x"/));
-    await assert.rejects(nq.addBulkJson('[{"name":"a","data":1,"opts":{"delay":"recursion limit"}}]'), raw('invalid_option', /^addBulk: invalid type: string "recursion limit"/));
+    await assert.rejects(nq.addBulkJson('[{"name":"a","data":1,"opts":{"delay":"recursion limit"}}]'), raw('invalid_option', /^addBulk: \[0\]\.opts\.delay: invalid type: string "recursion limit"/));
     // ... and synchronous throws.
     assert.throws(() => nq.worker(() => {}, () => {}, { concurrency: -1 }), raw('invalid_option', 'concurrency must be a whole number between 1 and 10000, got -1'));
   } finally {
@@ -90,7 +90,7 @@ test("a batch's spec error is classified by serde's kind of error, not by the wo
   const odd = { type: 'fixed', delay: 10, 'recursion limit, surrogate escape': 1 };
   await assert.rejects(
     q.addBulk([{ name: 'a', data: 1, opts: { backoff: odd } }]),
-    typed('invalid_option', /^addBulk: unknown field `recursion limit, surrogate escape`, expected one of `type`, `delay`, `max`/),
+    typed('invalid_option', /^addBulk: \[0\]\.opts\.backoff\..*: unknown field `recursion limit, surrogate escape`, expected one of `type`, `delay`, `max`/),
   );
   await assert.rejects(q.addFlow({ name: 'p', data: 1, opts: { backoff: odd } }), typed('invalid_option', /unknown field `recursion limit/));
   // Nested past what the core reads back: serde's syntax kind, so invalid_payload.
@@ -112,13 +112,23 @@ test('a worker count names its real bounds and the value as given', () => {
 });
 
 test('an option of the wrong type is refused in emq words, naming the option and the value', async () => {
-  const delay = 'delay must be a duration in milliseconds (a finite number, at least 0), got "soon" (a string)';
-  await assert.rejects(q.add('n', 1, { delay: 'soon' }), typed('invalid_option', delay));
-  await assert.rejects(q.addBulk([{ name: 'n', data: 1, opts: { delay: 'soon' } }]), typed('invalid_option', delay));
-  await assert.rejects(q.addFlow({ name: 'p', data: 1, children: [{ name: 'c', data: 2, opts: { delay: 'soon' } }] }), typed('invalid_option', delay));
-  await assert.rejects(q.add('n', 1, { attempts: [3] }), typed('invalid_option', 'attempts must be a whole number, got an array'));
-  await assert.rejects(q.add('n', 1, { lifo: 'yes' }), typed('invalid_option', 'lifo must be a boolean, got "yes" (a string)'));
-  await assert.rejects(q.add('n', 1, { dedup: 7 }), typed('invalid_option', 'dedup must be a string, got 7 (a number)'));
+  // A job's options are read by the core (its JobSpec, as JSON): the message names the option by
+  // its path in what the call sent, and the value.
+  const delay = 'delay: invalid type: string "soon", expected a duration';
+  await assert.rejects(q.add('n', 1, { delay: 'soon' }), typed('invalid_option', new RegExp(`^${delay}`)));
+  await assert.rejects(q.addBulk([{ name: 'n', data: 1, opts: { delay: 'soon' } }]), typed('invalid_option', new RegExp(`^addBulk: \\[0\\]\\.opts\\.${delay}`)));
+  await assert.rejects(
+    q.addFlow({ name: 'p', data: 1, children: [{ name: 'c', data: 2, opts: { delay: 'soon' } }] }),
+    typed('invalid_option', new RegExp(`^addFlow: children\\[0\\]\\.opts\\.${delay}`)),
+  );
+  await assert.rejects(q.add('n', 1, { attempts: [3] }), typed('invalid_option', /^attempts: invalid type: sequence/));
+  await assert.rejects(q.add('n', 1, { lifo: 'yes' }), typed('invalid_option', /^lifo: invalid type: string "yes", expected a boolean/));
+  await assert.rejects(q.add('n', 1, { dedup: 7 }), typed('invalid_option', /^dedup: invalid type: integer `7`, expected a string/));
+  await assert.rejects(q.add('n', 1, { id: 7 }), typed('invalid_job_id', /^id: a job id is its text form/));
+  await assert.rejects(q.add('n', 1, { delai: 5 }), typed('invalid_option', /^delai: unknown field `delai`/));
+  await assert.rejects(q.add('n', 1, { dedup_ttl: 5 }), typed('invalid_option', /camelCase/));
+  await assert.rejects(q.add('n', 1, { delay: NaN }), typed('invalid_option', 'delay must be a finite number, got NaN'));
+  // A worker's options are a napi object, checked in JS before napi reads them.
   assert.throws(() => new Worker(q, async () => {}, { concurrency: '4' }), typed('invalid_option', 'concurrency must be a whole number, got "4" (a string)'));
   assert.throws(
     () => new Worker(q, async () => {}, { lease: 'long' }),

@@ -82,3 +82,35 @@ async def test_a_description_reads_back_exactly_and_is_bounded(standalone, qname
             await q.add("import", 1, description=bad)
     assert (await q.counts())["waiting"] == 0
     assert (await q.get(await q.add("plain", 1)))["options"].get("description") is None
+
+
+async def test_keyword_options_reach_the_core_as_one_spec(standalone, qname):
+    """The keywords cross as one JSON object read by the core's JobSpec: a refusal names the
+    option, a job id of the wrong type is InvalidJobId, names are snake_case, every duration is
+    seconds (numbers or timedeltas, nested ones too)."""
+    q = await emq.Queue.connect(standalone, qname)
+    with pytest.raises(emq.InvalidOption, match=r"delay: invalid type: string \"soon\""):
+        await q.add("a", 1, delay="soon")
+    with pytest.raises(emq.InvalidOption, match=r"lifo: invalid type"):
+        await q.add("a", 1, lifo="yes")
+    with pytest.raises(emq.InvalidOption, match="bogus"):
+        await q.add("a", 1, bogus=1)
+    with pytest.raises(emq.InvalidOption, match="dedupTtl"):
+        await q.add("a", 1, dedup="k", dedupTtl=5)
+    with pytest.raises(emq.InvalidOption, match="finite"):
+        await q.add("a", 1, lease=float("inf"))
+    with pytest.raises(emq.InvalidJobId):
+        await q.add("a", 1, id=5)
+    assert (await q.counts())["waiting"] == 0
+    # None is "not given", for every option.
+    plain = await q.get(await q.add("a", 1, delay=None, group=None, timeout=None))
+    assert plain["state"] == "waiting"
+    j = await q.get(await q.add(
+        "a", 1, delay=datetime.timedelta(seconds=30), backoff=("exponential", datetime.timedelta(milliseconds=250), 2),
+        remove_on_fail={"count": 5, "age": datetime.timedelta(hours=1)}, timeout=1.5, dedup="k", dedup_ttl=9,
+    ))
+    o = j["options"]
+    assert j["state"] == "delayed"
+    assert o["backoff"] == {"type": "exponential", "delay_ms": 250, "max_ms": 2000}, o
+    assert o["timeout_ms"] == 1500 and o["dedup_ttl_ms"] == 9000, o
+    await q.close()

@@ -117,6 +117,9 @@ async def test_scheduler_enqueues_runs_a_worker_processes(request, topology, qna
     (info,) = await q.schedulers()
     assert info["id"] == "tick" and info["name"] == "tick" and info["every"] == pytest.approx(0.2)
     assert info["limit"] == 3 and info["next_in"] is not None and info["next_in"] <= 0.2
+    # The core's SchedulerView, in seconds, with Python's (snake_case) names.
+    assert set(info) == {"id", "name", "every", "cron", "tz", "ends_in", "count", "limit", "next_in"}
+    assert info["cron"] is None and info["tz"] is None and info["ends_in"] is None
     runs = []
 
     async def handle(job):

@@ -85,7 +85,10 @@ ABSENT = {
 }
 
 # The core's spec types (core/src/spec/mod.rs) a binding fills, and where each binding fills them: the
-# function (file, `fn` name) whose body names every field it sets.
+# function (file, `fn` name) whose body names every field it sets, or, for a binding that hands the
+# spec over whole as JSON, whose body has the core read it (`READS_JSON`): the spec's own
+# `Deserialize` fills every field, so the binding lists none.
+READS_JSON = re.compile(r"(from_json_value|from_json_text|parse_spec)::<JobSpec>")
 SPEC_FILLERS = {
     "JobSpec": {
         "python": ("bindings/python/src/options.rs", "job_spec"),
@@ -95,9 +98,9 @@ SPEC_FILLERS = {
     "WorkerSpec": {
         "python": ("bindings/python/src/options.rs", "worker_options"),
         "node": ("bindings/node/src/options.rs", "worker_options"),
-        # `Queue.start_worker` and `start_worker_many` both fill the shared fields through
-        # `worker_spec`; the order between queues (strict, weights) only `start_worker_many`.
-        "uniffi": [("bindings/uniffi/src/worker.rs", "worker_spec"), ("bindings/uniffi/src/worker.rs", "start_worker_many")],
+        # `start_worker_many` adds strict/weights to the fields `worker_spec` fills (which
+        # `Queue.start_worker`, one queue, shares).
+        "uniffi": [("bindings/uniffi/src/worker.rs", "start_worker_many"), ("bindings/uniffi/src/worker.rs", "worker_spec")],
     },
 }
 SPEC_LANGS = ["python", "node", "uniffi"]
@@ -297,11 +300,6 @@ def core_spec_fields(struct):
     return [m.group(1) for m in re.finditer(r"^    pub (\w+):", body, re.M)]
 
 
-def _fillers(where):
-    """A filler entry: one (file, fn) or a list of them."""
-    return where if isinstance(where, list) else [where]
-
-
 def _fn_body(path, name):
     """The body of the `fn` whose signature starts with `name` (to the `}` at its indentation)."""
     lines = (ROOT / path).read_text().splitlines()
@@ -313,14 +311,21 @@ def _fn_body(path, name):
     return ""
 
 
+def _filler_body(where):
+    """The body of a filler: one (file, fn) or the bodies of a list of them together ("" if one is missing)."""
+    parts = [_fn_body(*w) for w in (where if isinstance(where, list) else [where])]
+    return "\n".join(parts) if all(parts) else ""
+
+
 def spec_fields_filled():
     """(Spec.field) -> {lang: bool}: whether each binding's filler names the field."""
     out = {}
     for struct, fillers in SPEC_FILLERS.items():
-        bodies = {lang: "\n".join(_fn_body(*w) for w in _fillers(where)) for lang, where in fillers.items()}
+        bodies = {lang: _filler_body(where) for lang, where in fillers.items()}
         for f in core_spec_fields(struct):
             out[f"{struct}.{f}"] = {
-                lang: bool(re.search(rf"(\bs\.{f} =|^\s*{f}:)", body, re.M)) for lang, body in bodies.items()
+                lang: bool(READS_JSON.search(body) or re.search(rf"(\bs\.{f} =|^\s*{f}:)", body, re.M))
+                for lang, body in bodies.items()
             }
     return out
 
@@ -338,8 +343,7 @@ def test_every_spec_field_is_filled_by_every_binding():
     assert "JobSpec.remove_on_complete" in filled and "WorkerSpec.concurrency" in filled, "the spec types were not found"
     for struct, fillers in SPEC_FILLERS.items():
         for lang, where in fillers.items():
-            for w in _fillers(where):
-                assert _fn_body(*w), f"{struct}'s filler in {lang} not found: {w}"
+            assert _filler_body(where), f"{struct}'s filler in {lang} not found: {where}"
     missing = [f"{f} in {l}" for f, by in filled.items() for l, ok in by.items() if not ok and (f, l) not in SPEC_ABSENT]
     assert not missing, "spec fields a binding does not fill (and not listed in SPEC_ABSENT):\n  " + "\n  ".join(missing)
     stale = [f"{f} in {l}" for (f, l) in SPEC_ABSENT if filled.get(f, {}).get(l, True)]

@@ -1,9 +1,10 @@
 //! Options as JS passes them (numbers in milliseconds, camelCase names), converted into the core's
-//! spec types (`emq::spec`), which check every value and know every option string. A single `add`
-//! passes a JS object (napi); a batch (`addBulk`, a flow, a scheduler) crosses as JSON text read
-//! straight into the core's specs, so it costs one napi call instead of one per property.
+//! spec types (`emq::spec`), which check every value and know every option string. A job's options
+//! (one `add`'s, and every job of a batch: `addBulk`, a flow, a scheduler) cross as JSON text read
+//! straight into the core's `JobSpec`, so no option is listed here and a batch costs one napi call
+//! instead of one per property; a worker's options are a napi object.
 
-use emq::spec::{BackoffSpec, JobSpec, Millis, RemovalSpec, RetentionSpec, WorkerSpec};
+use emq::spec::{JobSpec, Millis, RemovalSpec, RetentionSpec, WorkerSpec};
 use emq::{Error, ErrorCode, JobOptions, WorkerOptions};
 use napi::bindgen_prelude::Either3;
 use napi_derive::napi;
@@ -23,15 +24,6 @@ pub(crate) fn ms(what: &str, v: Option<f64>) -> emq::Result<Option<u64>> {
 
 fn millis(v: Option<f64>) -> Option<Millis> {
     v.map(Millis)
-}
-
-/// `backoff` of a job: `{ type: 'fixed' | 'exponential' | 'none', delay, max? }` (milliseconds).
-#[napi(object)]
-pub struct BackoffOptions {
-    #[napi(js_name = "type")]
-    pub kind: String,
-    pub delay: Option<f64>,
-    pub max: Option<f64>,
 }
 
 /// `{ count, age }` of a retention option (age in milliseconds).
@@ -55,61 +47,13 @@ fn removal(v: Option<Removal>) -> Option<RemovalSpec> {
     })
 }
 
-/// Options of one job (times in milliseconds).
-#[napi(object)]
-pub struct JobOpts {
-    pub delay: Option<f64>,
-    pub priority: Option<f64>,
-    pub lifo: Option<bool>,
-    pub attempts: Option<f64>,
-    pub backoff: Option<BackoffOptions>,
-    pub jitter: Option<f64>,
-    pub lease: Option<f64>,
-    pub timeout: Option<f64>,
-    /// `true` (delete at once), `false` (the queue's retention), a count or `{ count, age }`
-    /// (keep the queue's completed jobs within it, as BullMQ does).
-    pub remove_on_complete: Option<Removal>,
-    /// As `remove_on_complete`, for final failures.
-    pub remove_on_fail: Option<Removal>,
-    pub dedup: Option<String>,
-    pub dedup_ttl: Option<f64>,
-    pub debounce: Option<bool>,
-    pub group: Option<String>,
-    pub parent_policy: Option<String>,
-    pub id: Option<String>,
-    pub description: Option<String>,
-    pub dead_letter: Option<String>,
-}
-
-/// Converts a job's options; the core validates them.
-pub(crate) fn job_options(o: Option<JobOpts>) -> emq::Result<JobOptions> {
-    let Some(o) = o else {
-        return Ok(JobOptions::default());
-    };
-    JobOptions::try_from(JobSpec {
-        id: o.id,
-        delay: millis(o.delay),
-        priority: o.priority,
-        lifo: o.lifo,
-        attempts: o.attempts,
-        backoff: o.backoff.map(|b| BackoffSpec {
-            kind: b.kind,
-            delay: millis(b.delay),
-            max: millis(b.max),
-        }),
-        jitter: o.jitter,
-        lease: millis(o.lease),
-        timeout: millis(o.timeout),
-        remove_on_complete: removal(o.remove_on_complete),
-        remove_on_fail: removal(o.remove_on_fail),
-        dedup: o.dedup,
-        dedup_ttl: millis(o.dedup_ttl),
-        debounce: o.debounce,
-        group: o.group,
-        parent_policy: o.parent_policy,
-        description: o.description,
-        dead_letter: o.dead_letter,
-    })
+/// A job's options from the JSON of a `JobSpec` (what `addBulk` sends for each job; `None`: the
+/// defaults), read and checked by the core.
+pub(crate) fn job_options(opts: Option<&str>) -> emq::Result<JobOptions> {
+    match opts {
+        None => Ok(JobOptions::default()),
+        Some(text) => JobOptions::try_from(parse_spec::<JobSpec>("", text)?),
+    }
 }
 
 /// `data` of a job as JSON text carries it: present (even `null`) or missing (the JS value did not
@@ -138,24 +82,11 @@ pub(crate) fn payload(what: &str, data: Option<Value>) -> emq::Result<Value> {
     })
 }
 
-/// Parses a JSON batch built by `node/src/payload.ts` with `JSON.stringify`, classified by serde's
-/// own error kind: the text is JSON by construction, so a syntax error is a payload that JSON text
-/// carries but the core does not read back (nested too deep, a lone surrogate written as a `\u`
-/// escape): `invalid_payload`; a data error (a value of the wrong type or shape where the spec
-/// expects another) is a bad option: `invalid_option`.
+/// Reads a spec (one job's options, a batch, a flow, a scheduler) from the JSON text that
+/// `node/src/payload.ts` wrote with `JSON.stringify`: the core's reading, which names the field at
+/// fault and classes the error by serde's kind (`emq::spec::from_json_text`).
 pub(crate) fn parse_spec<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> emq::Result<T> {
-    serde_json::from_str(text).map_err(|e| spec_error(what, &e))
-}
-
-fn spec_error(what: &str, e: &serde_json::Error) -> Error {
-    use serde_json::error::Category;
-    match e.classify() {
-        Category::Data => invalid_option(format!("{what}: {e}")),
-        Category::Syntax | Category::Eof | Category::Io => Error::new(
-            ErrorCode::InvalidPayload,
-            format!("{what}: a payload does not read back as written: {e}"),
-        ),
-    }
+    emq::spec::from_json_text(what, text)
 }
 
 /// Options of a worker (times in milliseconds).
@@ -246,6 +177,6 @@ mod tests {
         );
         let e = parse_spec::<JobSpec>("flow", r#"{"delay":"soon"}"#).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
-        assert!(e.message().starts_with("flow: "), "{}", e.message());
+        assert!(e.message().starts_with("flow: delay: "), "{}", e.message());
     }
 }

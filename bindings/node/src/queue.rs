@@ -5,7 +5,7 @@
 
 use crate::events::{events_text, NativeEvents};
 use crate::options::{
-    invalid_option, job_options, parse_spec, payload, whole, BulkEntry, JobOpts, WorkerOpts,
+    invalid_option, job_options, parse_spec, payload, whole, BulkEntry, WorkerOpts,
 };
 use crate::worker::NativeWorker;
 use crate::{throw, Result, Settled};
@@ -91,11 +91,12 @@ impl NativeQueue {
         Ok(self.q.mint_id().map_err(throw)?.to_string())
     }
 
-    /// Adds a job whose payload is JSON text; returns its id.
+    /// Adds a job whose payload is JSON text, its options (if any) the JSON of a `JobSpec` (as
+    /// `addBulk` sends each job's); returns its id.
     #[napi]
-    pub async fn add(&self, name: String, data: String, opts: Option<JobOpts>) -> Settled<String> {
+    pub async fn add(&self, name: String, data: String, opts: Option<String>) -> Settled<String> {
         Settled::of(async move {
-            let options = job_options(opts).map_err(throw)?;
+            let options = job_options(opts.as_deref()).map_err(throw)?;
             let id = self
                 .q
                 .add_json(&name, &data, options)
@@ -538,28 +539,14 @@ impl NativeQueue {
         Settled::of(async move { self.q.remove_scheduler(&id).await.map_err(throw) }).await
     }
 
-    /// Every scheduler of the queue (JSON array).
+    /// Every scheduler of the queue: a JSON array of the core's `SchedulerView` (ms, snake_case
+    /// names; `node/src/queue.ts` gives them JavaScript's case).
     #[napi]
     pub async fn schedulers(&self) -> Settled<String> {
         Settled::of(async move {
             let all = self.q.schedulers().await.map_err(throw)?;
-            let out: Vec<Value> = all
-                .iter()
-                .map(|s| {
-                    json!({
-                        "id": s.id,
-                        "every": (s.every_ms > 0).then_some(s.every_ms),
-                        "cron": s.cron,
-                        "tz": s.tz,
-                        "endsIn": s.ends_in_ms,
-                        "count": s.count,
-                        "limit": if s.limit == 0 { None } else { Some(s.limit) },
-                        "nextIn": s.next_in_ms,
-                        "name": s.name,
-                    })
-                })
-                .collect();
-            Ok(Value::Array(out).to_string())
+            let out: Vec<_> = all.iter().map(emq::SchedulerInfo::view).collect();
+            serde_json::to_string(&out).map_err(|e| throw(e.into()))
         })
         .await
     }

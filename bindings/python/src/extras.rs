@@ -1,12 +1,12 @@
 //! What `Queue`'s methods (queue.rs) share beyond the options: job ids and states from Python,
-//! payloads, the view shapes they hand back (flow ids, schedulers, events: durations leave in
-//! seconds, everything else is JSON-shaped dicts and lists), and the events subscriber.
+//! payloads, the view shapes they hand back (flow ids, schedulers: the core's `SchedulerView` in
+//! seconds, events; JSON-shaped dicts and lists), and the events subscriber.
 
 use crate::convert::py_to_value;
 use crate::{code_err, core_err, seconds_ms, Out};
 use emq::{ErrorCode, JobId, JobState};
 use pyo3::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,33 +35,14 @@ pub(crate) fn payload(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyRes
     })
 }
 
-fn ms_to_s(ms: u64) -> f64 {
-    ms as f64 / 1000.0
-}
-
 pub(crate) fn events_json(events: Vec<emq::events::Event>) -> emq::Result<Out> {
     Ok(Out::Json(serde_json::to_string(&events)?))
 }
 
-/// The schedulers as `Queue.schedulers` gives them (durations in seconds, no limit as None).
-pub(crate) fn schedulers_json(all: &[emq::SchedulerInfo]) -> Value {
-    let out: Vec<Value> = all
-        .iter()
-        .map(|s| {
-            json!({
-                "id": s.id,
-                "name": s.name,
-                "every": (s.every_ms > 0).then(|| ms_to_s(s.every_ms)),
-                "cron": s.cron,
-                "tz": s.tz,
-                "ends_in": s.ends_in_ms.map(ms_to_s),
-                "count": s.count,
-                "limit": if s.limit == 0 { None } else { Some(s.limit) },
-                "next_in": s.next_in_ms.map(ms_to_s),
-            })
-        })
-        .collect();
-    Value::Array(out)
+/// The schedulers as `Queue.schedulers` gives them: the core's `SchedulerView`, in seconds.
+pub(crate) fn schedulers_json(all: &[emq::SchedulerInfo]) -> emq::Result<String> {
+    let out: Vec<_> = all.iter().map(|s| s.view().in_seconds()).collect();
+    Ok(serde_json::to_string(&out)?)
 }
 
 /// A subscriber on a queue's events (native half of `emq.EventStream`).

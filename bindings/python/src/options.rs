@@ -1,17 +1,19 @@
-//! Python values into the core's spec types (`emq::spec`): seconds (numbers or `timedelta`) become
-//! [`Millis`], ints and floats `f64`, dicts and tuples the spec's shapes. The core checks every
-//! value and bound, names the option, and knows the option strings; here only the language's
-//! types are converted.
+//! Python values into the core's spec types (`emq::spec`): a job's keyword options become one JSON
+//! object that the core's `JobSpec` reads (seconds, numbers or `timedelta`, read as seconds by
+//! `JobSpec::from_seconds`), so no job option is listed here; a worker's arguments, a rate limit
+//! and a flow's shape are converted field by field (seconds into [`Millis`], ints and floats
+//! `f64`). The core checks every value and bound, names the option, and knows the option strings;
+//! here only the language's types are converted.
 
 use crate::convert::py_to_value;
 use crate::{code_err, core_err};
 use emq::spec::{
-    self, BackoffSpec, FlowSpec, JobSpec, Millis, RateLimitSpec, RemovalSpec, RetentionSpec,
-    WorkerSpec,
+    self, FlowSpec, JobSpec, Millis, RateLimitSpec, RemovalSpec, RetentionSpec, WorkerSpec,
 };
 use emq::{ErrorCode, JobOptions};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use serde_json::{Map, Number, Value};
 
 fn bad(py: Python<'_>, what: &str, expected: &str) -> PyErr {
     code_err(
@@ -81,37 +83,7 @@ pub(crate) fn text(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult
         .map_err(|_| bad(py, what, "a string or None"))
 }
 
-/// `None`, `(kind, seconds)` or `(kind, seconds, max_seconds)`.
-fn backoff(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<BackoffSpec> {
-    if v.is_none() {
-        return Ok(BackoffSpec {
-            kind: "none".into(),
-            ..Default::default()
-        });
-    }
-    let shape = || {
-        bad(
-            py,
-            "backoff",
-            "None, (\"fixed\", seconds) or (\"exponential\", seconds[, max_seconds])",
-        )
-    };
-    let t = v.cast::<PyTuple>().map_err(|_| shape())?;
-    if t.len() < 2 || t.len() > 3 {
-        return Err(shape());
-    }
-    Ok(BackoffSpec {
-        kind: t.get_item(0)?.extract().map_err(|_| shape())?,
-        delay: Some(secs(py, "backoff.delay", &t.get_item(1)?)?),
-        max: if t.len() == 3 {
-            Some(secs(py, "backoff.max", &t.get_item(2)?)?)
-        } else {
-            None
-        },
-    })
-}
-
-/// `True`, `False`, a count, or `{"count": n, "age": seconds}`.
+/// `True`, `False`, a count, or `{"count": n, "age": seconds}` (a worker's queue-wide retention).
 fn removal(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<RemovalSpec> {
     if v.is_instance_of::<PyBool>() {
         return Ok(RemovalSpec::Flag(v.is_truthy()?));
@@ -140,53 +112,132 @@ fn removal(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Removal
     ))
 }
 
-/// A job's spec from keyword arguments (`add`, a flow node, a scheduler's job).
+/// A Python option value as JSON, for the core's reading of a spec: None, bools, ints, finite
+/// floats, strings, lists, tuples, dicts with str keys, and a `timedelta` as its seconds. No
+/// option is named here: the core knows them and their types (`what`: the value's path, for a
+/// refusal of what JSON cannot hold).
+fn option_value(py: Python<'_>, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let refuse = |expected: &str| -> PyResult<Value> {
+        Err(code_err(
+            py,
+            ErrorCode::InvalidOption,
+            format!("{what} must be {expected}, got {}", v.repr()?),
+        ))
+    };
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if v.is_instance_of::<PyInt>() {
+        if let Ok(i) = v.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = v.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        // Past 64 bits: a float as large (or, past a float, the largest), which every bound refuses.
+        let f = v
+            .extract::<f64>()
+            .unwrap_or(if v.lt(0)? { f64::MIN } else { f64::MAX });
+        return Ok(Number::from_f64(f).map_or(Value::Null, Value::Number));
+    }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        return match Number::from_f64(f.value()) {
+            Some(n) => Ok(Value::Number(n)),
+            None => refuse("a finite number"),
+        };
+    }
+    if let Ok(s) = v.extract::<String>() {
+        return Ok(Value::String(s));
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        let mut m = Map::new();
+        for (k, x) in d.iter() {
+            let Ok(k) = k.extract::<String>() else {
+                return refuse("a dict with str keys");
+            };
+            let x = option_value(py, &format!("{what}.{k}"), &x)?;
+            m.insert(k, x);
+        }
+        return Ok(Value::Object(m));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        let mut out = Vec::new();
+        for (i, x) in v.try_iter()?.enumerate() {
+            out.push(option_value(py, &format!("{what}[{i}]"), &x?)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    if v.hasattr("total_seconds")? {
+        return option_value(py, what, &v.call_method0("total_seconds")?);
+    }
+    refuse("None, a bool, a number, a timedelta, a str, a list or a dict")
+}
+
+/// A job's spec from keyword arguments (`add`, a flow node, a scheduler's job): the keywords as one
+/// JSON object, read by the core's `JobSpec` (every name, type and value checked there, durations
+/// in seconds). Python's own shapes are written out first: `backoff` as a tuple (`None`: no
+/// backoff); names are snake_case (the core's camelCase aliases are JavaScript's).
 pub(crate) fn job_spec(py: Python<'_>, opts: Option<&Bound<'_, PyDict>>) -> PyResult<JobSpec> {
-    let mut s = JobSpec::default();
-    let Some(opts) = opts else { return Ok(s) };
+    let Some(opts) = opts.filter(|d| !d.is_empty()) else {
+        return Ok(JobSpec::default());
+    };
+    let mut m = Map::new();
     for (k, v) in opts.iter() {
         let key: String = k.extract()?;
-        let n = |what: &str| number(py, what, &v);
-        match key.as_str() {
-            "delay" => s.delay = Some(secs(py, "delay", &v)?),
-            "priority" => s.priority = Some(n("priority")?),
-            "lifo" => s.lifo = Some(flag(py, "lifo", &v)?),
-            "attempts" => s.attempts = Some(n("attempts")?),
-            "backoff" => s.backoff = Some(backoff(py, &v)?),
-            "jitter" => s.jitter = Some(v.extract().map_err(|_| bad(py, "jitter", "a number"))?),
-            "timeout" if v.is_none() => s.timeout = None,
-            "timeout" => s.timeout = Some(secs(py, "timeout", &v)?),
-            "lease" => s.lease = Some(secs(py, "lease", &v)?),
-            "debounce" => s.debounce = Some(flag(py, "debounce", &v)?),
-            "parent_policy" => s.parent_policy = Some(v.str()?.to_string()),
-            "remove_on_complete" => {
-                s.remove_on_complete = Some(removal(py, "remove_on_complete", &v)?)
-            }
-            "remove_on_fail" => s.remove_on_fail = Some(removal(py, "remove_on_fail", &v)?),
-            "dedup_ttl" => s.dedup_ttl = Some(secs(py, "dedup_ttl", &v)?),
-            "group" => s.group = text(py, "group", &v)?,
-            "description" => s.description = text(py, "description", &v)?,
-            "dead_letter" => s.dead_letter = text(py, "dead_letter", &v)?,
-            "dedup" => s.dedup = text(py, "dedup", &v)?,
-            "id" if v.is_none() => s.id = None,
-            "id" => {
-                s.id = Some(v.extract().map_err(|_| {
-                    code_err(
-                        py,
-                        ErrorCode::InvalidJobId,
-                        "a job id is its text form (a str)",
-                    )
-                })?)
-            }
-            other => {
-                return Err(core_err(
-                    py,
-                    &spec::unknown_option("job", other, JobSpec::FIELDS),
-                ))
-            }
+        if key.chars().any(|c| c.is_ascii_uppercase()) {
+            return Err(core_err(
+                py,
+                &spec::unknown_option("job", &key, JobSpec::FIELDS),
+            ));
         }
+        let value = if key == "backoff" {
+            backoff_value(py, &v)?
+        } else {
+            option_value(py, &key, &v)?
+        };
+        m.insert(key, value);
     }
-    Ok(s)
+    spec::from_json_value::<JobSpec>("", Value::Object(m))
+        .map(JobSpec::from_seconds)
+        .map_err(|e| core_err(py, &e))
+}
+
+/// Python's `backoff`: `None`, `(kind, seconds)` or `(kind, seconds, max_seconds)`, as the
+/// `{type, delay, max}` object the core reads.
+fn backoff_value(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if v.is_none() {
+        return Ok(serde_json::json!({ "type": "none" }));
+    }
+    let shape = || {
+        bad(
+            py,
+            "backoff",
+            "None, (\"fixed\", seconds) or (\"exponential\", seconds[, max_seconds])",
+        )
+    };
+    let t = v.cast::<PyTuple>().map_err(|_| shape())?;
+    if t.len() < 2 || t.len() > 3 {
+        return Err(shape());
+    }
+    let mut m = Map::new();
+    m.insert(
+        "type".into(),
+        option_value(py, "backoff.type", &t.get_item(0)?)?,
+    );
+    m.insert(
+        "delay".into(),
+        option_value(py, "backoff.delay", &t.get_item(1)?)?,
+    );
+    if t.len() == 3 {
+        m.insert(
+            "max".into(),
+            option_value(py, "backoff.max", &t.get_item(2)?)?,
+        );
+    }
+    Ok(Value::Object(m))
 }
 
 /// A job's options, converted and checked by the core.

@@ -337,7 +337,7 @@ awaitable_methods! {
         fn schedulers(&self, py) {
             let q = self.core(py)?;
             Ok(Box::pin(async move {
-                Ok(Out::Json(schedulers_json(&q.schedulers().await?).to_string()))
+                Ok(Out::Json(schedulers_json(&q.schedulers().await?)?))
             }))
         }
 

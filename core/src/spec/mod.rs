@@ -15,8 +15,11 @@
 //! - Errors are `invalid_option` (or `invalid_job_id` for `id`, `invalid_payload` for a payload
 //!   that did not serialise), their message naming the option as the core spells it
 //!   (`dedup_ttl`, `backoff.delay`).
-//! - Each type also deserializes from JSON (Node moves batches as JSON text; the CLI reads JSON),
-//!   with snake_case names and, for the multi-word ones, the camelCase alias JavaScript uses.
+//! - Each type also deserializes from JSON (Node passes every job's options and moves batches as
+//!   JSON text; Python's keyword options cross as one JSON object; the CLI reads JSON), with
+//!   snake_case names and, for the multi-word ones, the camelCase alias JavaScript uses; `json.rs`
+//!   reads them, naming the field at fault. A binding whose unit is seconds converts a spec read
+//!   so with [`JobSpec::from_seconds`], so no binding lists the options.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::flow::FlowJob;
@@ -28,6 +31,9 @@ use crate::worker::{QueueOrder, WorkerOptions, MAX_QUEUE_WEIGHT};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::time::Duration;
+
+mod json;
+pub use json::{from_json_text, from_json_value};
 
 fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidOption, msg)
@@ -60,14 +66,40 @@ pub const MAX_FLOW_DEPTH: usize = 32;
 /// A duration in milliseconds, as a binding computed it from its language's unit (seconds times
 /// 1000 in Python, a JS number as is). It may be fractional, negative, NaN or huge: the core
 /// checks it ([`millis`]) and names the option.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
-#[serde(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Millis(pub f64);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Millis, D::Error> {
+        struct Number;
+        impl serde::de::Visitor<'_> for Number {
+            type Value = Millis;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration (a number)")
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<Millis, E> {
+                Ok(Millis(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Millis, E> {
+                Ok(Millis(v as f64))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Millis, E> {
+                Ok(Millis(v as f64))
+            }
+        }
+        d.deserialize_f64(Number)
+    }
+}
 
 impl Millis {
     /// From seconds.
     pub fn from_secs_f64(s: f64) -> Millis {
         Millis(s * 1000.0)
+    }
+
+    /// This number read as seconds (a spec a binding filled in seconds).
+    fn secs(self) -> Millis {
+        Millis::from_secs_f64(self.0)
     }
 
     /// Whole milliseconds, or `invalid_option` naming `what`.
@@ -170,13 +202,33 @@ pub enum RemovalSpec {
     /// Of a job: `true` deletes it as it finishes, `false` leaves it to the queue's retention. Of
     /// a worker (queue-wide): `true` keeps none, `false` keeps all.
     Flag(bool),
-    /// Keep at most this many finished jobs.
-    Count(f64),
+    /// Keep at most this many finished jobs (from JSON: an integer, not `1.0`).
+    Count(#[serde(deserialize_with = "integer")] f64),
     /// Keep at most `count`, none older than `age`.
     Limits(RetentionSpec),
 }
 
+/// A count as JSON writes a whole number (Python's `0.0` is not the count 0, and `true` is not 1).
+fn integer<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.as_f64().unwrap_or(f64::INFINITY)),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a whole number, got {other}"
+        ))),
+    }
+}
+
 impl RemovalSpec {
+    fn secs(self) -> RemovalSpec {
+        match self {
+            RemovalSpec::Limits(r) => RemovalSpec::Limits(RetentionSpec {
+                age: r.age.map(Millis::secs),
+                ..r
+            }),
+            other => other,
+        }
+    }
+
     /// As a job's option (`what`: its name in messages).
     pub fn into_removal(self, what: &str) -> Result<Removal> {
         Ok(match self {
@@ -265,6 +317,57 @@ impl JobSpec {
         "description",
         "dead_letter",
     ];
+}
+
+impl JobSpec {
+    /// The spec with its durations read as seconds (a binding whose unit is seconds read it from
+    /// JSON). Every field is named, so a new one is placed here too, or the build fails.
+    pub fn from_seconds(self) -> JobSpec {
+        let JobSpec {
+            id,
+            delay,
+            priority,
+            lifo,
+            attempts,
+            backoff,
+            jitter,
+            lease,
+            timeout,
+            remove_on_complete,
+            remove_on_fail,
+            dedup,
+            dedup_ttl,
+            debounce,
+            group,
+            parent_policy,
+            description,
+            dead_letter,
+        } = self;
+        JobSpec {
+            delay: delay.map(Millis::secs),
+            backoff: backoff.map(|b| BackoffSpec {
+                delay: b.delay.map(Millis::secs),
+                max: b.max.map(Millis::secs),
+                kind: b.kind,
+            }),
+            lease: lease.map(Millis::secs),
+            timeout: timeout.map(Millis::secs),
+            remove_on_complete: remove_on_complete.map(RemovalSpec::secs),
+            remove_on_fail: remove_on_fail.map(RemovalSpec::secs),
+            dedup_ttl: dedup_ttl.map(Millis::secs),
+            id,
+            priority,
+            lifo,
+            attempts,
+            jitter,
+            dedup,
+            debounce,
+            group,
+            parent_policy,
+            description,
+            dead_letter,
+        }
+    }
 }
 
 impl TryFrom<JobSpec> for JobOptions {

@@ -304,3 +304,118 @@ fn flows_schedules_limits_and_workers_hold_their_rules() {
         assert!(m.starts_with(name), "{name}: {m}");
     }
 }
+
+#[test]
+fn a_spec_read_from_json_names_the_field_at_fault_and_takes_its_code_from_the_error_kind() {
+    let job = |v: Value| code(from_json_value::<JobSpec>("add", v));
+    let (c, m) = job(serde_json::json!({"delay": "soon"}));
+    assert_eq!(c, ErrorCode::InvalidOption);
+    assert!(
+        m.starts_with("add: delay: invalid type: string \"soon\", expected a duration"),
+        "{m}"
+    );
+    let (c, m) = job(serde_json::json!({"backoff": {"type": "fixed", "delai": 1}}));
+    assert_eq!(c, ErrorCode::InvalidOption);
+    assert!(
+        m.starts_with("add: backoff.delai: unknown field `delai`"),
+        "{m}"
+    );
+    // An `id` where no id is taken is an unknown option, not a bad id.
+    let (c, m) = code(from_json_text::<FlowSpec>(
+        "addFlow",
+        r#"{"name":"p","id":"x"}"#,
+    ));
+    assert_eq!(c, ErrorCode::InvalidOption, "{m}");
+    // A job id of the wrong type is a bad id, wherever the job sits.
+    let (c, m) = job(serde_json::json!({"id": 5}));
+    assert_eq!(c, ErrorCode::InvalidJobId, "{m}");
+    let (c, m) = code(from_json_text::<FlowSpec>(
+        "addFlow",
+        r#"{"name":"p","children":[{"name":"c","opts":{"id":[1]}}]}"#,
+    ));
+    assert_eq!(c, ErrorCode::InvalidJobId);
+    assert!(m.starts_with("addFlow: children[0].opts.id: "), "{m}");
+    // Words of a payload fault in a field's name do not make it one.
+    let (c, _) = code(from_json_text::<JobSpec>(
+        "add",
+        r#"{"recursion limit surrogate":1}"#,
+    ));
+    assert_eq!(c, ErrorCode::InvalidOption);
+    // Text that does not read back (nested too deep, a lone surrogate, trailing text).
+    let deep = format!(
+        r#"{{"name":"a","data":{}{}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    assert_eq!(
+        code(from_json_text::<FlowSpec>("f", &deep)).0,
+        ErrorCode::InvalidPayload
+    );
+    let lone = r#"{"name":"a","data":"\ud800"}"#;
+    assert_eq!(
+        code(from_json_text::<FlowSpec>("f", lone)).0,
+        ErrorCode::InvalidPayload
+    );
+    assert_eq!(
+        code(from_json_text::<JobSpec>("f", "{} {}")).0,
+        ErrorCode::InvalidPayload
+    );
+}
+
+#[test]
+fn a_removal_count_from_json_is_an_integer() {
+    let removal =
+        |v: Value| from_json_value::<JobSpec>("", serde_json::json!({"remove_on_fail": v}));
+    assert_eq!(
+        removal(serde_json::json!(3)).unwrap().remove_on_fail,
+        Some(RemovalSpec::Count(3.0))
+    );
+    for bad in [
+        serde_json::json!(0.0),
+        serde_json::json!(2.5),
+        serde_json::json!("3"),
+    ] {
+        assert_eq!(code(removal(bad)).0, ErrorCode::InvalidOption);
+    }
+    assert_eq!(
+        removal(serde_json::json!(true)).unwrap().remove_on_fail,
+        Some(RemovalSpec::Flag(true))
+    );
+}
+
+#[test]
+fn a_spec_in_seconds_reads_every_duration_as_seconds_and_nothing_else() {
+    let s: JobSpec = from_json_value(
+        "",
+        serde_json::json!({
+            "delay": 1.5, "lease": 2, "timeout": 3, "dedup_ttl": 4, "priority": 5, "attempts": 6,
+            "backoff": {"type": "exponential", "delay": 0.25, "max": 7},
+            "remove_on_complete": {"count": 8, "age": 9}, "remove_on_fail": 10,
+        }),
+    )
+    .unwrap();
+    let s = s.from_seconds();
+    assert_eq!(s.delay, Some(Millis(1500.0)));
+    assert_eq!(
+        (s.lease, s.timeout, s.dedup_ttl),
+        (
+            Some(Millis(2000.0)),
+            Some(Millis(3000.0)),
+            Some(Millis(4000.0))
+        )
+    );
+    assert_eq!((s.priority, s.attempts), (Some(5.0), Some(6.0)));
+    let b = s.backoff.unwrap();
+    assert_eq!(
+        (b.delay, b.max),
+        (Some(Millis(250.0)), Some(Millis(7000.0)))
+    );
+    assert_eq!(
+        s.remove_on_complete,
+        Some(RemovalSpec::Limits(RetentionSpec {
+            count: Some(8.0),
+            age: Some(Millis(9000.0))
+        }))
+    );
+    assert_eq!(s.remove_on_fail, Some(RemovalSpec::Count(10.0)));
+}
