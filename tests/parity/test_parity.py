@@ -25,6 +25,7 @@ CORE_ONLY = {
     # Rust plumbing: a handle built on a Store the caller already holds, and its parts.
     "Queue.with_store": "Rust plumbing: bindings connect by URL (`connect`)",
     "Queue.open": "Rust plumbing: a handle on a Store the caller holds; bindings connect by URL (`connect`, with `partitions`)",
+    "Queue.slot_queues": "Rust handles on each slot's queue; bindings name them in `worker.queues`",
     "Queue.partitions": "Rust handles on each partition; bindings read the count (`partitions`, the core's `partition_count`)",
     "Queue.queue": "Rust plumbing (the handle's own clone)",
     "Queue.store": "Rust plumbing: the connection is not exposed",
