@@ -2584,7 +2584,8 @@ public protocol WorkerHandleProtocol: AnyObject, Sendable {
     func isRunning()  -> Bool
     
     /**
-     * The names of its queues, in the order it was given them.
+     * The names of the queues it serves, in the order it was given them (a partitioned queue's
+     * partitions, as the core's handle names them).
      */
     func queues()  -> [String]
     
@@ -2731,7 +2732,8 @@ open func isRunning() -> Bool  {
 }
     
     /**
-     * The names of its queues, in the order it was given them.
+     * The names of the queues it serves, in the order it was given them (a partitioned queue's
+     * partitions, as the core's handle names them).
      */
 open func queues() -> [String]  {
     return try!  FfiConverterSequenceString.lift(try! rustCall() {
@@ -6008,7 +6010,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_workerhandle_is_running() != 23077) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_workerhandle_queues() != 37569) {
+    if (uniffi_emq_uniffi_checksum_method_workerhandle_queues() != 60323) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_workerhandle_stats() != 62483) {
