@@ -152,12 +152,23 @@ pub struct Opened {
 }
 
 /// Checks the queue name (before any connection, so a bad name never starts a server), connects
-/// and opens the queue.
+/// and opens the queue (a partitioned queue with its stored partitions).
 pub async fn open_queue(cli_urls: &[String], name: &str) -> emq::Result<Opened> {
+    open_queue_with(cli_urls, name, emq::QueueOptions::default()).await
+}
+
+/// [`open_queue`] with a partition count (`emq add --partitions N`): stored as the queue's the
+/// first time, refused when another is stored.
+pub async fn open_queue_with(
+    cli_urls: &[String],
+    name: &str,
+    options: emq::QueueOptions,
+) -> emq::Result<Opened> {
     let name = QueueName::new(name)?;
+    let options = emq::QueueOptions::with_partitions(options.partitions.map(i128::from))?;
     let connected = connect(cli_urls).await?;
     let minter = Arc::new(IdMinter::start(connected.store().clone()).await?);
-    let queue = Queue::with_store(connected.store().clone(), minter, name.as_str())?;
+    let queue = Queue::open(connected.store().clone(), minter, name.as_str(), options).await?;
     Ok(Opened {
         queue,
         _connected: connected,

@@ -9,7 +9,7 @@
 //! keep it while it is among the newest 100), an age as a human duration (`1d`, `12h`, `30m`,
 //! `90s`, `1h30m`: keep it at most that long) or both as `count,age` (`100,1d`).
 
-use crate::connect::open_queue;
+use crate::connect::open_queue_with;
 use crate::human;
 use clap::Args as ClapArgs;
 use emq::spec::{JobSpec, Millis, RemovalSpec, RetentionSpec};
@@ -64,6 +64,11 @@ pub struct Args {
     /// it is among the newest `count` completed jobs and younger than `age`.
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
     pub remove_on_complete: Option<String>,
+
+    /// Spread the queue over this many slots (1 to 256), stored as its count the first time; a
+    /// queue stored with another count refuses it (invalid_option). Without it, the stored count.
+    #[arg(long, value_name = "N")]
+    pub partitions: Option<u16>,
 
     /// Once failed for good: as `--remove-on-complete`, for the failed jobs.
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
@@ -134,7 +139,14 @@ pub fn job_options(args: &Args) -> emq::Result<JobOptions> {
 pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let opts = job_options(args)?;
     serde_json::from_str::<serde::de::IgnoredAny>(&args.data)?;
-    let opened = open_queue(urls, &args.queue).await?;
+    let opened = open_queue_with(
+        urls,
+        &args.queue,
+        emq::QueueOptions {
+            partitions: args.partitions,
+        },
+    )
+    .await?;
     let id = opened.queue.add_json(&args.name, &args.data, opts).await?;
     outln!("{id}");
     Ok(())

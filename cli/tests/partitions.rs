@@ -1,0 +1,58 @@
+//! `emq add --partitions N`: the first add stores the queue's partition count, later adds (with
+//! the same count or none) land in its partitions, another count is refused with the core's code
+//! (exit 2), and a Rust handle opened without a count finds them.
+
+use emq::{ConnectOptions, Queue};
+use emq_harness::RedisServer;
+use std::process::Output;
+use std::time::Duration;
+
+mod common;
+
+fn emq(url: &str, args: &[&str]) -> Output {
+    let mut all = vec!["--url", url];
+    all.extend_from_slice(args);
+    common::run_emq(&all, &[], Duration::from_secs(60))
+}
+
+fn ok(url: &str, args: &[&str]) -> String {
+    let out = emq(url, args);
+    assert!(out.status.success(), "emq {args:?}: {out:?}");
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn add_with_partitions_stores_the_count_and_spreads_the_jobs() {
+    let server = RedisServer::start().expect("redis-server");
+    let url = server.url();
+    ok(&url, &["add", "orders", "a", "--partitions", "4"]);
+    for _ in 0..19 {
+        ok(&url, &["add", "orders", "a"]);
+    }
+    ok(&url, &["add", "orders", "a", "--partitions", "4"]);
+    for bad in [&["--partitions", "3"][..], &["--partitions", "0"][..]] {
+        let mut args = vec!["add", "orders", "a"];
+        args.extend_from_slice(bad);
+        let out = emq(&url, &args);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("invalid_option"),
+            "{out:?}"
+        );
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::new(url.clone()), "orders")
+            .await
+            .unwrap();
+        assert_eq!(q.partition_count(), 4);
+        assert_eq!(q.counts().await.unwrap().waiting, 21);
+        let mut used = 0;
+        for p in q.partitions().unwrap() {
+            if p.counts().await.unwrap().waiting > 0 {
+                used += 1;
+            }
+        }
+        assert!(used >= 3, "21 jobs in {used} of 4 partitions");
+    });
+}
