@@ -33,32 +33,14 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::queue::Queue;
 use crate::script;
 
-/// Most bytes in a group name.
-pub const MAX_GROUP_NAME: usize = 256;
+pub use crate::options::{check_group_name, MAX_GROUP_NAME};
+
 /// The largest weight a group can have (the smallest is 1, every group's default).
 pub const MAX_GROUP_WEIGHT: u32 = 1_000;
 /// The largest per-group concurrency cap.
 pub const MAX_GROUP_CONCURRENCY: u32 = 1_000_000;
 /// The largest cap on a group's waiting jobs (Lua numbers are exact up to 2^53).
 pub const MAX_GROUP_WAITING: u64 = 1_000_000_000_000;
-
-/// Refuses a group name the keyspace cannot hold: empty, over [`MAX_GROUP_NAME`] bytes, or with a
-/// NUL byte (the separator inside the `group-ready` members).
-pub fn check_group_name(group: &str) -> Result<()> {
-    if group.is_empty() || group.len() > MAX_GROUP_NAME {
-        return Err(Error::new(
-            ErrorCode::InvalidOption,
-            format!("group must be 1 to {MAX_GROUP_NAME} bytes"),
-        ));
-    }
-    if group.contains('\0') {
-        return Err(Error::new(
-            ErrorCode::InvalidOption,
-            "group must not contain a NUL character",
-        ));
-    }
-    Ok(())
-}
 
 /// One group of a queue, as [`Queue::groups`] reads it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

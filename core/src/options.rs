@@ -1,8 +1,9 @@
-//! Job options and their validation: the one place a binding's numbers become durations and limits.
+//! Job options and their validation: the one place a binding's numbers become durations and limits;
+//! also the worker options' order between queues ([`QueueOrder`]) and the group-name check, which
+//! options, workers and groups all use (so none of them imports the others for it).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
-use crate::worker::QueueOrder;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -256,7 +257,7 @@ impl JobOptions {
             return Err(invalid("debounce needs a dedup key and a delay".into()));
         }
         if let Some(g) = &self.group {
-            crate::groups::check_group_name(g)?;
+            check_group_name(g)?;
         }
         if self
             .description
@@ -637,4 +638,44 @@ mod tests {
         let j = b.delay(3, 0.5).as_millis();
         assert!((200..=400).contains(&j));
     }
+}
+
+/// The order between a worker's queues; see `worker/pool.rs`. Keys of `Weighted` are queue names
+/// (a queue not named has weight 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// No job of a later queue starts while an earlier one has a ready job.
+    Strict,
+    /// Starts shared by weight (1 to [`MAX_QUEUE_WEIGHT`]) while the queues have work.
+    Weighted(std::collections::BTreeMap<String, u32>),
+}
+
+impl Default for QueueOrder {
+    fn default() -> Self {
+        QueueOrder::Weighted(Default::default())
+    }
+}
+
+/// The largest weight of a queue in [`QueueOrder::Weighted`].
+pub const MAX_QUEUE_WEIGHT: u32 = 1_000;
+
+/// Most bytes in a group name.
+pub const MAX_GROUP_NAME: usize = 256;
+
+/// Refuses a group name the keyspace cannot hold: empty, over [`MAX_GROUP_NAME`] bytes, or with a
+/// NUL byte (the separator inside the `group-ready` members).
+pub fn check_group_name(group: &str) -> Result<()> {
+    if group.is_empty() || group.len() > MAX_GROUP_NAME {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("group must be 1 to {MAX_GROUP_NAME} bytes"),
+        ));
+    }
+    if group.contains('\0') {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            "group must not contain a NUL character",
+        ));
+    }
+    Ok(())
 }

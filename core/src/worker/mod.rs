@@ -83,6 +83,7 @@ mod pool;
 mod record;
 mod run;
 
+pub use crate::options::{QueueOrder, MAX_QUEUE_WEIGHT};
 pub use crate::options::{WorkerOptions, PREFETCH_MAX_JOB};
 pub use builder::{Worker, WorkerBuilder};
 use cancel::*;
@@ -96,7 +97,6 @@ use lease::*;
 use maintenance::*;
 use order::{ClaimOrder, Ticket};
 use pool::Pool;
-pub use pool::{QueueOrder, MAX_QUEUE_WEIGHT};
 use record::*;
 use run::*;
 pub use run::{CANCELLED, INTERRUPT_DROP_AFTER};

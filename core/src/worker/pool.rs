@@ -20,25 +20,6 @@ use super::*;
 use std::collections::VecDeque;
 use std::sync::{OnceLock, Weak};
 
-/// The order between a worker's queues; see the module doc. Keys of `Weighted` are queue names
-/// (a queue not named has weight 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum QueueOrder {
-    /// No job of a later queue starts while an earlier one has a ready job.
-    Strict,
-    /// Starts shared by weight (1 to [`MAX_QUEUE_WEIGHT`]) while the queues have work.
-    Weighted(std::collections::BTreeMap<String, u32>),
-}
-
-impl Default for QueueOrder {
-    fn default() -> Self {
-        QueueOrder::Weighted(Default::default())
-    }
-}
-
-/// The largest weight of a queue in [`QueueOrder::Weighted`].
-pub const MAX_QUEUE_WEIGHT: u32 = 1_000;
-
 /// A stride unit: a queue of weight w advances by `PASS / w` per start.
 const PASS: u64 = 1_000_000;
 
