@@ -145,7 +145,8 @@ pub(crate) async fn forward(q: &Queue, id: JobId) -> Result<bool> {
     };
     let name = record.get("name").cloned().unwrap_or_default();
     let data = record.get("data").cloned().unwrap_or_else(|| "null".into());
-    q.queue(to.as_str())?
+    q.queue_opened(to.as_str())
+        .await?
         .add_json(&name, &data, options)
         .await?;
     if stopped_after(q, 3) {

@@ -89,7 +89,8 @@ impl Queue {
         parent: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let q = self.queue(&flow.queue)?;
+            let q = self.queue_opened(&flow.queue).await?;
+            q.plain_only("a flow's job")?;
             crate::job::check_payload("a flow job's payload", &flow.data)?;
             let data = serde_json::to_string(&flow.data)?;
             if flow.children.is_empty() {

@@ -201,6 +201,19 @@ impl Queue {
         ))
     }
 
+    /// Another queue on the same connection and id minter, opened with its stored partition
+    /// count (one round trip): where the core adds to a queue it only knows by name (a flow's
+    /// node, a dead-letter queue), so a partitioned one gets its jobs in its partitions.
+    pub(crate) async fn queue_opened(&self, name: &str) -> Result<Queue> {
+        Queue::open(
+            self.store.clone(),
+            self.minter.clone(),
+            name,
+            QueueOptions::default(),
+        )
+        .await
+    }
+
     /// The queue's name.
     pub fn name(&self) -> &QueueName {
         &self.name
