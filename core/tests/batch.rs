@@ -473,3 +473,76 @@ async fn bad_input_is_a_typed_error() {
         assert_eq!(left, 0, "{topology}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_failed_by_the_stall_sweep_and_a_deleted_completion_both_count() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-stall").await;
+        let jobs = q.queue(&unique("b-stall-jobs")).unwrap();
+        let cb = q.queue(&unique("b-stall-cb")).unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let hang = batch
+            .add(
+                jobs.name().as_str(),
+                "hang",
+                json!({}),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+        // A completion that deletes its record at once (complete.lua's "drop" path).
+        let gone = JobOptions {
+            remove_on_complete: emq::Removal::Now,
+            ..JobOptions::default()
+        };
+        batch
+            .add(jobs.name().as_str(), "quick", json!({}), gone)
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        let short = WorkerOptions {
+            concurrency: 2,
+            lease: Duration::from_millis(500),
+            stalled_interval: Duration::from_millis(200),
+            max_stalls: 0,
+            ..WorkerOptions::default()
+        };
+        // A worker killed while it runs "hang": the sweep of the next fails it for good.
+        let w1 = Worker::builder(jobs.clone())
+            .options(short.clone())
+            .handler(|job: JobContext| async move {
+                if job.job().name == "hang" {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                Ok(Value::Null)
+            })
+            .run()
+            .unwrap();
+        wait_until("quick completed", Duration::from_secs(10), || async {
+            batch.status(0, 0).await.unwrap().completed == 1
+        })
+        .await;
+        drop(w1);
+        let w2 = Worker::builder(jobs.clone())
+            .options(short)
+            .handler(|_job: JobContext| async move { Ok(Value::Null) })
+            .run()
+            .unwrap();
+        wait_until(
+            "the stalled job counted failed",
+            emq::batch::BATCH_GRACE + Duration::from_secs(15),
+            || async { batch.status(0, 10).await.unwrap().failed == 1 },
+        )
+        .await;
+        w2.close().await.unwrap();
+        let st = batch.status(0, 10).await.unwrap();
+        assert!(st.done, "{topology} {st:?}");
+        assert_eq!(st.failed_jobs[0].id, hang);
+        let cbs = callbacks(&cb).await;
+        assert_eq!(cbs.len(), 1, "{topology}");
+        assert_eq!(cbs[0].name, "complete");
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}
