@@ -546,3 +546,32 @@ async fn a_job_failed_by_the_stall_sweep_and_a_deleted_completion_both_count() {
         }
     }
 }
+
+/// A measurement, not a check (run with `--ignored --nocapture`): 20,000 jobs added through a
+/// batch against a plain bulk add, on the standalone server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn measure_a_batched_bulk_add_against_a_plain_one() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "b-measure").await;
+    let n = 20_000;
+    for round in 0..2 {
+        let plain_q = q.queue(&unique("b-measure-plain")).unwrap();
+        let t = std::time::Instant::now();
+        plain_q.add_bulk(common::jobs("p", n)).await.unwrap();
+        let plain = n as f64 / t.elapsed().as_secs_f64();
+        let batched_q = q.queue(&unique("b-measure-batched")).unwrap();
+        let batch = q.batch(BatchOptions::default()).await.unwrap();
+        let t = std::time::Instant::now();
+        batch
+            .add_bulk(batched_q.name().as_str(), common::jobs("b", n))
+            .await
+            .unwrap();
+        let batched = n as f64 / t.elapsed().as_secs_f64();
+        println!(
+            "round {round}: plain {plain:.0} jobs/s, batched {batched:.0} jobs/s ({:.2}x)",
+            batched / plain
+        );
+        assert_eq!(batch.status(0, 0).await.unwrap().total, n as u64);
+    }
+}
