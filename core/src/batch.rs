@@ -26,8 +26,9 @@
 //!    a crash finds the pinned id and adds the same job, so each callback is added once.
 //!    `on_success` falls due when the last failed job is retried to success, if that happens.
 //!
-//! Not built: nested batches (a batch inside a batch); a job of a batch cancelled or removed on
-//! its own while not running is never counted out (its batch stays open); a batch's keys are not
+//! A job cancelled before it ran (`cancel.lua`) has its failure noted the same way. Not built:
+//! nested batches (a batch inside a batch); a job of a batch removed while it waits is never
+//! counted out (its batch stays open); a batch's keys are not
 //! trimmed (they go with [`Queue::obliterate`] of the queue that created it).
 
 use crate::error::{Error, ErrorCode, Result};
@@ -408,6 +409,7 @@ impl Batch {
         let key = self.queue.name().batch_key(self.id, BatchPart::Jobs);
         let mut cursor: u64 = 0;
         let mut told = 0;
+        let mut touched: HashMap<String, Queue> = HashMap::new();
         loop {
             let (next, page): (u64, Vec<String>) = redis::cmd("HSCAN")
                 .arg(&key)
@@ -426,15 +428,24 @@ impl Batch {
                 };
                 use crate::queue::CancelOutcome;
                 match q.cancel(id, "its batch was cancelled").await? {
-                    CancelOutcome::Cancelled | CancelOutcome::Requested => told += 1,
+                    CancelOutcome::Cancelled => {
+                        told += 1;
+                        touched.insert(queue.to_string(), q);
+                    }
+                    CancelOutcome::Requested => told += 1,
                     CancelOutcome::Finished | CancelOutcome::NotFound => {}
                 }
             }
             cursor = next;
             if cursor == 0 {
-                return Ok(told);
+                break;
             }
         }
+        // The cancelled jobs' failures, noted by cancel.lua, recorded now (else by maintenance).
+        for q in touched.values() {
+            q.record_batch_outcomes().await?;
+        }
+        Ok(told)
     }
 }
 

@@ -379,8 +379,26 @@ async fn a_cancelled_batch_takes_no_jobs_and_runs_no_callback() {
         assert_eq!(e.code(), ErrorCode::InvalidState);
         let st = batch.status(0, 10).await.unwrap();
         assert!(st.cancelled && !st.done, "{st:?}");
+        assert_eq!(
+            (st.failed, st.pending),
+            (4, 0),
+            "the cancelled jobs are its failures"
+        );
         assert!(callbacks(&cb).await.is_empty());
         audit_ok(&q).await;
+        audit_ok(&jobs).await;
+        // One job of a live batch cancelled on its own before it ran counts as failed.
+        let other = q.batch(both_callbacks(&cb)).await.unwrap();
+        let ids = other
+            .add_bulk(jobs.name().as_str(), plain(2, &[]))
+            .await
+            .unwrap();
+        other.seal().await.unwrap();
+        jobs.cancel(ids[0], "not needed").await.unwrap();
+        assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 1, "{topology}");
+        let st = other.status(0, 10).await.unwrap();
+        assert_eq!((st.failed, st.pending), (1, 1), "{topology}");
+        assert_eq!(st.failed_jobs[0].id, ids[0]);
         audit_ok(&jobs).await;
     }
 }
