@@ -225,7 +225,8 @@ impl Queue {
         loop {
             let (seen, counted) = settle_due(self, Duration::ZERO, 500).await?;
             total += counted;
-            if seen == 0 {
+            // Settled notes leave the set: a short page was the last.
+            if seen < 500 {
                 return Ok(total);
             }
         }
@@ -585,13 +586,22 @@ pub(crate) async fn settle_due(q: &Queue, age: Duration, limit: u64) -> Result<(
         .arg(limit)
         .invoke(q.store())
         .await?;
-    let mut counted = 0;
+    // One entry that cannot be settled now (its callback's queue refusing the add, say) does not
+    // hold back the others: each is tried, and the first error is returned after.
+    let (mut counted, mut first_error) = (0, None);
     for e in &entries {
-        if settle(q, e).await? {
-            counted += 1;
+        match settle(q, e).await {
+            Ok(true) => counted += 1,
+            Ok(false) => {}
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
         }
     }
-    Ok((entries.len() as u64, counted))
+    match first_error {
+        Some(err) => Err(err),
+        None => Ok((entries.len() as u64, counted)),
+    }
 }
 
 /// Deletes every batch `q` created, each with all its parts (for [`Queue::obliterate`], before

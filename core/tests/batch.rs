@@ -593,3 +593,66 @@ async fn measure_a_batched_bulk_add_against_a_plain_one() {
         assert_eq!(batch.status(0, 0).await.unwrap().total, n as u64);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_refused_for_now_holds_back_no_other_batch() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-held").await;
+        let jobs = q.queue(&unique("b-held-jobs")).unwrap();
+        let cb = q.queue(&unique("b-held-cb")).unwrap();
+        // The group "g" of the callbacks' queue is full: a callback in it is refused (group_full).
+        cb.set_group_max_waiting(Some(1), Some("g")).await.unwrap();
+        let in_g = JobOptions {
+            group: Some("g".into()),
+            ..JobOptions::default()
+        };
+        let blocker = cb.add("blocker", json!({}), in_g.clone()).await.unwrap();
+        let mut refused = callback(&cb, "complete");
+        refused.options = in_g;
+        let a = q
+            .batch(BatchOptions {
+                on_complete: Some(refused),
+                ..BatchOptions::default()
+            })
+            .await
+            .unwrap();
+        let b = q.batch(both_callbacks(&cb)).await.unwrap();
+        emq::testing::stop_batch_steps_after(jobs.name().as_str(), 1);
+        for batch in [&a, &b] {
+            batch
+                .add(jobs.name().as_str(), "x", json!({}), JobOptions::default())
+                .await
+                .unwrap();
+            batch.seal().await.unwrap();
+        }
+        let w = worker(&jobs, Arc::new(AtomicBool::new(true)));
+        wait_until("both completed", Duration::from_secs(20), || async {
+            jobs.counts().await.unwrap().get(JobState::Completed) == 2
+        })
+        .await;
+        w.close().await.unwrap();
+        emq::testing::stop_batch_steps_after(jobs.name().as_str(), 0);
+        // a's callback is refused; b's steps go on all the same.
+        let e = jobs.record_batch_outcomes().await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::GroupFull, "{topology}");
+        let of = |batch: &emq::Batch, cbs: &[Job]| {
+            cbs.iter()
+                .filter(|c| {
+                    c.batch_done()
+                        .is_some_and(|d| d.id == batch.id().to_string())
+                })
+                .count()
+        };
+        assert_eq!(of(&b, &callbacks(&cb).await), 2, "{topology}");
+        assert_eq!(of(&a, &callbacks(&cb).await), 0);
+        // Room again: a retry adds a's callback, once.
+        cb.remove(blocker).await.unwrap();
+        jobs.record_batch_outcomes().await.unwrap();
+        jobs.record_batch_outcomes().await.unwrap();
+        let cbs = callbacks(&cb).await;
+        assert_eq!((of(&a, &cbs), of(&b, &cbs)), (1, 2), "{topology}");
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}
