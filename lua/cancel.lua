@@ -1,7 +1,8 @@
 -- cancel: a job that has not run yet does not run (it ends in failed, its failure code
--- 'cancelled' with the reason); for a running job the request goes on the cancels stream, which
+-- 'cancelled' with the reason; a job of a batch has that outcome noted for its batch); for a running job the request goes on the cancels stream, which
 -- every worker follows, and the worker holding it stops its handler and fails it the same way.
 -- uses lib/groups.lua
+-- uses lib/batch_note.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] wait         LIST
 -- KEYS[3] paused       LIST
@@ -20,6 +21,7 @@
 -- KEYS[16] cancels     STREAM cancel requests for running jobs (id, reason)
 -- KEYS[17] leases      HASH (a stalled job whose run never started holds a mark there)
 -- KEYS[18] group_ready ZSET the grouped jobs ready to run (lib/groups.lua)
+-- KEYS[19] batch_pending ZSET batched outcomes on their way to their batch (lib/batch_note.lua)
 -- ARGV[1] id
 -- ARGV[2] reason       free text, kept in the failure
 -- ARGV[3] max_events   stream cap (the cancels stream keeps about a tenth of it, at least 100)
@@ -58,6 +60,7 @@ local now = now_ms()
 call('HSET', K.record, 'cancel', reason, 'finished_ms', now,
   'failure', cjson.encode({code = 'cancelled', message = message}))
 call('ZADD', K.failed, now, id)
+emq_batch_pending(K, K.record, id, 'f', now)
 local dedup = call('HGET', K.record, 'dedup')
 if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
 call('HINCRBY', K.metrics, 'f:' .. math.floor(now / 60000), 1)

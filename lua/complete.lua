@@ -4,6 +4,7 @@
 -- uses lib/groups.lua
 -- uses lib/ready.lua
 -- uses lib/claim.lua
+-- uses lib/batch_note.lua
 -- KEYS[1] active       ZSET
 -- KEYS[2] leases       HASH
 -- KEYS[3] completed    ZSET id -> finish time
@@ -26,7 +27,8 @@
 -- KEYS[20] group_turns ZSET group -> pass, the groups that may run
 -- KEYS[21] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- KEYS[22] group_state HASH each group's settings and running count
--- KEYS[23..] job=record+logs record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
+-- KEYS[23] batch_pending ZSET batched outcomes on their way to their batch (lib/batch_note.lua)
+-- KEYS[24..] job=record+logs record emq:{q}:<id> and logs emq:{q}:<id>:logs, a pair per job
 -- ARGV[1] count        next jobs wanted
 -- ARGV[2] lease_ms     lease length of the next jobs
 -- ARGV[3] max_events   stream cap
@@ -34,7 +36,9 @@
 -- ARGV[5] started      "<id> <token> <id> <token> …" (space-separated, may be empty): leased-ahead
 --                      jobs whose runs have started (each lease is marked started, stamped now)
 -- ARGV[6..] job        groups of 4: id, token, result (JSON), and keep ("1" keep the record in
---                      completed, "0" delete it now) followed by the job's dedup key (none: nothing)
+--                      completed, "0" delete it now; "3" and "2" the same for a job of a batch,
+--                      whose outcome goes in batch_pending) followed by the job's dedup key (none:
+--                      nothing)
 -- Returns {{the place (1-based) of each job whose lease was lost: not completed; the others
 -- were}, {next due in ms or -1, id, token, …}}.
 -- The 'completed' event (one entry per call, `ids`) carries each job's result as a field
@@ -95,8 +99,13 @@ for j = 1, n do
       local dedup = sub(flags, 2)
       if call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
     end
-    if byte(flags, 1) == 49 then -- '1'
-      local record = keys[21 + j * 2]
+    local keep = byte(flags, 1)
+    if keep >= 50 then -- '2', '3': a batched job
+      emq_batch_pending(K, keys[22 + j * 2], id, 'c', now)
+      keep = keep - 2
+    end
+    if keep == 49 then -- '1'
+      local record = keys[22 + j * 2]
       call('HINCRBY', record, 'atts', 1)
       -- "<token>|<start ms>[|a]"; a start reported in this same call (of a job leased ahead) began
       -- now.
@@ -112,8 +121,8 @@ for j = 1, n do
       nkept = nkept + 2
     else
       dropped = dropped + 1
-      dropped_keys[dropped * 2 - 1] = keys[21 + j * 2]
-      dropped_keys[dropped * 2] = keys[22 + j * 2]
+      dropped_keys[dropped * 2 - 1] = keys[22 + j * 2]
+      dropped_keys[dropped * 2] = keys[23 + j * 2]
     end
   else
     nlost = nlost + 1

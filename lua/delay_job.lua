@@ -3,6 +3,7 @@
 -- as an attempt only when asked. The lease must be the caller's. The job keeps its priority (beside
 -- it in delayed_priority) and waits under its group's limit again once due.
 -- uses lib/groups.lua
+-- uses lib/batch_note.lua
 -- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] active       ZSET

@@ -1,6 +1,7 @@
 -- fail: a leased job's handler failed; retry it (after a backoff) or move it to failed.
 -- uses lib/groups.lua
 -- uses lib/ready.lua
+-- uses lib/batch_note.lua
 -- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
@@ -23,6 +24,7 @@
 -- KEYS[19] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- KEYS[20] group_state HASH each group's settings and running count
 -- KEYS[21] dead_letters ZSET failed jobs on their way to their dead-letter queue (lib/finish.lua)
+-- KEYS[22] batch_pending ZSET batched outcomes on their way to their batch (lib/batch_note.lua)
 -- ARGV[1] id
 -- ARGV[2] token        the lease token the worker holds
 -- ARGV[3] failure      JSON text {code, message, stack}

@@ -3,6 +3,7 @@
 -- reported the start: sweep.lua left the mark STRANDED in leases) goes back uncounted instead.
 -- uses lib/groups.lua
 -- uses lib/ready.lua
+-- uses lib/batch_note.lua
 -- uses lib/finish.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
@@ -23,6 +24,7 @@
 -- KEYS[17] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- KEYS[18] group_state HASH each group's settings and running count
 -- KEYS[19] dead_letters ZSET failed jobs on their way to their dead-letter queue (lib/finish.lua)
+-- KEYS[20] batch_pending ZSET batched outcomes on their way to their batch (lib/batch_note.lua)
 -- ARGV[1] id
 -- ARGV[2] max_stalls   stalls allowed before the job fails
 -- ARGV[3] keep         "1" keep a failed record, "0" delete it

@@ -10,7 +10,8 @@
 //! one by its group-ready member, and every group-ready job), and each group's running count equals
 //! its jobs in active (so the counts sum to the grouped jobs in active); a job with a priority never
 //! sits in wait or paused, and a delayed one has its priority in the delayed-priority hash (which
-//! names delayed jobs only).
+//! names delayed jobs only); each batch the queue created counts its jobs as its jobs' states
+//! say, and its failed set holds its failed jobs.
 
 use crate::error::Result;
 use crate::job_id::JobId;
@@ -270,6 +271,8 @@ impl Queue {
                     .push(format!("dedup key {key:?} points at job {id} in {other:?}")),
             }
         }
+        // The batches this queue created, and its batched outcomes on their way (core/src/batch.rs).
+        crate::batch::audit(self, &mut report.problems).await?;
         Ok(report)
     }
 }

@@ -249,6 +249,10 @@ pub struct QueueKeys {
     pub group_names: Key,
     /// `emq:{q}:dead-letters`
     pub dead_letters: Key,
+    /// `emq:{q}:batches`
+    pub batches: Key,
+    /// `emq:{q}:batch-pending`
+    pub batch_pending: Key,
 }
 
 impl QueueName {
@@ -290,6 +294,8 @@ impl QueueName {
             group_state: self.key(Family::GroupState),
             group_names: self.key(Family::GroupNames),
             dead_letters: self.key(Family::DeadLetters),
+            batches: self.key(Family::Batches),
+            batch_pending: self.key(Family::BatchPending),
         }
     }
 }
@@ -445,11 +451,18 @@ pub enum Family {
     /// when they failed (server ms): written in the failure's own script, emptied once the copy
     /// is in the dead-letter queue (another slot, so a second step).
     DeadLetters,
+    /// ZSET of the batches created on this queue (`core/src/batch.rs`), by when they were created
+    /// (server ms); each batch's own keys are [`BatchPart`]s.
+    Batches,
+    /// ZSET of the outcomes of this queue's batched jobs on their way to their batch (another slot,
+    /// so a second step), each member `<c|f>|<job id>|<batch queue>|<batch id>`, by when the job
+    /// finished (server ms): written in the job's finish script, removed once the batch counted it.
+    BatchPending,
 }
 
 impl Family {
     /// Every family, in the order of the keyspace table.
-    pub const ALL: [Family; 36] = [
+    pub const ALL: [Family; 38] = [
         Family::Wait,
         Family::Active,
         Family::Paused,
@@ -486,6 +499,8 @@ impl Family {
         Family::GroupState,
         Family::GroupNames,
         Family::DeadLetters,
+        Family::Batches,
+        Family::BatchPending,
     ];
 
     /// The `<type>` part of the key.
@@ -527,6 +542,8 @@ impl Family {
             Family::GroupState => "group-state",
             Family::GroupNames => "group-names",
             Family::DeadLetters => "dead-letters",
+            Family::Batches => "batches",
+            Family::BatchPending => "batch-pending",
         }
     }
     /// The name a script header gives a key of this family: the suffix, with `_` for `-`.
@@ -545,6 +562,7 @@ impl Family {
             Family::GroupState => "group_state",
             Family::GroupNames => "group_names",
             Family::DeadLetters => "dead_letters",
+            Family::BatchPending => "batch_pending",
             other => other.suffix(),
         }
     }
@@ -568,7 +586,9 @@ impl Family {
             | Family::GroupTurns
             | Family::GroupParked
             | Family::GroupNames
-            | Family::DeadLetters => "zset",
+            | Family::DeadLetters
+            | Family::Batches
+            | Family::BatchPending => "zset",
             Family::Stalled => "set",
             Family::Events | Family::Cancels => "stream",
             Family::Meta
@@ -613,6 +633,63 @@ impl JobPart {
         match self {
             JobPart::Record => "record",
             JobPart::Logs => "logs",
+        }
+    }
+}
+
+/// The parts of one batch (`core/src/batch.rs`), each `emq:{q}:batch:<batchId>[:<part>]`, in the
+/// slot of the queue that created it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BatchPart {
+    /// HASH: description, counters (total, completed, failed), the callbacks' specs and pinned ids.
+    Record,
+    /// HASH from each job counted in (its id) to `<state>|<its queue>`, state `p` pending, `c`
+    /// completed, `f` failed: what makes counting in and recording an outcome idempotent.
+    Jobs,
+    /// ZSET of the batch's failed jobs (`<queue>:<id>`), by when they failed (server ms).
+    Failed,
+}
+
+impl BatchPart {
+    /// Every part.
+    pub const ALL: [BatchPart; 3] = [BatchPart::Record, BatchPart::Jobs, BatchPart::Failed];
+
+    /// The `<part>` suffix ("" for the record itself).
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            BatchPart::Record => "",
+            BatchPart::Jobs => "jobs",
+            BatchPart::Failed => "failed",
+        }
+    }
+
+    /// The name a script header gives this part: `batch`, `batch_jobs`, `batch_failed`.
+    pub const fn role(self) -> &'static str {
+        match self {
+            BatchPart::Record => "batch",
+            BatchPart::Jobs => "batch_jobs",
+            BatchPart::Failed => "batch_failed",
+        }
+    }
+
+    /// The datastore type behind the key.
+    pub const fn redis_type(self) -> &'static str {
+        match self {
+            BatchPart::Record | BatchPart::Jobs => "hash",
+            BatchPart::Failed => "zset",
+        }
+    }
+}
+
+impl QueueName {
+    /// The key of one part of one batch created on this queue.
+    pub fn batch_key(&self, id: JobId, part: BatchPart) -> Key {
+        match part.suffix() {
+            "" => Key::new(format!("{PREFIX}:{{{}}}:batch:{id}", self.tag), part.role()),
+            suffix => Key::new(
+                format!("{PREFIX}:{{{}}}:batch:{id}:{suffix}", self.tag),
+                part.role(),
+            ),
         }
     }
 }

@@ -23,6 +23,7 @@
 //! `testing`, on for those tests only).
 
 pub mod audit;
+pub mod batch;
 mod clock;
 mod connect;
 pub mod dead_letter;
@@ -60,6 +61,7 @@ pub mod waiters;
 pub mod worker;
 pub mod worker_registry;
 
+pub use batch::{Batch, BatchCallback, BatchDone, BatchJob, BatchOptions, BatchRef, BatchStatus};
 pub use dead_letter::Replayed;
 pub use durable_pool::Durability;
 pub use error::{Error, ErrorCode, Result};
@@ -69,7 +71,7 @@ pub use handler::{Handler, HandlerError, HandlerResult, Interrupt, JobContext};
 pub use hash_slot::{hash_tag, key_slot};
 pub use job::{Counts, Failure, Job, JobState};
 pub use job_id::JobId;
-pub use keyspace::{CoreKey, Family, JobPart, Key, QueueName};
+pub use keyspace::{BatchPart, CoreKey, Family, JobPart, Key, QueueName};
 pub use limits::{GroupRateLimit, RateLimit};
 pub use metrics::{prometheus_text, QueueMetrics};
 pub use minter::IdMinter;
@@ -95,6 +97,7 @@ uniffi::setup_scaffolding!();
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
+    pub use crate::batch::stop_batch_steps_after;
     pub use crate::dead_letter::stop_moves_after;
     pub use crate::durable_pool::CONNECTIONS_PER_MASTER;
     pub use crate::script;

@@ -114,6 +114,15 @@ pub struct JobOptions {
     /// never set it (no spec field); read it with [`crate::Job::dead_letter_origin`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_lettered: Option<DeadLetterOrigin>,
+    /// Written by emq alone, on a job added through a batch ([`crate::batch::Batch::add`]): the
+    /// batch it belongs to. Bindings never set it (no spec field); read it with
+    /// [`crate::Job::batch_ref`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::batch::BatchRef>,
+    /// Written by emq alone, on a batch's callback job: the batch and its counts when the callback
+    /// fell due ([`crate::batch::BatchDone`]). Read it with [`crate::Job::batch_done`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_done: Option<crate::batch::BatchDone>,
 }
 
 /// Where a dead-lettered job came from: its queue, its id there, the attempts it made and its last
@@ -199,6 +208,8 @@ impl Default for JobOptions {
             description: None,
             dead_letter: None,
             dead_lettered: None,
+            batch: None,
+            batch_done: None,
         }
     }
 }

@@ -384,3 +384,55 @@ async fn a_queue_known_by_name_gets_its_jobs_in_its_partitions() {
         dlq.obliterate(true).await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batchs_jobs_on_a_partitioned_queue_run_in_its_partitions() {
+    for (topology, store) in common::both().await {
+        let parts = open(&store, &unique("part-batch"), Some(3)).await.unwrap();
+        let home = open(&store, &unique("part-batch-home"), None)
+            .await
+            .unwrap();
+        // A batch lives in a plain queue's slot; on a partitioned one it is refused, typed.
+        let e = parts
+            .batch(emq::BatchOptions::default())
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidOption, "{topology}");
+        let batch = home
+            .batch(emq::BatchOptions {
+                on_complete: Some(emq::BatchCallback {
+                    queue: home.name().as_str().to_string(),
+                    name: "done".into(),
+                    data: json!(null),
+                    options: JobOptions::default(),
+                }),
+                ..emq::BatchOptions::default()
+            })
+            .await
+            .unwrap();
+        let jobs: Vec<NewJob> = (0..30)
+            .map(|i| NewJob {
+                name: "x".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        batch.add_bulk(parts.name().as_str(), jobs).await.unwrap();
+        batch.seal().await.unwrap();
+        let spread = per_partition(&parts).await;
+        assert_eq!(spread.iter().sum::<u64>(), 30, "{topology}: {spread:?}");
+        let w = Worker::builder(parts.clone())
+            .handler(|_job: JobContext| async { Ok(json!(null)) })
+            .run()
+            .unwrap();
+        wait_until("the callback", Duration::from_secs(30), || async {
+            home.counts().await.unwrap().waiting == 1
+        })
+        .await;
+        w.close().await.unwrap();
+        let status = batch.status(0, 10).await.unwrap();
+        assert_eq!((status.total, status.completed), (30, 30), "{topology}");
+        parts.obliterate(true).await.unwrap();
+    }
+}

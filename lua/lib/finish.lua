@@ -2,8 +2,8 @@
 -- Used by fail.lua and delay_job.lua (the lease check) and by fail.lua and recover.lua (a failure
 -- for good).
 -- KEYS: none of its own; each function reads the caller's keys from `k` (k.record, k.logs,
--- k.active, k.leases, k.failed, k.dedup, k.meta, k.metrics, k.events, k.dead_letters). ARGV: none
--- of its own.
+-- k.active, k.leases, k.failed, k.dedup, k.meta, k.metrics, k.events, k.dead_letters,
+-- k.batch_pending). ARGV: none of its own. Needs lib/batch_note.lua (its users name it first).
 
 -- Takes the lease of job `id` off the caller: the lease must carry `token` (else a lease_lost
 -- error, nothing written); the job leaves active and leases. Returns the lease text.
@@ -41,7 +41,9 @@ end
 -- A job with a dead-letter queue (emq_dead_letter_of) is kept in failed whatever `keep` says,
 -- its record naming that queue (`dl_to`), and its id goes in k.dead_letters: the first of the
 -- dead-letter move's steps (core/src/dead_letter.rs does the others). Returns true then.
+-- A job of a batch has its outcome noted in k.batch_pending (lib/batch_note.lua).
 local function emq_fail_for_good(k, id, now, keep, atts, code, message, max_events, tag)
+  emq_batch_pending(k, k.record, id, 'f', now)
   local dedup = call('HGET', k.record, 'dedup')
   if dedup and dedup ~= '' and call('HGET', k.dedup, dedup) == id then call('HDEL', k.dedup, dedup) end
   local dlq = emq_dead_letter_of(k)

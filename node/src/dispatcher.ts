@@ -39,6 +39,8 @@ interface Entry {
   attemptsMade: number;
   attempts: number;
   fence: number;
+  /** A job of a batch: its batch (core/src/batch.rs). */
+  batch?: { queue: string; id: string };
 }
 
 /** The failure of a job as the native worker records it, from whatever the handler threw. */
@@ -172,6 +174,7 @@ export function dispatcher(handler: Handler, queues: Queue[], slot: Slot): (batc
         updateProgress: (p: unknown) => slot.progress(seq, id, p, raw.q),
         log: (line: string) => queue.log(id, line),
         childrenResults: (): Promise<Record<string, Json>> => queue.childrenResults(id),
+        batch: raw.batch ? queue.openBatch(raw.batch.id, raw.batch.queue) : null,
       } as ActiveJob;
       st.job = job;
       live.set(seq, st);

@@ -6,6 +6,7 @@
 // (index.mjs, from index.mts), with the declaration files.
 
 export { Queue } from './queue';
+export { Batch } from './batch';
 export { Worker } from './worker';
 export { EventStream } from './events';
 export {

@@ -4,11 +4,24 @@
 import * as fs from 'fs';
 import * as path from 'path';
 
+/** A native batch (bindings/node/src/batch.rs). */
+export interface NativeBatch {
+  readonly id: string;
+  readonly queue: string;
+  add(queue: string, name: string, data: string, opts: string | undefined): Promise<string>;
+  addBulkJson(queue: string, jobs: string): Promise<string>;
+  seal(): Promise<void>;
+  status(offset: number, limit: number): Promise<string>;
+  cancel(): Promise<number>;
+}
+
 /** A native queue (bindings/node/src/queue.rs). */
 export interface NativeQueue {
   readonly name: string;
   readonly partitions: number;
   mintId(): string;
+  batch(spec: string): Promise<NativeBatch>;
+  openBatch(id: string, queue: string | null): NativeBatch;
   add(name: string, data: string, opts: string | undefined): Promise<string>;
   addBulkJson(jobs: string): Promise<string>;
   addFlow(flow: string): Promise<string>;

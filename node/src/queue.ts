@@ -3,6 +3,7 @@
 
 import { call, callSync, emqError } from './errors';
 import type { HandlerFailed } from './errors';
+import { Batch, callbackSpec } from './batch';
 import { EventStream } from './events';
 import { kNative, kToken, native } from './loader';
 import type { NativeQueue } from './loader';
@@ -12,7 +13,7 @@ import {
 import type {
   BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
   QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo, DeadLetter, DeadLetterOrigin,
-  Replayed,
+  Replayed, BatchOptions,
 } from './types';
 
 const RATE_LIMIT_KEYS = ['max', 'window'];
@@ -214,6 +215,26 @@ export class Queue {
       Omit<Replayed, 'originId'> & { origin_id: string }
     >;
     return raw.map(({ origin_id, ...rest }) => ({ ...rest, originId: origin_id }));
+  }
+
+  /**
+   * Creates a batch held by this queue: `onComplete` and `onSuccess` are job specs `{queue, name,
+   * data, opts}`, added once (see docs/site/concepts/batches.md); a callback job finds the batch
+   * and its counts in its options' `batch_done`.
+   */
+  async batch(opts: BatchOptions = {}): Promise<Batch> {
+    checkKeys('batch options', opts, ['onComplete', 'onSuccess', 'description']);
+    const spec = JSON.stringify({
+      onComplete: callbackSpec('onComplete', opts.onComplete),
+      onSuccess: callbackSpec('onSuccess', opts.onSuccess),
+      description: opts.description,
+    });
+    return new Batch(await call(() => this[kNative].batch(spec)));
+  }
+
+  /** A handle on batch `id` (of `queue`, by default this one). */
+  openBatch(id: string, queue?: string): Batch {
+    return new Batch(callSync(() => this[kNative].openBatch(String(id), queue ?? null)));
   }
 
   /** Retries every failed job; resolves to how many. */

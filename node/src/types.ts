@@ -162,6 +162,45 @@ export interface ActiveJob<T = any> {
   log(line: string): Promise<number>;
   /** In a flow: the results of this job's children by `<queue>:<id>`. */
   childrenResults(): Promise<Record<string, Json>>;
+  /**
+   * The batch this job belongs to (null when it was not added through one): jobs it adds count in
+   * before they are added, so the batch is not done until they are.
+   */
+  readonly batch: import('./batch').Batch | null;
+}
+
+/** A batch's callback: the job added when it falls due. */
+export interface BatchCallback<T = unknown> {
+  /** The queue it goes to (any queue). */
+  queue: string;
+  name: string;
+  data?: T;
+  opts?: JobOptions;
+}
+
+/** What `queue.batch` takes. */
+export interface BatchOptions {
+  /** Added once, when every job of the sealed batch has its outcome. */
+  onComplete?: BatchCallback;
+  /** Added once, when every job of the sealed batch has completed (then, or after a retry). */
+  onSuccess?: BatchCallback;
+  /** Words for people (at most 1,024 bytes). */
+  description?: string;
+}
+
+/** A batch's state (`batch.status()`). */
+export interface BatchStatus {
+  id: string;
+  description: string | null;
+  total: number;
+  pending: number;
+  completed: number;
+  failed: number;
+  sealed: boolean;
+  cancelled: boolean;
+  done: boolean;
+  /** One page of the failed jobs, oldest failure first. */
+  failedJobs: Array<{ queue: string; id: JobId }>;
 }
 
 /** A job of a flow and its children. */

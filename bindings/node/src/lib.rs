@@ -11,6 +11,7 @@
 //! - [`worker_events`]: the worker's events (the core's hook) on their way to JS;
 //! - [`events`]: `NativeEvents`, a subscriber on a queue's events.
 
+mod batch;
 mod events;
 mod options;
 mod queue;

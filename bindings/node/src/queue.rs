@@ -91,6 +91,28 @@ impl NativeQueue {
         Ok(self.q.mint_id().map_err(throw)?.to_string())
     }
 
+    /// Creates a batch in this queue's slot (`spec`: JSON text `{onComplete, onSuccess,
+    /// description}`, each callback `{queue, name, data, opts}`).
+    #[napi]
+    pub async fn batch(&self, spec: String) -> Settled<crate::batch::NativeBatch> {
+        Settled::of(async move {
+            let options = crate::batch::batch_options(&spec).map_err(throw)?;
+            let b = self.q.batch(options).await.map_err(throw)?;
+            Ok(crate::batch::NativeBatch { b })
+        })
+        .await
+    }
+
+    /// A handle on batch `id` of `queue` (null: this queue).
+    #[napi]
+    pub fn open_batch(
+        &self,
+        id: String,
+        queue: Option<String>,
+    ) -> Result<crate::batch::NativeBatch> {
+        crate::batch::open(&self.q, queue, &id)
+    }
+
     /// Adds a job whose payload is JSON text, its options (if any) the JSON of a `JobSpec` (as
     /// `addBulk` sends each job's); returns its id.
     #[napi]

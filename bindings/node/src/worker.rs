@@ -138,7 +138,7 @@ impl Dispatch {
 }
 
 /// One job as the dispatcher receives it: `{"s":seq,"q":queue name,"id":…,"name":…,"data":…,
-/// "attemptsMade":n,"attempts":n,"fence":n}` (the fence, µs since the epoch, is below 2^53: a JS
+/// "attemptsMade":n,"attempts":n,"fence":n[,"batch":{queue,id}]}` (the fence, µs since the epoch, is below 2^53: a JS
 /// number holds it; the queue name picks the job's queue in a worker on several).
 fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     let j = ctx.job();
@@ -150,11 +150,17 @@ fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     let _ = serde_json::to_writer(&mut *out, &j.data);
     let _ = write!(
         out,
-        ",\"attemptsMade\":{},\"attempts\":{},\"fence\":{}}}",
+        ",\"attemptsMade\":{},\"attempts\":{},\"fence\":{}",
         j.attempts_made,
         j.attempts,
         ctx.fence()
     );
+    // A job of a batch (core/src/batch.rs): its batch, for `job.batch`.
+    if let Some(b) = j.options.get("batch") {
+        out.extend_from_slice(b",\"batch\":");
+        let _ = serde_json::to_writer(&mut *out, b);
+    }
+    out.push(b'}');
 }
 
 /// Unparks a job whose future was dropped before JS settled it.

@@ -178,6 +178,12 @@ awaitable_methods! {
             self.ctx.interrupt().map(|i| i.as_str())
         }
 
+        /// The batch this job belongs to (None when it was not added through one).
+        fn batch(&self, py: Python<'_>) -> PyResult<Option<crate::batch::Batch>> {
+            let b = self.ctx.batch().map_err(|e| crate::core_err(py, &e))?;
+            Ok(b.map(|inner| crate::batch::Batch { inner }))
+        }
+
         /// The reason given to `Queue.cancel`, once the job was cancelled.
         #[getter]
         fn cancel_reason(&self) -> Option<String> {

@@ -5,12 +5,13 @@
 //! handler (a Python callable behind the core's [`emq::Handler`] trait). There is no queue logic
 //! here.
 //!
-//! One file per exported class (`queue.rs` with `extras.rs`, `worker.rs`, `dispatch.rs` for
+//! One file per exported class (`queue.rs` with `extras.rs`, `batch.rs`, `worker.rs`, `dispatch.rs` for
 //! `Call` and `Done`, `extras.rs` for `EventStream`, `loop_bridge.rs`); the runtime, the asyncio
 //! bridge and `awaitable_methods!` (each method that talks to the core written once, awaitable or
 //! blocking) in `runtime.rs`, errors in `errors.rs`, values in `convert.rs` and `options.rs`. This
 //! file only registers them.
 
+mod batch;
 mod convert;
 mod dispatch;
 mod errors;
@@ -35,6 +36,7 @@ use worker::Worker;
 #[pymodule]
 fn _emq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Queue>()?;
+    m.add_class::<batch::Batch>()?;
     m.add_class::<Worker>()?;
     m.add_class::<Call>()?;
     m.add_class::<dispatch::Done>()?;

@@ -94,13 +94,13 @@ fn connect_options(
     Ok(options)
 }
 
-struct AddArgs {
-    name: String,
-    data: String,
-    options: JobOptions,
+pub(crate) struct AddArgs {
+    pub(crate) name: String,
+    pub(crate) data: String,
+    pub(crate) options: JobOptions,
 }
 
-fn add_args(
+pub(crate) fn add_args(
     py: Python<'_>,
     name: &Bound<'_, PyAny>,
     data: &Bound<'_, PyAny>,
@@ -115,7 +115,7 @@ fn add_args(
 
 /// `add_bulk`'s `(name, data, options)` tuples as the core's new jobs (each payload checked by
 /// the core's rule: depth, lone surrogates, integers within 64 bits).
-fn new_jobs(py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<Vec<emq::NewJob>> {
+pub(crate) fn new_jobs(py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<Vec<emq::NewJob>> {
     let mut new_jobs = Vec::new();
     for item in jobs.try_iter()? {
         let item = item?;
@@ -217,6 +217,12 @@ awaitable_methods! {
         #[getter]
         fn partitions(&self) -> u16 {
             self.inner.partition_count()
+        }
+
+        /// A handle on batch `id` of this queue (its id checked by the core's one gate).
+        fn open_batch(&self, py: Python<'_>, id: String) -> PyResult<crate::batch::Batch> {
+            let inner = self.core(py)?.open_batch(&id).map_err(|e| core_err(py, &e))?;
+            Ok(crate::batch::Batch { inner })
         }
 
         /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries
@@ -532,6 +538,21 @@ awaitable_methods! {
                 let done = q.replay_dead_letters(ids.as_deref()).await?;
                 Ok(Out::Json(serde_json::to_string(&done)?))
             }))
+        }
+
+        /// Creates a batch in this queue's slot (callbacks: `{queue, name, data, options}` dicts).
+        #[pyo3(signature = (on_complete=None, on_success=None, description=None, blocking=false))]
+        fn batch(
+            &self, py, on_complete: Option<&Bound<'_, PyDict>>,
+            on_success: Option<&Bound<'_, PyDict>>, description: Option<String>
+        ) {
+            let options = emq::BatchOptions {
+                on_complete: crate::batch::callback(py, on_complete)?,
+                on_success: crate::batch::callback(py, on_success)?,
+                description,
+            };
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Batch(q.batch(options).await?)) }))
         }
 
         #[pyo3(signature = (blocking=false))]

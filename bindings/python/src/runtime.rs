@@ -62,6 +62,7 @@ pub(crate) enum Out {
     Json(String),
     OptJson(Option<String>),
     Queue(emq::Queue),
+    Batch(emq::Batch),
     Events(extras::EventStream),
 }
 
@@ -87,6 +88,7 @@ impl Out {
                 },
             )?
             .into_any(),
+            Out::Batch(inner) => Py::new(py, crate::batch::Batch { inner })?.into_any(),
             Out::Events(e) => Py::new(py, e)?.into_any(),
         })
     }

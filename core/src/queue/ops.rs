@@ -510,6 +510,8 @@ impl Queue {
                 }
             }
         }
+        // The batches it created (their keys, listed in its `batches` family: core/src/batch.rs).
+        crate::batch::delete_all(self).await?;
         // Every queue-wide key (the job containers are empty by now): the families are listed
         // once, in keyspace.rs, so a new one cannot be forgotten here.
         let mut conn = self.store.conn();

@@ -12,6 +12,11 @@ pub(super) const LIBS: &[(&str, &str)] = &[
     ("lib/groups.lua", include_str!("../../lua/lib/groups.lua")),
     ("lib/ready.lua", include_str!("../../lua/lib/ready.lua")),
     ("lib/claim.lua", include_str!("../../lua/lib/claim.lua")),
+    (
+        "lib/batch_note.lua",
+        include_str!("../../lua/lib/batch_note.lua"),
+    ),
+    ("lib/batch.lua", include_str!("../../lua/lib/batch.lua")),
     ("lib/finish.lua", include_str!("../../lua/lib/finish.lua")),
 ];
 

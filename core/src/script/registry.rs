@@ -5,7 +5,7 @@
 use super::{assemble::*, header::*, invocation::*};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
-use crate::keyspace::{Family, JobPart, QueueName};
+use crate::keyspace::{BatchPart, Family, JobPart, QueueName};
 use crate::store::Store;
 use std::sync::OnceLock;
 
@@ -101,7 +101,8 @@ impl Script {
     }
 
     /// Starts a call with every fixed key bound by its header name: a family's key of `queue`
-    /// for a family's name, `record` / `logs` of `job`. A caller adds only the repeating group's
+    /// for a family's name, `record` / `logs` of `job`, `batch` / `batch_jobs` / `batch_failed` of
+    /// the batch `job` names. A caller adds only the repeating group's
     /// keys (if any) and the args. Refused (`internal`) when the header names a key that is not one
     /// role (`finished=completed|failed`: bind those with [`Script::prepare`] and
     /// [`Invocation::key`]) or a job part without a `job`.
@@ -122,7 +123,12 @@ impl Script {
             let key = match (role.as_str(), job) {
                 ("record", Some(id)) => queue.job_key(id, JobPart::Record),
                 ("logs", Some(id)) => queue.job_key(id, JobPart::Logs),
-                ("record" | "logs", None) => return Err(refuse("a job's key, and no job given")),
+                ("batch", Some(id)) => queue.batch_key(id, BatchPart::Record),
+                ("batch_jobs", Some(id)) => queue.batch_key(id, BatchPart::Jobs),
+                ("batch_failed", Some(id)) => queue.batch_key(id, BatchPart::Failed),
+                ("record" | "logs" | "batch" | "batch_jobs" | "batch_failed", None) => {
+                    return Err(refuse("a job's or batch's key, and no id given"))
+                }
                 (role, _) => match Family::ALL.iter().find(|f| f.role() == role) {
                     Some(f) => queue.key(*f),
                     None => return Err(refuse("not a queue family")),
@@ -236,6 +242,20 @@ scripts! {
     DEAD_LETTER_DONE => "dead_letter_done",
     /// Selects the dead-letter moves a crash interrupted.
     DEAD_LETTERS_DUE => "dead_letters_due",
+    /// Creates a batch in its queue's slot (core/src/batch.rs).
+    BATCH_CREATE => "batch_create",
+    /// Counts jobs into a batch before they are added (a batched add's first step).
+    BATCH_COUNT => "batch_count",
+    /// Seals a batch: done once every job counted in has its outcome.
+    BATCH_SEAL => "batch_seal",
+    /// Records a batched job's outcome in its batch once, and pins the callbacks that fall due.
+    BATCH_RECORD => "batch_record",
+    /// Marks a batch's callback added (the callback's last step).
+    BATCH_CALLBACK_DONE => "batch_callback_done",
+    /// Selects the batched outcomes a crash left on their way to their batch.
+    BATCH_PENDING_DUE => "batch_pending_due",
+    /// Cancels a batch: no more adds, no callbacks.
+    BATCH_CANCEL => "batch_cancel",
     /// Reads the clock of the node that owns the queue.
     SERVER_TIME => "server_time",
 }

@@ -415,6 +415,8 @@ impl TryFrom<JobSpec> for JobOptions {
             description: s.description,
             dead_letter: s.dead_letter,
             dead_lettered: None,
+            batch: None,
+            batch_done: None,
         };
         o.validate()?;
         Ok(o)

@@ -154,6 +154,9 @@ struct Completion {
     /// The job's `remove_on_complete`: `Now` deletes the record; `Within` trims once recorded.
     removal: crate::options::Removal,
     dedup: String,
+    /// The batch of a batched job (`core/src/batch.rs`): its outcome is recorded there once
+    /// completed.
+    batch: Option<crate::batch::BatchRef>,
     /// The job and its result for the host's `completed` event (None without a hook).
     event: Option<(Arc<Job>, serde_json::Value)>,
     /// A leased-ahead job whose run the slot started right after this one: its start is reported

@@ -44,6 +44,7 @@ pub(super) async fn finish_reporting(
                 result: serde_json::to_string(&result).unwrap_or_else(|_| "null".into()),
                 removal: opts.remove_on_complete,
                 dedup: job.dedup.clone().unwrap_or_default(),
+                batch: opts.batch.clone(),
                 // For the host's `completed` event once recorded (only when it has a hook).
                 event: s.events.as_ref().map(|_| (job.clone(), result)),
                 started,
@@ -87,6 +88,7 @@ pub(super) async fn finish_reporting(
                 .key(&k.delayed_priority)
                 .group_keys(k)
                 .key(&k.dead_letters)
+                .key(&k.batch_pending)
                 .arg(job.id)
                 .arg(token)
                 .arg(failure.to_string())
@@ -112,6 +114,9 @@ pub(super) async fn finish_reporting(
                                 &e,
                             );
                         }
+                    }
+                    if let (true, Some(b)) = (status != "retry", &opts.batch) {
+                        settle_batched(s, crate::batch::pending_entry('f', job.id, b)).await;
                     }
                     // Counted once recorded, by what the script did: a retry, or failed for good.
                     if status == "retry" {
@@ -212,7 +217,8 @@ pub(super) async fn complete_loop(
             .key(&k.group_windows)
             .key(&k.handoff)
             .key(&k.delayed_priority)
-            .group_keys(k);
+            .group_keys(k)
+            .key(&k.batch_pending);
         for c in &batch {
             inv = inv
                 .key(&q.name().job_key(c.id, JobPart::Record))
@@ -231,7 +237,12 @@ pub(super) async fn complete_loop(
                     .join(" "),
             );
         for c in &batch {
-            let keep = if c.removal.is_now() { "0" } else { "1" };
+            let keep = match (c.removal.is_now(), c.batch.is_some()) {
+                (true, false) => "0",
+                (false, false) => "1",
+                (true, true) => "2",
+                (false, true) => "3",
+            };
             inv = inv
                 .arg(c.id)
                 .arg(c.token.as_str())
@@ -255,6 +266,15 @@ pub(super) async fn complete_loop(
                 }
             }
             Ok((lost, next)) => {
+                // The batched jobs' second step (their batches' slots), all at once.
+                let settles = (1..).zip(batch.iter()).filter_map(|(place, c)| {
+                    let b = c.batch.as_ref().filter(|_| !lost.contains(&place))?;
+                    Some(settle_batched(
+                        &s,
+                        crate::batch::pending_entry('c', c.id, b),
+                    ))
+                });
+                futures::future::join_all(settles).await;
                 // The reply names the (1-based) places of the jobs whose leases were lost.
                 for (place, c) in (1..).zip(batch.iter_mut()) {
                     if !lost.contains(&place) {
@@ -288,6 +308,17 @@ pub(super) async fn complete_loop(
             }
         }
         recorded(&s, batch.len());
+    }
+}
+
+/// Records a batched job's outcome (noted as `entry` by its finish script) in its batch; a
+/// failure is left to the maintenance loop (`core/src/batch.rs`).
+async fn settle_batched(s: &Shared, entry: String) {
+    if let Err(e) = crate::batch::settle(&s.queue, &entry).await {
+        s.trouble(
+            "could not record a batched job's outcome in its batch yet; the maintenance loop will",
+            &e,
+        );
     }
 }
 

@@ -22,7 +22,7 @@ event loop, see :mod:`emq.sync`; to run a worker from the command line, ``python
 module:handler --queue NAME`` (:mod:`emq.cli`).
 
 The package, one module per concern (this file only re-exports): :mod:`emq.queue` (the queue),
-:mod:`emq.job` (the job a handler receives), :mod:`emq.worker` (the worker) with
+:mod:`emq.job` (the job a handler receives), :mod:`emq.batch` (batches), :mod:`emq.worker` (the worker) with
 :mod:`emq.worker_events` (its listeners), :mod:`emq.events` (a queue's events stream),
 :mod:`emq.errors` (the exceptions), :mod:`emq.sync` (the blocking API) and ``emq._args`` (the
 argument shapes both APIs share).
@@ -60,6 +60,7 @@ from .errors import (
     UndeclaredKey,
     Unrecoverable,
 )
+from .batch import Batch
 from .events import EventStream
 from .job import Handler as Handler, Job, Reported as Reported
 from .queue import Queue
@@ -72,6 +73,7 @@ __all__ = [
     "Queue",
     "Worker",
     "Job",
+    "Batch",
     "EventStream",
     "Unrecoverable",
     "Delay",

@@ -168,6 +168,23 @@ class Job:
             return call.log(line)
         return Reported(call.log(line, blocking=True))
 
+    @property
+    def batch(self) -> "Any":
+        """The batch this job belongs to (None when it was not added through one): an
+        :class:`emq.Batch` in an ``async def`` handler, an :class:`emq.sync.Batch` in a plain
+        ``def`` one. Jobs it adds count in before they are added, so the batch is not done until
+        they are."""
+        native = self._run().batch()
+        if native is None:
+            return None
+        if _on_loop():
+            from .batch import Batch
+
+            return Batch(native)
+        from .sync import Batch as SyncBatch
+
+        return SyncBatch(native)
+
     def children_results(self) -> Awaitable[Dict[str, Any]]:
         """In a flow's parent: each child's result by ``"<queue>:<id>"`` (a failed child under
         ``parent_policy="ignore"`` appears as ``{"failed": …}``). Awaited in an ``async def``

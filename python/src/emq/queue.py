@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from . import _emq
 from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
+from .batch import Batch, _callback
 from .events import EventStream
 
 __all__ = ["Queue"]
@@ -312,6 +313,28 @@ class Queue:
         """Sends dead-lettered jobs (``ids``, or all) back to their queues with their attempts
         reset and removes them here; returns ``[{id, queue, origin_id}]``."""
         return await self._native.replay_dead_letters(ids)
+
+    async def batch(
+        self,
+        *,
+        on_complete: Optional[Dict[str, Any]] = None,
+        on_success: Optional[Dict[str, Any]] = None,
+        description: Optional[str] = None,
+    ) -> Batch:
+        """Creates a batch (:class:`emq.Batch`) held by this queue. Each callback is a job spec
+        ``{"queue", "name", "data", "options"}`` (options: a dict of :meth:`add`'s keyword
+        options): ``on_complete`` is added once, when every job of the sealed batch has its
+        outcome; ``on_success`` once, when every job has completed (then, or later when its
+        failed jobs are retried to success). A callback job finds the batch and its counts in
+        ``job.options["batch_done"]`` (``queue``, ``id``, ``kind``, ``total``, ``completed``,
+        ``failed``); the failed ids are paged with ``open_batch(id).status()``."""
+        return Batch(
+            await self._native.batch(_callback(on_complete), _callback(on_success), description)
+        )
+
+    def open_batch(self, batch_id: str) -> Batch:
+        """A handle on batch ``batch_id`` of this queue (:class:`InvalidJobId` for a malformed id)."""
+        return Batch(self._native.open_batch(batch_id))
 
     async def retry_failed(self) -> int:
         """Retries every failed job; returns how many."""

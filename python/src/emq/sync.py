@@ -21,12 +21,13 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import _emq
 from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
+from .batch import _callback, _job_options
 from .job import Job
 from .worker import _natives
 from .worker_events import _WorkerEvents
 from .errors import InvalidOption
 
-__all__ = ["Queue", "Worker", "EventStream"]
+__all__ = ["Queue", "Worker", "EventStream", "Batch"]
 
 
 def _blocking(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -218,6 +219,20 @@ class Queue:
 
     def replay_dead_letters(self, ids: Optional[List[str]] = None) -> List[Dict[str, Any]]:
         return _blocking(self._native.replay_dead_letters, ids)
+
+    def batch(
+        self,
+        *,
+        on_complete: Optional[Dict[str, Any]] = None,
+        on_success: Optional[Dict[str, Any]] = None,
+        description: Optional[str] = None,
+    ) -> "Batch":
+        return Batch(
+            _blocking(self._native.batch, _callback(on_complete), _callback(on_success), description)
+        )
+
+    def open_batch(self, batch_id: str) -> "Batch":
+        return Batch(self._native.open_batch(batch_id))
 
     def retry_failed(self) -> int:
         return _blocking(self._native.retry_failed)
@@ -418,3 +433,33 @@ class Worker(_WorkerEvents):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class Batch:
+    """The blocking twin of :class:`emq.Batch`; see there for each method."""
+
+    def __init__(self, native: "_emq.Batch") -> None:
+        self._native = native
+
+    @property
+    def id(self) -> str:
+        return self._native.id
+
+    @property
+    def queue(self) -> str:
+        return self._native.queue
+
+    def add(self, queue: str, name: str, data: Any = None, **options: Any) -> str:
+        return _blocking(self._native.add, queue, name, data, _job_options(options))
+
+    def add_bulk(self, queue: str, jobs: Iterable[JobSpec]) -> List[str]:
+        return _blocking(self._native.add_bulk, queue, _bulk(jobs))
+
+    def seal(self) -> None:
+        _blocking(self._native.seal)
+
+    def status(self, offset: int = 0, limit: int = 100) -> Dict[str, Any]:
+        return _blocking(self._native.status, offset, limit)
+
+    def cancel(self) -> int:
+        return _blocking(self._native.cancel)

@@ -1,0 +1,658 @@
+//! Batches on real servers (standalone and a 3-master cluster, guarded): the callbacks are added
+//! once, after the last outcome of a sealed batch; on_success after a failed job is retried to
+//! success; jobs added by running jobs hold the batch open; jobs sit on other queues (other slots)
+//! than the batch; a step cut by a crash is finished (by maintenance) exactly once; status pages
+//! the failed jobs; cancel; bad input is a typed error; the audit passes.
+
+mod common;
+
+use common::{audit_ok, queue_on, unique, wait_until};
+
+use emq::{
+    BatchCallback, BatchOptions, ErrorCode, HandlerError, Job, JobContext, JobOptions, JobState,
+    NewJob, Queue, Worker, WorkerHandle, WorkerOptions,
+};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A worker whose handler fails the jobs whose data has `"fail": true` while `failing` holds,
+/// and, for a job named `spawn`, adds `data.children` jobs to its batch on `data.to`.
+fn worker(q: &Queue, failing: Arc<AtomicBool>) -> WorkerHandle {
+    Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 4,
+            stalled_interval: Duration::from_millis(300),
+            ..WorkerOptions::default()
+        })
+        .handler(move |job: JobContext| {
+            let failing = failing.clone();
+            async move {
+                if job.job().name == "spawn" {
+                    let batch = job.batch().unwrap().expect("a batched job sees its batch");
+                    let to = job.data()["to"].as_str().unwrap().to_string();
+                    for i in 0..job.data()["children"].as_u64().unwrap() {
+                        batch
+                            .add(&to, "child", json!({ "i": i }), JobOptions::default())
+                            .await
+                            .map_err(|e| HandlerError::new(e.to_string()))?;
+                    }
+                    // The children are counted in: the batch waits for them, not just for us.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                if job.data()["fail"] == json!(true) && failing.load(Ordering::SeqCst) {
+                    return Err(HandlerError::new("it broke"));
+                }
+                Ok::<Value, _>(json!("ok"))
+            }
+        })
+        .run()
+        .unwrap()
+}
+
+fn callback(q: &Queue, name: &str) -> BatchCallback {
+    BatchCallback {
+        queue: q.name().as_str().to_string(),
+        name: name.to_string(),
+        data: json!({ "cb": name }),
+        options: JobOptions::default(),
+    }
+}
+
+fn both_callbacks(cb: &Queue) -> BatchOptions {
+    BatchOptions {
+        on_complete: Some(callback(cb, "complete")),
+        on_success: Some(callback(cb, "success")),
+        description: Some("nightly import".into()),
+    }
+}
+
+/// The callback jobs waiting in `cb`.
+async fn callbacks(cb: &Queue) -> Vec<Job> {
+    let mut out = Vec::new();
+    for id in cb.list_ids(JobState::Waiting, 0, 100).await.unwrap() {
+        out.push(cb.get(id).await.unwrap().unwrap());
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn plain(n: usize, fail: &[usize]) -> Vec<NewJob> {
+    (0..n)
+        .map(|i| NewJob {
+            name: "work".into(),
+            data: json!({ "i": i, "fail": fail.contains(&i) }),
+            options: JobOptions::default(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callbacks_run_once_after_the_last_outcome() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-home").await;
+        let jobs = q.queue(&unique("b-jobs")).unwrap();
+        let cb = q.queue(&unique("b-cb")).unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let ids = batch
+            .add_bulk(jobs.name().as_str(), plain(5, &[3]))
+            .await
+            .unwrap();
+        let w = worker(&jobs, Arc::new(AtomicBool::new(true)));
+        wait_until("every outcome", Duration::from_secs(20), || async {
+            let st = batch.status(0, 10).await.unwrap();
+            st.completed == 4 && st.failed == 1
+        })
+        .await;
+        // Not sealed yet: its creator may still add, so no callback.
+        assert!(callbacks(&cb).await.is_empty(), "{topology}");
+        batch.seal().await.unwrap();
+        batch.seal().await.unwrap();
+        let st = batch.status(0, 10).await.unwrap();
+        assert!(st.done && st.sealed && !st.cancelled, "{topology} {st:?}");
+        assert_eq!((st.total, st.pending), (5, 0));
+        assert_eq!(st.description.as_deref(), Some("nightly import"));
+        assert_eq!(st.failed_jobs.len(), 1);
+        assert_eq!(st.failed_jobs[0].id, ids[3]);
+        assert_eq!(st.failed_jobs[0].queue, jobs.name().as_str());
+        let cbs = callbacks(&cb).await;
+        assert_eq!(cbs.len(), 1, "{topology}: on_complete only (a job failed)");
+        let done = cbs[0].batch_done().expect("the callback carries its batch");
+        assert_eq!(cbs[0].name, "complete");
+        assert_eq!(cbs[0].data, json!({ "cb": "complete" }));
+        assert_eq!(done.kind, "complete");
+        assert_eq!(done.id, batch.id().to_string());
+        assert_eq!((done.total, done.completed, done.failed), (5, 4, 1));
+        // A done batch takes no more jobs.
+        let e = batch
+            .add(
+                jobs.name().as_str(),
+                "late",
+                json!(1),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidState, "{topology}");
+        // Recording again changes nothing.
+        assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 0);
+        w.close().await.unwrap();
+        assert_eq!(callbacks(&cb).await.len(), 1);
+        // Each finish's note was taken off once its batch counted it.
+        let notes: u64 = redis::cmd("ZCARD")
+            .arg(&jobs.keys().batch_pending)
+            .query_async(&mut store.conn())
+            .await
+            .unwrap();
+        assert_eq!(notes, 0, "{topology}");
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+        audit_ok(&cb).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_success_runs_once_when_a_failed_job_is_retried_to_success() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-retry").await;
+        let cb = q.queue(&unique("b-retry-cb")).unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let ids = batch
+            .add_bulk(q.name().as_str(), plain(3, &[0]))
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        let failing = Arc::new(AtomicBool::new(true));
+        let w = worker(&q, failing.clone());
+        wait_until("on_complete", Duration::from_secs(20), || async {
+            callbacks(&cb).await.len() == 1
+        })
+        .await;
+        assert_eq!(callbacks(&cb).await[0].name, "complete", "{topology}");
+        failing.store(false, Ordering::SeqCst);
+        q.retry(ids[0]).await.unwrap();
+        wait_until("on_success", Duration::from_secs(20), || async {
+            callbacks(&cb).await.len() == 2
+        })
+        .await;
+        let cbs = callbacks(&cb).await;
+        let success = cbs[1].batch_done().unwrap();
+        assert_eq!(cbs[1].name, "success");
+        assert_eq!(
+            (success.total, success.completed, success.failed),
+            (3, 3, 0)
+        );
+        // on_complete kept the counts it fell due with.
+        let complete = cbs[0].batch_done().unwrap();
+        assert_eq!((complete.completed, complete.failed), (2, 1));
+        let st = batch.status(0, 10).await.unwrap();
+        assert_eq!((st.completed, st.failed, st.pending), (3, 0, 0));
+        assert!(st.failed_jobs.is_empty());
+        w.close().await.unwrap();
+        assert_eq!(callbacks(&cb).await.len(), 2, "{topology}: each once");
+        audit_ok(&q).await;
+        audit_ok(&cb).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_added_by_running_jobs_on_another_queue_hold_the_batch() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-grow").await;
+        let kids = q.queue(&unique("b-grow-kids")).unwrap();
+        let cb = q.queue(&unique("b-grow-cb")).unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        batch
+            .add(
+                q.name().as_str(),
+                "spawn",
+                json!({ "to": kids.name().as_str(), "children": 3 }),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        let wq = worker(&q, Arc::new(AtomicBool::new(true)));
+        // The parent finishes while its children wait (no worker on their queue yet).
+        wait_until("the parent completed", Duration::from_secs(20), || async {
+            q.counts().await.unwrap().get(JobState::Completed) == 1
+        })
+        .await;
+        let st = batch.status(0, 10).await.unwrap();
+        assert_eq!(
+            (st.total, st.completed, st.pending),
+            (4, 1, 3),
+            "{topology}"
+        );
+        assert!(!st.done);
+        assert!(callbacks(&cb).await.is_empty());
+        let wk = worker(&kids, Arc::new(AtomicBool::new(true)));
+        wait_until("both callbacks", Duration::from_secs(20), || async {
+            callbacks(&cb).await.len() == 2
+        })
+        .await;
+        for c in callbacks(&cb).await {
+            let d = c.batch_done().unwrap();
+            assert_eq!((d.total, d.completed, d.failed), (4, 4, 0), "{topology}");
+        }
+        let child = kids.list_ids(JobState::Completed, 0, 1).await.unwrap()[0];
+        let child = kids.get(child).await.unwrap().unwrap();
+        assert_eq!(child.batch_ref().unwrap().id, batch.id().to_string());
+        wq.close().await.unwrap();
+        wk.close().await.unwrap();
+        for x in [&q, &kids, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_cut_by_a_crash_is_finished_exactly_once() {
+    for (topology, store) in common::both().await {
+        for step in [1u8, 2, 3] {
+            let q = queue_on(&store, "b-crash").await;
+            let jobs = q.queue(&unique("b-crash-jobs")).unwrap();
+            let cb = q.queue(&unique("b-crash-cb")).unwrap();
+            let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+            let stop_on = if step == 3 { q.name() } else { jobs.name() };
+            emq::testing::stop_batch_steps_after(stop_on.as_str(), step);
+            batch
+                .add(jobs.name().as_str(), "x", json!({}), JobOptions::default())
+                .await
+                .unwrap();
+            batch.seal().await.unwrap();
+            let w = worker(&jobs, Arc::new(AtomicBool::new(true)));
+            wait_until("completed", Duration::from_secs(20), || async {
+                jobs.counts().await.unwrap().get(JobState::Completed) == 1
+            })
+            .await;
+            w.close().await.unwrap();
+            let st = batch.status(0, 10).await.unwrap();
+            // As the crash left it.
+            let mine = |cbs: Vec<Job>| {
+                cbs.into_iter()
+                    .filter(|c| c.batch_done().unwrap().id == batch.id().to_string())
+                    .count()
+            };
+            match step {
+                1 => assert_eq!((st.completed, st.pending), (0, 1), "{topology}"),
+                2 => assert_eq!((st.completed, st.pending), (1, 0), "{topology}"),
+                _ => assert_eq!(mine(callbacks(&cb).await), 2, "{topology}"),
+            }
+            if step < 3 {
+                assert_eq!(mine(callbacks(&cb).await), 0, "{topology} step {step}");
+            }
+            emq::testing::stop_batch_steps_after(stop_on.as_str(), 0);
+            if step == 1 {
+                // The maintenance loop of a (new) worker finishes it after the grace.
+                let w = worker(&jobs, Arc::new(AtomicBool::new(true)));
+                wait_until(
+                    "maintenance recorded it",
+                    emq::batch::BATCH_GRACE + Duration::from_secs(10),
+                    || async { batch.status(0, 10).await.unwrap().completed == 1 },
+                )
+                .await;
+                w.close().await.unwrap();
+            } else if step == 2 {
+                // Counted already: recording again only adds the callbacks.
+                assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 0);
+            } else {
+                // A repeated seal finds the pinned ids: the same jobs, nothing added twice.
+                batch.seal().await.unwrap();
+            }
+            assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 0);
+            let cbs = callbacks(&cb).await;
+            assert_eq!(mine(cbs), 2, "{topology} step {step}: each callback once");
+            let st = batch.status(0, 10).await.unwrap();
+            assert_eq!((st.completed, st.pending), (1, 0), "{topology} step {step}");
+            let pending: u64 = redis::cmd("ZCARD")
+                .arg(&jobs.keys().batch_pending)
+                .query_async(&mut store.conn())
+                .await
+                .unwrap();
+            assert_eq!(pending, 0, "{topology} step {step}");
+            for x in [&q, &jobs, &cb] {
+                audit_ok(x).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_pages_the_failed_jobs() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-page").await;
+        let jobs = q.queue(&unique("b-page-jobs")).unwrap();
+        let batch = q.batch(BatchOptions::default()).await.unwrap();
+        let ids = batch
+            .add_bulk(jobs.name().as_str(), plain(9, &[0, 1, 2, 3, 4, 5, 6]))
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        let w = worker(&jobs, Arc::new(AtomicBool::new(true)));
+        wait_until("done", Duration::from_secs(20), || async {
+            batch.status(0, 0).await.unwrap().done
+        })
+        .await;
+        w.close().await.unwrap();
+        let mut seen = Vec::new();
+        for (offset, len) in [(0, 3), (3, 3), (6, 1), (9, 0)] {
+            let st = batch.status(offset, 3).await.unwrap();
+            assert_eq!(st.failed_jobs.len(), len, "{topology} offset {offset}");
+            assert_eq!((st.total, st.completed, st.failed), (9, 2, 7));
+            seen.extend(st.failed_jobs.into_iter().map(|j| j.id));
+        }
+        seen.sort();
+        let mut want = ids[..7].to_vec();
+        want.sort();
+        assert_eq!(seen, want, "{topology}");
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_batch_takes_no_jobs_and_runs_no_callback() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-cancel").await;
+        let jobs = q.queue(&unique("b-cancel-jobs")).unwrap();
+        let cb = q.queue(&unique("b-cancel-cb")).unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        batch
+            .add_bulk(jobs.name().as_str(), plain(4, &[]))
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        assert_eq!(batch.cancel().await.unwrap(), 4, "{topology}");
+        assert_eq!(batch.cancel().await.unwrap(), 0, "{topology}: idempotent");
+        assert_eq!(jobs.counts().await.unwrap().get(JobState::Failed), 4);
+        let e = batch
+            .add(
+                jobs.name().as_str(),
+                "more",
+                json!(1),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidState);
+        let st = batch.status(0, 10).await.unwrap();
+        assert!(st.cancelled && !st.done, "{st:?}");
+        assert_eq!(
+            (st.failed, st.pending),
+            (4, 0),
+            "the cancelled jobs are its failures"
+        );
+        assert!(callbacks(&cb).await.is_empty());
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+        // One job of a live batch cancelled on its own before it ran counts as failed.
+        let other = q.batch(both_callbacks(&cb)).await.unwrap();
+        let ids = other
+            .add_bulk(jobs.name().as_str(), plain(2, &[]))
+            .await
+            .unwrap();
+        other.seal().await.unwrap();
+        jobs.cancel(ids[0], "not needed").await.unwrap();
+        assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 1, "{topology}");
+        let st = other.status(0, 10).await.unwrap();
+        assert_eq!((st.failed, st.pending), (1, 1), "{topology}");
+        assert_eq!(st.failed_jobs[0].id, ids[0]);
+        audit_ok(&jobs).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_typed_error() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-bad").await;
+        let long = BatchOptions {
+            description: Some("x".repeat(emq::options::MAX_DESCRIPTION + 1)),
+            ..BatchOptions::default()
+        };
+        assert_eq!(
+            q.batch(long).await.err().unwrap().code(),
+            ErrorCode::InvalidOption
+        );
+        let mut bad_queue = callback(&q, "c");
+        bad_queue.queue = "a:b".into();
+        let opts = BatchOptions {
+            on_complete: Some(bad_queue),
+            ..BatchOptions::default()
+        };
+        assert_eq!(
+            q.batch(opts).await.err().unwrap().code(),
+            ErrorCode::InvalidQueueName
+        );
+        let mut bad_opts = callback(&q, "c");
+        bad_opts.options.attempts = 0;
+        let opts = BatchOptions {
+            on_success: Some(bad_opts),
+            ..BatchOptions::default()
+        };
+        assert_eq!(
+            q.batch(opts).await.err().unwrap().code(),
+            ErrorCode::InvalidOption
+        );
+        let batch = q.batch(BatchOptions::default()).await.unwrap();
+        let add = |queue: &'static str, options: JobOptions| {
+            let batch = batch.clone();
+            async move {
+                batch
+                    .add(queue, "j", json!(1), options)
+                    .await
+                    .unwrap_err()
+                    .code()
+            }
+        };
+        assert_eq!(
+            add("a b", JobOptions::default()).await,
+            ErrorCode::InvalidQueueName
+        );
+        let dedup = JobOptions {
+            dedup: Some("k".into()),
+            ..JobOptions::default()
+        };
+        assert_eq!(add("fine", dedup).await, ErrorCode::InvalidOption);
+        assert_eq!(
+            q.open_batch("not-a-batch").err().unwrap().code(),
+            ErrorCode::InvalidJobId
+        );
+        let ghost = q.open_batch(&q.mint_id().unwrap().to_string()).unwrap();
+        assert_eq!(
+            ghost.status(0, 1).await.unwrap_err().code(),
+            ErrorCode::JobNotFound
+        );
+        assert_eq!(
+            ghost
+                .add(q.name().as_str(), "j", json!(1), JobOptions::default())
+                .await
+                .unwrap_err()
+                .code(),
+            ErrorCode::JobNotFound,
+            "{topology}"
+        );
+        assert_eq!(
+            ghost.cancel().await.unwrap_err().code(),
+            ErrorCode::JobNotFound
+        );
+        // Nothing was counted in or added by the refused adds.
+        assert_eq!(batch.status(0, 1).await.unwrap().total, 0);
+        audit_ok(&q).await;
+        // Obliterating the queue takes its batches with it.
+        let key = q.name().batch_key(batch.id(), emq::BatchPart::Record);
+        q.obliterate(true).await.unwrap();
+        let left: i64 = redis::cmd("EXISTS")
+            .arg(&key)
+            .query_async(&mut store.conn())
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{topology}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_failed_by_the_stall_sweep_and_a_deleted_completion_both_count() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-stall").await;
+        let jobs = q.queue(&unique("b-stall-jobs")).unwrap();
+        let cb = q.queue(&unique("b-stall-cb")).unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let hang = batch
+            .add(
+                jobs.name().as_str(),
+                "hang",
+                json!({}),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+        // A completion that deletes its record at once (complete.lua's "drop" path).
+        let gone = JobOptions {
+            remove_on_complete: emq::Removal::Now,
+            ..JobOptions::default()
+        };
+        batch
+            .add(jobs.name().as_str(), "quick", json!({}), gone)
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        let short = WorkerOptions {
+            concurrency: 2,
+            lease: Duration::from_millis(500),
+            stalled_interval: Duration::from_millis(200),
+            max_stalls: 0,
+            ..WorkerOptions::default()
+        };
+        // A worker killed while it runs "hang": the sweep of the next fails it for good.
+        let w1 = Worker::builder(jobs.clone())
+            .options(short.clone())
+            .handler(|job: JobContext| async move {
+                if job.job().name == "hang" {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                Ok(Value::Null)
+            })
+            .run()
+            .unwrap();
+        wait_until("quick completed", Duration::from_secs(10), || async {
+            batch.status(0, 0).await.unwrap().completed == 1
+        })
+        .await;
+        drop(w1);
+        let w2 = Worker::builder(jobs.clone())
+            .options(short)
+            .handler(|_job: JobContext| async move { Ok(Value::Null) })
+            .run()
+            .unwrap();
+        wait_until(
+            "the stalled job counted failed",
+            emq::batch::BATCH_GRACE + Duration::from_secs(15),
+            || async { batch.status(0, 10).await.unwrap().failed == 1 },
+        )
+        .await;
+        w2.close().await.unwrap();
+        let st = batch.status(0, 10).await.unwrap();
+        assert!(st.done, "{topology} {st:?}");
+        assert_eq!(st.failed_jobs[0].id, hang);
+        let cbs = callbacks(&cb).await;
+        assert_eq!(cbs.len(), 1, "{topology}");
+        assert_eq!(cbs[0].name, "complete");
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}
+
+/// A measurement, not a check (run with `--ignored --nocapture`): 20,000 jobs added through a
+/// batch against a plain bulk add, on the standalone server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn measure_a_batched_bulk_add_against_a_plain_one() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "b-measure").await;
+    let n = 20_000;
+    for round in 0..2 {
+        let plain_q = q.queue(&unique("b-measure-plain")).unwrap();
+        let t = std::time::Instant::now();
+        plain_q.add_bulk(common::jobs("p", n)).await.unwrap();
+        let plain = n as f64 / t.elapsed().as_secs_f64();
+        let batched_q = q.queue(&unique("b-measure-batched")).unwrap();
+        let batch = q.batch(BatchOptions::default()).await.unwrap();
+        let t = std::time::Instant::now();
+        batch
+            .add_bulk(batched_q.name().as_str(), common::jobs("b", n))
+            .await
+            .unwrap();
+        let batched = n as f64 / t.elapsed().as_secs_f64();
+        println!(
+            "round {round}: plain {plain:.0} jobs/s, batched {batched:.0} jobs/s ({:.2}x)",
+            batched / plain
+        );
+        assert_eq!(batch.status(0, 0).await.unwrap().total, n as u64);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_refused_for_now_holds_back_no_other_batch() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-held").await;
+        let jobs = q.queue(&unique("b-held-jobs")).unwrap();
+        let cb = q.queue(&unique("b-held-cb")).unwrap();
+        // The group "g" of the callbacks' queue is full: a callback in it is refused (group_full).
+        cb.set_group_max_waiting(Some(1), Some("g")).await.unwrap();
+        let in_g = JobOptions {
+            group: Some("g".into()),
+            ..JobOptions::default()
+        };
+        let blocker = cb.add("blocker", json!({}), in_g.clone()).await.unwrap();
+        let mut refused = callback(&cb, "complete");
+        refused.options = in_g;
+        let a = q
+            .batch(BatchOptions {
+                on_complete: Some(refused),
+                ..BatchOptions::default()
+            })
+            .await
+            .unwrap();
+        let b = q.batch(both_callbacks(&cb)).await.unwrap();
+        emq::testing::stop_batch_steps_after(jobs.name().as_str(), 1);
+        for batch in [&a, &b] {
+            batch
+                .add(jobs.name().as_str(), "x", json!({}), JobOptions::default())
+                .await
+                .unwrap();
+            batch.seal().await.unwrap();
+        }
+        let w = worker(&jobs, Arc::new(AtomicBool::new(true)));
+        wait_until("both completed", Duration::from_secs(20), || async {
+            jobs.counts().await.unwrap().get(JobState::Completed) == 2
+        })
+        .await;
+        w.close().await.unwrap();
+        emq::testing::stop_batch_steps_after(jobs.name().as_str(), 0);
+        // a's callback is refused; b's steps go on all the same.
+        let e = jobs.record_batch_outcomes().await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::GroupFull, "{topology}");
+        let of = |batch: &emq::Batch, cbs: &[Job]| {
+            cbs.iter()
+                .filter(|c| {
+                    c.batch_done()
+                        .is_some_and(|d| d.id == batch.id().to_string())
+                })
+                .count()
+        };
+        assert_eq!(of(&b, &callbacks(&cb).await), 2, "{topology}");
+        assert_eq!(of(&a, &callbacks(&cb).await), 0);
+        // Room again: a retry adds a's callback, once.
+        cb.remove(blocker).await.unwrap();
+        jobs.record_batch_outcomes().await.unwrap();
+        jobs.record_batch_outcomes().await.unwrap();
+        let cbs = callbacks(&cb).await;
+        assert_eq!((of(&a, &cbs), of(&b, &cbs)), (1, 2), "{topology}");
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}

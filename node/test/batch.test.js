@@ -1,0 +1,84 @@
+'use strict';
+// Batches from Node (the core's core/src/batch.rs), against real servers from emq-harness
+// (standalone and cluster): jobs on another queue, a running job adding to its batch, the
+// callbacks added once after the last outcome with the batch's counts, the failed jobs paged by
+// `status`, `cancel`, and bad input refused with its error class.
+process.env.EMQ_GUARD = '1';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { Queue, Worker, Batch, InvalidState, InvalidQueueName, InvalidOption, InvalidJobId, JobNotFound } = require('..');
+const { startServers, waitFor, unique } = require('../testlib/harness');
+
+let servers;
+const open = [];
+
+before(async () => {
+  servers = await startServers();
+});
+
+after(async () => {
+  for (const c of open.reverse()) await c.close().catch(() => {});
+  if (servers) await servers.stop();
+});
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`${topology}: callbacks run once after the jobs and the jobs they added`, async () => {
+    const url = servers[topology];
+    const name = unique('batch');
+    const q = await Queue.connect(url, name);
+    const jobs = await Queue.connect(url, `${name}-jobs`);
+    const cb = await Queue.connect(url, `${name}-cb`);
+    open.push(q, jobs, cb);
+    const batch = await q.batch({
+      onComplete: { queue: cb.name, name: 'complete', data: { k: 1 }, opts: { attempts: 2 } },
+      onSuccess: { queue: cb.name, name: 'success' },
+      description: 'import',
+    });
+    assert.ok(batch instanceof Batch);
+    assert.equal(batch.queue, name);
+    await batch.add(jobs.name, 'spawn', { children: 2 });
+    const ids = await batch.addBulk(jobs.name, [{ name: 'work', data: { fail: true } }, { name: 'work', data: {} }]);
+    await batch.seal();
+    const w = new Worker(jobs, async (job) => {
+      if (job.name === 'spawn') {
+        assert.equal(job.batch.id, batch.id);
+        for (let i = 0; i < job.data.children; i++) await job.batch.add(jobs.name, 'child', { i });
+      }
+      if (job.data.fail) throw new Error('broke');
+      return 'ok';
+    }, { concurrency: 4, blockTimeout: 200 });
+    await waitFor('the batch done', async () => (await batch.status()).done);
+    await w.close();
+    const st = await batch.status();
+    assert.deepEqual([st.total, st.completed, st.failed, st.pending], [5, 4, 1, 0], JSON.stringify(st));
+    assert.equal(st.description, 'import');
+    assert.deepEqual(st.failedJobs, [{ queue: jobs.name, id: ids[0] }]);
+    const waiting = await cb.list('waiting');
+    assert.deepEqual(waiting.map((j) => j.name), ['complete']);
+    const done = waiting[0].options.batch_done;
+    assert.deepEqual([done.kind, done.id, done.total, done.failed], ['complete', batch.id, 5, 1]);
+    assert.equal(waiting[0].attempts, 2);
+    await assert.rejects(batch.add(jobs.name, 'late', 1), InvalidState);
+  });
+}
+
+test('status, cancel and bad input', async () => {
+  const name = unique('batch-bad');
+  const q = await Queue.connect(servers.standalone, name);
+  open.push(q);
+  const batch = await q.batch();
+  await batch.addBulk(`${name}-j`, [0, 1, 2].map((i) => ({ name: 'a', data: i })));
+  await batch.seal();
+  assert.equal(await batch.cancel(), 3);
+  assert.equal(await batch.cancel(), 0);
+  const st = await batch.status(0, 2);
+  assert.ok(st.cancelled && !st.done && st.failed === 3 && st.failedJobs.length === 2, JSON.stringify(st));
+  await assert.rejects(batch.add(`${name}-j`, 'more', 1), InvalidState);
+  await assert.rejects(q.batch({ onComplete: { queue: 'a b', name: 'x' } }), InvalidQueueName);
+  await assert.rejects(q.batch({ description: 'x'.repeat(1025) }), InvalidOption);
+  await assert.rejects(q.batch({ onSuccess: { queue: name, name: 'x', opts: { attempts: 0 } } }), InvalidOption);
+  await assert.rejects(batch.add(name, 'd', 1, { dedup: 'k' }), InvalidOption);
+  assert.throws(() => q.openBatch('nope'), InvalidJobId);
+  await assert.rejects(q.openBatch(q.mintId()).status(), JobNotFound);
+});
