@@ -43,10 +43,14 @@ pub(super) fn reserve(s: &Shared, max: usize) -> usize {
     let pool = &s.pool;
     let mut held = pool.held.load(Ordering::SeqCst);
     loop {
-        let n = pool
-            .allowed(s.member, max, cap)
-            .min(cap.saturating_sub(held));
+        let allowed = pool.allowed(s.member, max, cap);
+        if allowed == 0 {
+            // Its share is full, or it yields to a member further behind (marked there).
+            return 0;
+        }
+        let n = allowed.min(cap.saturating_sub(held));
         if n == 0 {
+            // No room: it waits for room, and room that frees goes first to the furthest behind.
             pool.wanted(s.member);
             return 0;
         }

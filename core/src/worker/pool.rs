@@ -221,15 +221,17 @@ impl Pool {
         }
     }
 
-    /// True when another member that waits for room is behind `m` in leases (weighted order).
+    /// True when another member that waits for room, holding no job at all, is behind `m` in
+    /// leases (weighted order).
     fn behind_waiting(&self, m: usize) -> bool {
         let leases = self.leases.lock().expect("leases");
-        let mine = leases.pass[m].max(leases.vt);
+        let mine = self.lease_from(&leases, m);
         (0..self.size()).any(|j| {
             j != m
                 && self.wants[j].load(Ordering::SeqCst)
                 && !self.drained[j].load(Ordering::SeqCst)
-                && leases.pass[j].max(leases.vt) < mine
+                && self.held_by[j].load(Ordering::SeqCst) == 0
+                && leases.pass[j] < mine
         })
     }
 
@@ -237,6 +239,16 @@ impl Pool {
     pub(super) fn wanted(&self, m: usize) {
         if self.size() > 1 && self.strides.is_some() {
             self.wants[m].store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Where member `m`'s next lease starts its pass: its own, or for a member back from idle
+    /// (its last claim found nothing) no earlier than the virtual time.
+    fn lease_from(&self, leases: &Passes, m: usize) -> u64 {
+        if self.drained[m].load(Ordering::SeqCst) {
+            leases.pass[m].max(leases.vt)
+        } else {
+            leases.pass[m]
         }
     }
 
@@ -250,9 +262,17 @@ impl Pool {
         if let (Some(strides), true) = (&self.strides, self.size() > 1) {
             self.wants[m].store(false, Ordering::SeqCst);
             let mut leases = self.leases.lock().expect("leases");
-            let from = leases.pass[m].max(leases.vt);
-            leases.vt = from;
+            let from = self.lease_from(&leases, m);
             leases.pass[m] = from + strides[m] * n as u64;
+            // The virtual time: the lowest pass of the members with work (a member back from
+            // idle starts there, with no credit saved while it had nothing to lease).
+            if let Some(low) = (0..self.size())
+                .filter(|&j| !self.drained[j].load(Ordering::SeqCst))
+                .map(|j| leases.pass[j])
+                .min()
+            {
+                leases.vt = leases.vt.max(low);
+            }
         }
     }
 
