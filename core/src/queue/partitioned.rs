@@ -102,7 +102,27 @@ fn newest_first(state: JobState) -> bool {
     matches!(state, JobState::Completed | JobState::Failed)
 }
 
-/// A merged page of ids in `state`: by id, from `offset + limit` ids of each partition.
+/// One merged page from the partitions' pages (each the first `offset + limit` of its state):
+/// by id, oldest first or, for completed and failed, newest first.
+fn merge<T>(
+    pages: Vec<Vec<T>>,
+    id: fn(&T) -> JobId,
+    state: JobState,
+    offset: u64,
+    limit: u64,
+) -> Vec<T> {
+    let mut all: Vec<T> = pages.into_iter().flatten().collect();
+    all.sort_unstable_by_key(id);
+    if newest_first(state) {
+        all.reverse();
+    }
+    all.into_iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .collect()
+}
+
+/// A merged page of ids in `state` (see [`merge`]).
 pub(crate) async fn list_ids(
     p: &Partitions,
     state: JobState,
@@ -110,23 +130,11 @@ pub(crate) async fn list_ids(
     limit: u64,
 ) -> Result<Vec<JobId>> {
     let want = offset.saturating_add(limit);
-    let mut all: Vec<JobId> = each(p, |m| Box::pin(m.list_ids_here(state, 0, want)))
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-    all.sort_unstable();
-    if newest_first(state) {
-        all.reverse();
-    }
-    Ok(all
-        .into_iter()
-        .skip(offset as usize)
-        .take(limit as usize)
-        .collect())
+    let pages = each(p, |m| Box::pin(m.list_ids_here(state, 0, want))).await?;
+    Ok(merge(pages, |id| *id, state, offset, limit))
 }
 
-/// A merged page of jobs in `state` (see [`list_ids`]).
+/// A merged page of jobs in `state` (see [`merge`]).
 pub(crate) async fn list(
     p: &Partitions,
     state: JobState,
@@ -134,20 +142,8 @@ pub(crate) async fn list(
     limit: u64,
 ) -> Result<Vec<Job>> {
     let want = offset.saturating_add(limit);
-    let mut all: Vec<Job> = each(p, |m| Box::pin(m.list_here(state, 0, want)))
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-    all.sort_unstable_by_key(|j| j.id);
-    if newest_first(state) {
-        all.reverse();
-    }
-    Ok(all
-        .into_iter()
-        .skip(offset as usize)
-        .take(limit as usize)
-        .collect())
+    let pages = each(p, |m| Box::pin(m.list_here(state, 0, want))).await?;
+    Ok(merge(pages, |j| j.id, state, offset, limit))
 }
 
 /// A bulk add split by partition (each part one plain bulk add, all at once); the ids in the
