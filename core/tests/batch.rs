@@ -214,9 +214,11 @@ async fn jobs_added_by_running_jobs_on_another_queue_hold_the_batch() {
             .unwrap();
         batch.seal().await.unwrap();
         let wq = worker(&q, Arc::new(AtomicBool::new(true)));
-        // The parent finishes while its children wait (no worker on their queue yet).
-        wait_until("the parent completed", Duration::from_secs(20), || async {
-            q.counts().await.unwrap().get(JobState::Completed) == 1
+        // The parent finishes while its children wait (no worker on their queue yet). Its
+        // outcome reaches the batch one step after its finish (the worker records it in the
+        // batch's slot): wait for the batch to count it, not for the queue.
+        wait_until("the parent counted", Duration::from_secs(20), || async {
+            batch.status(0, 10).await.unwrap().completed == 1
         })
         .await;
         let st = batch.status(0, 10).await.unwrap();
