@@ -155,26 +155,33 @@ pub(crate) struct Partitions {
 impl Partitions {
     /// The partition a key (a group, a dedup key) lives in.
     pub(crate) fn for_key(&self, key: &str) -> &Queue {
-        let n = self.members.len();
-        &self.members[usize::from(crc16(key.as_bytes())) % n]
+        &self.members[self.key_index(key)]
     }
 
     /// The partition of a job without a key, by its id.
     pub(crate) fn for_id(&self, id: JobId) -> &Queue {
+        &self.members[self.id_index(id)]
+    }
+
+    /// The index of the partition a job with these options (its id settled) goes to.
+    pub(crate) fn job_index(&self, id: JobId, options: &JobOptions) -> usize {
+        match options.group.as_deref().or(options.dedup.as_deref()) {
+            Some(key) => self.key_index(key),
+            None => self.id_index(id),
+        }
+    }
+
+    fn key_index(&self, key: &str) -> usize {
+        usize::from(crc16(key.as_bytes())) % self.members.len()
+    }
+
+    fn id_index(&self, id: JobId) -> usize {
         // A 64-bit mix, so ids minted in one millisecond (differing in low bits) spread too.
         let mut x = id.as_u64();
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;
-        &self.members[(x % self.members.len() as u64) as usize]
-    }
-
-    /// Where a job with these options (its id settled) goes.
-    pub(crate) fn for_job(&self, id: JobId, options: &JobOptions) -> &Queue {
-        match options.group.as_deref().or(options.dedup.as_deref()) {
-            Some(key) => self.for_key(key),
-            None => self.for_id(id),
-        }
+        (x % self.members.len() as u64) as usize
     }
 }
 

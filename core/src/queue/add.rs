@@ -268,7 +268,7 @@ impl Queue {
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
     pub async fn add(&self, name: &str, data: Value, mut options: JobOptions) -> Result<JobId> {
         if let Some(p) = self.spread() {
-            let to = self.route(p, &mut options)?;
+            let to = &p.members[self.route(p, &mut options)?];
             return to.add_here(name, data, options).await;
         }
         self.add_here(name, data, options).await
@@ -292,7 +292,7 @@ impl Queue {
     /// bits).
     pub async fn add_json(&self, name: &str, data: &str, mut options: JobOptions) -> Result<JobId> {
         if let Some(p) = self.spread() {
-            let to = self.route(p, &mut options)?;
+            let to = &p.members[self.route(p, &mut options)?];
             return to.add_json_here(name, data, options).await;
         }
         self.add_json_here(name, data, options).await
@@ -309,19 +309,20 @@ impl Queue {
         self.add_text(name, data.to_string(), options).await
     }
 
-    /// For a partitioned queue: the job's id settled (minted when not given) and its partition.
-    fn route<'a>(
+    /// For a partitioned queue: the job's options checked, its id settled (minted when not
+    /// given) and the index of its partition.
+    pub(super) fn route(
         &self,
-        p: &'a crate::partitions::Partitions,
+        p: &crate::partitions::Partitions,
         options: &mut JobOptions,
-    ) -> Result<&'a Queue> {
+    ) -> Result<usize> {
         options.validate()?;
         let id = match options.id {
             Some(id) => id,
             None => self.minter.mint()?,
         };
         options.id = Some(id);
-        Ok(p.for_job(id, options))
+        Ok(p.job_index(id, options))
     }
 
     async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {

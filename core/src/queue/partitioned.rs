@@ -3,7 +3,7 @@
 //! and comes here. Every partition is a plain queue in its own slot, so each step below is the
 //! plain call on one partition; nothing here spans two slots in one script.
 //!
-//! - adds go to the partition `Partitions::for_job` picks (an id minted first), a bulk add split
+//! - adds go to the partition `Partitions::job_index` picks (an id minted first), a bulk add split
 //!   by partition and its ids given back in the order of the jobs;
 //! - counts are summed; a page of a state is merged by id (creation order: oldest first for the
 //!   waiting states, newest first for completed and failed), reading `offset + limit` ids of each
@@ -153,18 +153,7 @@ pub(crate) async fn add_bulk(q: &Queue, p: &Partitions, jobs: Vec<NewJob>) -> Re
     let mut parts: Vec<Vec<NewJob>> = (0..n).map(|_| Vec::new()).collect();
     let mut at: Vec<(usize, usize)> = Vec::with_capacity(jobs.len());
     for mut job in jobs {
-        job.options.validate()?;
-        let id = match job.options.id {
-            Some(id) => id,
-            None => q.minter.mint()?,
-        };
-        job.options.id = Some(id);
-        let to = p.for_job(id, &job.options);
-        let i = p
-            .members
-            .iter()
-            .position(|m| std::ptr::eq(m, to))
-            .expect("a member");
+        let i = q.route(p, &mut job.options)?;
         at.push((i, parts[i].len()));
         parts[i].push(job);
     }
