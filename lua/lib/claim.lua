@@ -81,19 +81,19 @@ local function emq_claim(k, us_text, now_text, now, count, lease_ms, max_events,
       if call('ZSCORE', k.active, id) then ids[#ids + 1] = id end
     end
   end
-  -- Ungrouped jobs for the fair path: up to `n`, prioritized first, then wait, appended to `ids`.
-  -- Returns how many it took.
-  local function pop_plain(n)
+  -- Ungrouped jobs for the fair path: up to `n`, prioritized first, then wait, appended to the list
+  -- `into`. Returns how many it took.
+  local function pop_plain(n, into)
     local got = 0
     local popped = call('ZPOPMIN', k.prioritized, emq_count_text(n))
     for i = 1, #popped, 2 do
       got = got + 1
-      ids[#ids + 1] = popped[i]
+      into[#into + 1] = popped[i]
     end
     if got < n then
       for _, id in ipairs(call('RPOP', k.wait, emq_count_text(n - got)) or {}) do
         got = got + 1
-        ids[#ids + 1] = id
+        into[#into + 1] = id
       end
     end
     return got

@@ -97,7 +97,9 @@ end
 
 -- Jobs `ids` (from index `from` to `to`) left active: their groups' running counts go down, and
 -- a parked group that may run again rejoins the turns. Call it before their entries are forgotten.
--- Returns the event fields naming the grouped ones' groups ({'g:<id>', group, …}).
+-- A few calls per call, not per group: one read and one write of the running counts, and one look
+-- at the parked groups when there are any. Returns the event fields naming the grouped ones'
+-- groups ({'g:<id>', group, …}).
 local function emq_group_left(k, ids, from, to)
   from, to = from or 1, to or #ids
   if to < from or call('HLEN', k.groups) == 0 then return {} end
@@ -113,130 +115,266 @@ local function emq_group_left(k, ids, from, to)
       per[g] = (per[g] or 0) + 1
     end
   end
-  for _, g in ipairs(order) do
-    local running = call('HINCRBY', k.group_state, 'r|' .. g, -per[g])
-    if running <= 0 then
-      call('HDEL', k.group_state, 'r|' .. g)
-      running = 0
+  if #order == 0 then return tags end
+  local fields = {}
+  for i = 1, #order do fields[i] = 'r|' .. order[i] end
+  local counts = call('HMGET', k.group_state, unpack(fields))
+  local set, del, running = {}, {}, {}
+  for i = 1, #order do
+    local r = (tonumber(counts[i]) or 0) - per[order[i]]
+    if r <= 0 then
+      r = 0
+      del[#del + 1] = fields[i]
+    else
+      set[#set + 1] = fields[i]
+      set[#set + 1] = r
     end
-    local pass = call('ZSCORE', k.group_parked, g)
-    if pass then emq_group_unpark(k, g, pass, running) end
+    running[i] = r
+  end
+  if #set > 0 then call('HSET', k.group_state, unpack(set)) end
+  if #del > 0 then call('HDEL', k.group_state, unpack(del)) end
+  if call('ZCARD', k.group_parked) > 0 then
+    local passes = call('ZMSCORE', k.group_parked, unpack(order))
+    for i = 1, #order do
+      if passes[i] then emq_group_unpark(k, order[i], passes[i], running[i]) end
+    end
   end
   return tags
+end
+
+-- Turns of a claim's plan (emq_group_claim), in a binary heap: the lowest pass first, then the
+-- earlier place in group-turns (its own order for equal passes); the ungrouped jobs' turn comes
+-- last among equal passes (a tie goes to the group).
+local function emq_turn_before(a, b)
+  if a.pass ~= b.pass then return a.pass < b.pass end
+  return a.rank < b.rank
+end
+
+local function emq_heap_push(h, t)
+  local i = #h + 1
+  h[i] = t
+  while i > 1 do
+    local up = (i - i % 2) / 2
+    if not emq_turn_before(h[i], h[up]) then break end
+    h[i], h[up] = h[up], h[i]
+    i = up
+  end
+end
+
+local function emq_heap_pop(h)
+  local top, n = h[1], #h
+  h[1] = h[n]
+  h[n] = nil
+  n = n - 1
+  local i = 1
+  while true do
+    local l, r, best = i * 2, i * 2 + 1, i
+    if l <= n and emq_turn_before(h[l], h[best]) then best = l end
+    if r <= n and emq_turn_before(h[r], h[best]) then best = r end
+    if best == i then break end
+    h[i], h[best] = h[best], h[i]
+    i = best
+  end
+  return top
+end
+
+-- group-state holds a running count per group with a job held: past a few hundred fields a
+-- listpack scans them all on every read and write. While it is one (and not empty), one field too
+-- long for a listpack is written and removed at once: the hash changes encoding, nothing else sees
+-- it (as lib/claim.lua does for active and leases).
+local function emq_group_state_wide(k)
+  local enc = call('OBJECT', 'ENCODING', k.group_state)
+  if enc and enc ~= 'hashtable' then
+    local wide = string.rep('~', 1024)
+    call('HSET', k.group_state, wide, '')
+    call('HDEL', k.group_state, wide)
+  end
 end
 
 -- Lease up to `count` jobs into `ids` fairly: each group with ready jobs, and the ungrouped jobs
 -- (wait, prioritized) as one group of weight 1, in order of pass. A group at its cap or paused is
 -- parked; one whose rate window (`grl` jobs per `gwin` ms, `windows` the call's view of them) is
--- used leaves the turns until the window ends. `pop_plain(n)` takes up to n ungrouped jobs into
--- `ids` and returns how many. Each grouped job taken adds {'g:<id>', group} to `tags` (for the
--- 'active' event). Returns the earliest end of a window that held a group (or nil) and
--- whether the call stopped with turns left to look at.
+-- used leaves the turns until the window ends. `pop_plain(n, into)` takes up to n ungrouped jobs
+-- into the list `into` and returns how many. Each grouped job taken adds {'g:<id>', group} to
+-- `tags` (for the 'active' event). Returns the earliest end of a window that held a group (or nil)
+-- and whether the call stopped with turns left to look at.
+--
+-- A claim plans its turns, then acts: one read of the lowest turns (as many as it wants jobs, and
+-- one more whose pass bounds every group it did not read) and of their settings, the round-robin
+-- played in Lua over a heap of those turns, then one read of each chosen group's head and one
+-- write per container for all of them. A group that had fewer ready jobs than planned leaves the
+-- turns, and the claim plans again for what is missing (at most EMQ_CLAIM_ROUNDS times).
+local EMQ_CLAIM_ROUNDS = 8
+local EMQ_CLAIM_LOOK = 500
+
 local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain, tags)
   local mv = call('HMGET', k.meta, 'gvt', 'gup', 'gconc')
   local gvt, gup, gconc = tonumber(mv[1]) or 0, tonumber(mv[2]) or 0, tonumber(mv[3])
   local uleft = call('ZCARD', k.prioritized) + call('LLEN', k.wait)
-  local held_until = nil
-  local looks = 0
-  while #ids < count and looks < count + 100 do
-    looks = looks + 1
-    local top = call('ZRANGE', k.group_turns, 0, 1, 'WITHSCORES')
-    local g, pass = top[1], tonumber(top[2])
-    local upass = math.max(gup, gvt)
-    -- The ungrouped jobs run while their pass is below the lowest group's (a tie goes to the group).
-    if uleft > 0 and (not g or upass < pass) then
-      local n = math.min(count - #ids, uleft)
-      if g then n = math.min(n, math.ceil((pass - upass) / EMQ_GROUP_PASS)) end
-      local got = pop_plain(n)
-      if got == 0 then
-        uleft = 0
-      else
-        uleft = uleft - got
-        gvt = upass + (got - 1) * EMQ_GROUP_PASS
-        gup = upass + got * EMQ_GROUP_PASS
-      end
-    elseif g then
-      local st = call('HMGET', k.group_state, 'w|' .. g, 'c|' .. g, 'r|' .. g, 'p|' .. g)
-      local cap = tonumber(st[2]) or gconc
-      local running = tonumber(st[3]) or 0
-      local n = count - #ids
-      local w = nil
-      if st[4] or (cap and running >= cap) then
-        n = 0
-        call('ZREM', k.group_turns, g)
-        call('ZADD', k.group_parked, pass, g)
-      elseif grl then
-        w = windows[g]
-        if not w then
-          local ends = tonumber(call('ZSCORE', k.group_windows, g) or '0')
-          if ends > now then
-            w = {ends = ends, used = tonumber(call('HGET', k.group_counts, g) or '0'), new = false}
-          else
-            w = {ends = now + gwin, used = 0, new = true}
-          end
-          windows[g] = w
-        end
-        if w.used >= grl then
-          -- Its window is used: out of the turns until the window ends (lib/claim.lua rejoins it).
-          n = 0
-          call('ZREM', k.group_turns, g)
-          if not held_until or w.ends < held_until then held_until = w.ends end
-        else
-          n = math.min(n, grl - w.used)
-        end
-      end
-      if n > 0 then
-        if cap then n = math.min(n, cap - running) end
-        local stride = math.floor(EMQ_GROUP_PASS / (tonumber(st[1]) or 1))
-        -- Jobs in a row while this group's pass stays at or below the next one's.
-        local bound = tonumber(top[4])
-        if uleft > 0 and (not bound or upass < bound) then bound = upass end
-        if bound then n = math.min(n, math.floor((bound - pass) / stride) + 1) end
-        local lo, hi = emq_group_range(g)
-        local members = call('ZRANGEBYLEX', k.group_ready, lo, hi, 'LIMIT', 0, n + 1)
-        local take = math.min(n, #members)
-        if take == 0 then
-          call('ZREM', k.group_turns, g)
-        else
-          local taken, named = {}, {}
-          local skip = #g + 24
-          for i = 1, take do
-            local id = string.sub(members[i], skip + 1)
-            ids[#ids + 1] = id
-            taken[i] = members[i]
-            named[i * 2 - 1] = id
-            named[i * 2] = g
-            tags[#tags + 1] = 'g:' .. id
-            tags[#tags + 1] = g
-          end
-          call('ZREM', k.group_ready, unpack(taken))
-          call('HSET', k.groups, unpack(named))
-          running = running + take
-          call('HSET', k.group_state, 'r|' .. g, running)
-          gvt = pass + (take - 1) * stride
-          local next_pass = pass + take * stride
-          if w then
-            w.used = w.used + take
-            w.dirty = true
-          end
-          if #members <= take then
-            -- Its last ready job (or the last this look saw: a later add or move rejoins it).
-            call('ZREM', k.group_turns, g)
-          elseif cap and running >= cap then
-            call('ZREM', k.group_turns, g)
-            call('ZADD', k.group_parked, next_pass, g)
-          elseif w and w.used >= grl then
-            call('ZREM', k.group_turns, g)
-            if not held_until or w.ends < held_until then held_until = w.ends end
-          else
-            call('ZADD', k.group_turns, next_pass, g)
-          end
-        end
-      end
-    else
+  local held_until, more = nil, false
+  emq_group_state_wide(k)
+  local rounds = 0
+  while #ids < count do
+    rounds = rounds + 1
+    if rounds > EMQ_CLAIM_ROUNDS then
+      more = true
       break
     end
+    local want = count - #ids
+    local look = math.min(want, EMQ_CLAIM_LOOK)
+    local top = call('ZRANGE', k.group_turns, 0, look, 'WITHSCORES')
+    local nt = #top / 2
+    if nt == 0 and uleft == 0 then break end
+    -- Every group not read has a pass at or above the last one read, when there may be more.
+    local bound = nil
+    if nt == look + 1 then bound = tonumber(top[nt * 2]) end
+    local st = {}
+    if nt > 0 then
+      local fields = {}
+      for i = 1, nt do
+        local g = top[i * 2 - 1]
+        fields[i * 4 - 3] = 'w|' .. g
+        fields[i * 4 - 2] = 'c|' .. g
+        fields[i * 4 - 1] = 'r|' .. g
+        fields[i * 4] = 'p|' .. g
+      end
+      st = call('HMGET', k.group_state, unpack(fields))
+    end
+    local heap, turns, out_turns, parked = {}, {}, {}, {}
+    for i = 1, nt do
+      local g, pass = top[i * 2 - 1], tonumber(top[i * 2])
+      local cap = tonumber(st[i * 4 - 2]) or gconc
+      local running = tonumber(st[i * 4 - 1]) or 0
+      local room = want
+      local w = nil
+      if st[i * 4] or (cap and running >= cap) then
+        room = 0
+        out_turns[#out_turns + 1] = g
+        parked[#parked + 1] = pass
+        parked[#parked + 1] = g
+      else
+        if cap then room = math.min(room, cap - running) end
+        if grl then
+          w = windows[g]
+          if not w then
+            local ends = tonumber(call('ZSCORE', k.group_windows, g) or '0')
+            if ends > now then
+              w = {ends = ends, used = tonumber(call('HGET', k.group_counts, g) or '0'), new = false}
+            else
+              w = {ends = now + gwin, used = 0, new = true}
+            end
+            windows[g] = w
+          end
+          if w.used >= grl then
+            -- Its window is used: out of the turns until the window ends (lib/claim.lua rejoins it).
+            room = 0
+            out_turns[#out_turns + 1] = g
+            if not held_until or w.ends < held_until then held_until = w.ends end
+          else
+            room = math.min(room, grl - w.used)
+          end
+        end
+      end
+      if room > 0 then
+        local t = {g = g, pass = pass, from = pass, stride = math.floor(EMQ_GROUP_PASS / (tonumber(st[i * 4 - 3]) or 1)),
+          room = room, planned = 0, rank = i, cap = cap, running = running, w = w}
+        turns[#turns + 1] = t
+        emq_heap_push(heap, t)
+      end
+    end
+    local plain = nil
+    if uleft > 0 then
+      local upass = math.max(gup, gvt)
+      plain = {plain = true, pass = upass, from = upass, stride = EMQ_GROUP_PASS, room = uleft, planned = 0,
+        rank = nt + 1}
+      emq_heap_push(heap, plain)
+    end
+    -- The round-robin, played over the turns read: one job per pick, the lowest pass first.
+    local picks = {}
+    while #picks < want and #heap > 0 do
+      local t = heap[1]
+      if bound and (t.pass > bound or (t.plain and t.pass >= bound)) then break end
+      emq_heap_pop(heap)
+      picks[#picks + 1] = t
+      t.planned = t.planned + 1
+      gvt = t.pass
+      t.pass = t.pass + t.stride
+      if t.planned < t.room then emq_heap_push(heap, t) end
+    end
+    -- Act: each chosen group's head, read once.
+    local plain_ids = {}
+    if plain and plain.planned > 0 then
+      local got = pop_plain(plain.planned, plain_ids)
+      if got < plain.planned then uleft = 0 else uleft = uleft - got end
+      gup = plain.from + got * EMQ_GROUP_PASS
+    end
+    for _, t in ipairs(turns) do
+      if t.planned > 0 then
+        local lo, hi = emq_group_range(t.g)
+        t.members = call('ZRANGEBYLEX', k.group_ready, lo, hi, 'LIMIT', 0, t.planned + 1)
+        t.take = math.min(t.planned, #t.members)
+        t.used = 0
+      end
+    end
+    local taken, named, counts, turns_at = {}, {}, {}, {}
+    local before = #ids
+    local nplain = 0
+    for _, t in ipairs(picks) do
+      if t.plain then
+        nplain = nplain + 1
+        if plain_ids[nplain] then ids[#ids + 1] = plain_ids[nplain] end
+      elseif t.used < t.take then
+        t.used = t.used + 1
+        local member = t.members[t.used]
+        local id = string.sub(member, #t.g + 25)
+        ids[#ids + 1] = id
+        taken[#taken + 1] = member
+        named[#named + 1] = id
+        named[#named + 1] = t.g
+        tags[#tags + 1] = 'g:' .. id
+        tags[#tags + 1] = t.g
+      end
+    end
+    for _, t in ipairs(turns) do
+      if t.planned > 0 then
+        local take = t.take
+        local next_pass = t.from + take * t.stride
+        if take > 0 then
+          t.running = t.running + take
+          counts[#counts + 1] = 'r|' .. t.g
+          counts[#counts + 1] = t.running
+          if t.w then
+            t.w.used = t.w.used + take
+            t.w.dirty = true
+          end
+        end
+        if #t.members <= take then
+          -- Its last ready job (or the last this look saw: a later add or move rejoins it).
+          out_turns[#out_turns + 1] = t.g
+        elseif t.cap and t.running >= t.cap then
+          out_turns[#out_turns + 1] = t.g
+          parked[#parked + 1] = next_pass
+          parked[#parked + 1] = t.g
+        elseif t.w and t.w.used >= grl then
+          out_turns[#out_turns + 1] = t.g
+          if not held_until or t.w.ends < held_until then held_until = t.w.ends end
+        else
+          turns_at[#turns_at + 1] = next_pass
+          turns_at[#turns_at + 1] = t.g
+        end
+      end
+    end
+    if #taken > 0 then
+      call('ZREM', k.group_ready, unpack(taken))
+      call('HSET', k.groups, unpack(named))
+      call('HSET', k.group_state, unpack(counts))
+    end
+    if #out_turns > 0 then call('ZREM', k.group_turns, unpack(out_turns)) end
+    if #turns_at > 0 then call('ZADD', k.group_turns, unpack(turns_at)) end
+    if #parked > 0 then call('ZADD', k.group_parked, unpack(parked)) end
+    -- Nothing taken and no turn left the front: nothing more to find.
+    if #ids == before and #out_turns == 0 then break end
   end
   call('HSET', k.meta, 'gvt', gvt, 'gup', gup)
-  return held_until, #ids < count and looks >= count + 100
+  return held_until, more
 end
