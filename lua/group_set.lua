@@ -31,6 +31,8 @@ if value == '' then
   call('HDEL', K.group_state, what .. '|' .. g)
 else
   call('HSET', K.group_state, what .. '|' .. g, value)
+  -- A group has a setting of its own now: claims read every turn's settings again (lib/groups.lua).
+  call('HDEL', K.meta, 'gfree')
 end
 call('ZADD', K.group_names, 'NX', 0, g)
 if what == 'p' and value ~= '' then

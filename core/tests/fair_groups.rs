@@ -116,6 +116,42 @@ async fn weights_share_the_workers_three_to_one() {
     }
 }
 
+/// A queue that ran with no group setting reads only running counts in its claims; a weight set
+/// afterwards must be seen by the next claim all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_set_after_the_queue_ran_without_settings_holds() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "weights-late").await;
+        q.add_bulk(grouped("light", 5)).await.unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let w = recording(&q, one_at_a_time(), log.clone());
+        wait_until("the first jobs done", Duration::from_secs(30), || async {
+            q.counts().await.unwrap().completed == 5
+        })
+        .await;
+        w.close().await.unwrap();
+        q.set_group_weight("heavy", 3).await.unwrap();
+        let mut jobs = grouped("heavy", 400);
+        jobs.extend(grouped("light", 400));
+        q.add_bulk(jobs).await.unwrap();
+        log.lock().unwrap().clear();
+        let w = recording(&q, one_at_a_time(), log.clone());
+        wait_until("400 started", Duration::from_secs(30), || async {
+            log.lock().unwrap().len() >= 400
+        })
+        .await;
+        w.close().await.unwrap();
+        let order = log.lock().unwrap().clone();
+        let heavy = order[..400].iter().filter(|n| *n == "heavy").count();
+        assert!(
+            (285..=315).contains(&heavy),
+            "{topology}: heavy ran {heavy} of the first 400"
+        );
+        q.drain(true).await.unwrap();
+        audit_ok(&q).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_never_runs_more_than_its_cap_across_workers() {
     for (topology, store) in common::both().await {

@@ -6,7 +6,8 @@
 -- -> pass, the groups that may run), k.group_parked (ZSET group -> pass, ready but paused or at
 -- their cap), k.group_state (HASH `w|g` weight, `c|g` concurrency, `m|g` most waiting, `p|g`
 -- paused, `r|g` running), k.meta (`gvt` virtual time, `gup` the ungrouped jobs' pass, `gseq`,
--- `gconc` and `gmaxw`: the defaults for every group) and k.marker.
+-- `gconc` and `gmaxw`: the defaults for every group, `gfree`: no group has a setting of its own)
+-- and k.marker.
 -- Used by lib/ready.lua, lib/claim.lua, add.lua, complete.lua and every script where a job leaves
 -- active or waiting.
 -- KEYS: none of its own. ARGV: none of its own.
@@ -208,8 +209,15 @@ local EMQ_CLAIM_ROUNDS = 8
 local EMQ_CLAIM_LOOK = 500
 
 local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain, tags)
-  local mv = call('HMGET', k.meta, 'gvt', 'gup', 'gconc')
+  local mv = call('HMGET', k.meta, 'gvt', 'gup', 'gconc', 'gfree')
   local gvt, gup, gconc = tonumber(mv[1]) or 0, tonumber(mv[2]) or 0, tonumber(mv[3])
+  -- `gfree` in meta: no group has a weight, cap or pause of its own (group_set.lua drops it when
+  -- it writes one; an empty group-state proves it again). Then a turn reads only running counts.
+  local free = mv[4] == '1'
+  if not free and call('HLEN', k.group_state) == 0 then
+    call('HSET', k.meta, 'gfree', '1')
+    free = true
+  end
   local uleft = call('ZCARD', k.prioritized) + call('LLEN', k.wait)
   local held_until, more = nil, false
   emq_group_state_wide(k)
@@ -231,14 +239,20 @@ local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain
     local st = {}
     if nt > 0 then
       local fields = {}
-      for i = 1, nt do
-        local g = top[i * 2 - 1]
-        fields[i * 4 - 3] = 'w|' .. g
-        fields[i * 4 - 2] = 'c|' .. g
-        fields[i * 4 - 1] = 'r|' .. g
-        fields[i * 4] = 'p|' .. g
+      if free then
+        for i = 1, nt do fields[i] = 'r|' .. top[i * 2 - 1] end
+        local running = call('HMGET', k.group_state, unpack(fields))
+        for i = 1, nt do st[i * 4 - 1] = running[i] end
+      else
+        for i = 1, nt do
+          local g = top[i * 2 - 1]
+          fields[i * 4 - 3] = 'w|' .. g
+          fields[i * 4 - 2] = 'c|' .. g
+          fields[i * 4 - 1] = 'r|' .. g
+          fields[i * 4] = 'p|' .. g
+        end
+        st = call('HMGET', k.group_state, unpack(fields))
       end
-      st = call('HMGET', k.group_state, unpack(fields))
     end
     local heap, turns, out_turns, parked = {}, {}, {}, {}
     for i = 1, nt do
@@ -289,8 +303,35 @@ local function emq_group_claim(k, ids, count, now, grl, gwin, windows, pop_plain
         rank = nt + 1}
       emq_heap_push(heap, plain)
     end
-    -- The round-robin, played over the turns read: one job per pick, the lowest pass first.
+    -- The round-robin, played over the turns read: one job per pick, the lowest pass first. When
+    -- no turn could come round twice before the bound (many groups, each one job ahead), that is
+    -- the turns in their order, the ungrouped jobs' turn placed by its pass: no heap needed.
     local picks = {}
+    local once = bound ~= nil
+    if once then
+      for _, t in ipairs(turns) do
+        if t.pass + t.stride <= bound then once = false break end
+      end
+      if plain and plain.pass + plain.stride < bound then once = false end
+    end
+    if once then
+      local i, plain_due = 1, plain ~= nil and plain.pass < bound
+      while #picks < want do
+        local t = turns[i]
+        if plain_due and (not t or plain.pass < t.pass) then
+          t = plain
+          plain_due = false
+        elseif t then
+          i = i + 1
+        else
+          break
+        end
+        picks[#picks + 1] = t
+        t.planned = 1
+        gvt = t.pass
+      end
+      heap = {}
+    end
     while #picks < want and #heap > 0 do
       local t = heap[1]
       if bound and (t.pass > bound or (t.plain and t.pass >= bound)) then break end
