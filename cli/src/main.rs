@@ -155,6 +155,10 @@ enum Command {
     /// queue's default dead-letter queue.
     Dlq(commands::dlq::Args),
 
+    /// The batches a queue created, newest first (created, state, progress); with an id, one
+    /// batch's counts and failed jobs, and `--cancel` to cancel it.
+    Batches(commands::batches::Args),
+
     /// Serve the web dashboard (overview, queues, jobs, workers; live; loopback by default).
     Ui(commands::ui::Args),
 
@@ -219,6 +223,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Workers(args) => commands::queues::run_workers(&cli.urls, &args).await,
         Command::Groups(args) => commands::groups::run(&cli.urls, &args).await,
         Command::Dlq(args) => commands::dlq::run(&cli.urls, &args).await,
+        Command::Batches(args) => commands::batches::run(&cli.urls, &args).await,
         Command::Ui(args) => commands::ui::run(&cli.urls, &args).await,
         Command::Migrate(args) => commands::migrate::run(&cli.urls, &args).await,
         Command::Work(args) => commands::work::run(&cli.urls, &args).await,

@@ -24,6 +24,7 @@
 
 pub mod audit;
 pub mod batch;
+mod batch_list;
 mod clock;
 mod connect;
 pub mod dead_letter;
@@ -62,6 +63,7 @@ pub mod worker;
 pub mod worker_registry;
 
 pub use batch::{Batch, BatchCallback, BatchDone, BatchJob, BatchOptions, BatchRef, BatchStatus};
+pub use batch_list::{BatchListed, BatchPage, MAX_BATCH_PAGE};
 pub use dead_letter::Replayed;
 pub use durable_pool::Durability;
 pub use error::{Error, ErrorCode, Result};

@@ -658,3 +658,61 @@ async fn a_callback_refused_for_now_holds_back_no_other_batch() {
         }
     }
 }
+
+/// `Queue::batches` lists a queue's batches newest first, with their counts, paged; a page size
+/// outside its bounds is a typed error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_lists_its_batches_newest_first_with_their_counts() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, &unique("blist")).await;
+        let mut made = Vec::new();
+        for i in 0..3 {
+            let b = q
+                .batch(BatchOptions {
+                    description: Some(format!("import {i}")),
+                    ..BatchOptions::default()
+                })
+                .await
+                .unwrap();
+            for n in 0..=i {
+                b.add(
+                    q.name().as_str(),
+                    "row",
+                    json!({ "n": n }),
+                    JobOptions::default(),
+                )
+                .await
+                .unwrap();
+            }
+            made.push(b.id());
+            // Distinct creation times, so the order is the creation order.
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+        let page = q.batches(0, 10).await.unwrap();
+        assert_eq!(page.total, 3, "{topology}");
+        let ids: Vec<_> = page.batches.iter().map(|b| b.status.id).collect();
+        assert_eq!(
+            ids,
+            vec![made[2], made[1], made[0]],
+            "{topology}: newest first"
+        );
+        let newest = &page.batches[0];
+        assert_eq!(newest.status.description.as_deref(), Some("import 2"));
+        assert_eq!((newest.status.total, newest.status.pending), (3, 3));
+        assert!(newest.created_ms >= page.batches[1].created_ms);
+        let second = q.batches(1, 1).await.unwrap();
+        assert_eq!(second.total, 3);
+        assert_eq!(second.batches.len(), 1);
+        assert_eq!(second.batches[0].status.id, made[1], "{topology}: offset 1");
+        assert!(q.batches(3, 10).await.unwrap().batches.is_empty());
+        for bad in [0, emq::MAX_BATCH_PAGE + 1] {
+            let e = q.batches(0, bad).await.unwrap_err();
+            assert_eq!(
+                e.code(),
+                ErrorCode::InvalidOption,
+                "{topology}: limit {bad}"
+            );
+        }
+        q.drain(true).await.unwrap();
+    }
+}

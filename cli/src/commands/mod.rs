@@ -3,6 +3,7 @@
 pub mod add;
 pub mod admin;
 pub mod audit;
+pub mod batches;
 pub mod demo;
 pub mod dev;
 pub mod dlq;

@@ -1,8 +1,8 @@
 //! The dashboard's routes: the embedded page, the JSON API (reads and actions, all through the
 //! core's `Queue` API), and the live events over server-sent events.
 
-use super::ops;
 use super::security::{self, Secrets};
+use super::{batches, dead_letters, ops};
 use crate::commands::queues::{open_all, registered, summary, Repair};
 use crate::connect::server_time_ms;
 use axum::extract::{Path, Query, Request, State};
@@ -194,6 +194,17 @@ pub fn router(app: Shared) -> Router {
         .route(
             "/api/queues/{queue}/groups/{action}",
             post(ops::group_action),
+        )
+        .route("/api/queues/{queue}/batches", get(batches::list))
+        .route("/api/queues/{queue}/batches/{id}", get(batches::one))
+        .route(
+            "/api/queues/{queue}/batches/{id}/cancel",
+            post(batches::cancel),
+        )
+        .route("/api/queues/{queue}/dead-letters", get(dead_letters::list))
+        .route(
+            "/api/queues/{queue}/dead-letters/replay",
+            post(dead_letters::replay),
         )
         .route("/api/queues/{queue}/{action}", post(queue_action))
         .route("/api/events", get(events))

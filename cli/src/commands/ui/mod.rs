@@ -23,6 +23,8 @@
 //! - the page renders every job field with `textContent` (never as HTML).
 
 mod api;
+mod batches;
+mod dead_letters;
 mod ops;
 mod security;
 

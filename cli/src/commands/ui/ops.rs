@@ -505,7 +505,7 @@ pub struct CapBody {
 
 /// A JSON body as one action's typed body; anything else (not JSON, a field it does not have, a
 /// field missing or of the wrong type) is `invalid_option`.
-fn body_of<T: DeserializeOwned>(action: &str, body: &Bytes) -> emq::Result<T> {
+pub(super) fn body_of<T: DeserializeOwned>(action: &str, body: &Bytes) -> emq::Result<T> {
     serde_json::from_slice(body).map_err(|err| invalid(format!("the body of {action}: {err}")))
 }
 
@@ -558,7 +558,7 @@ pub async fn group_action(
     Ok(Json(json!({"ok": true, "action": action, "group": group})))
 }
 
-fn invalid(msg: impl Into<String>) -> Error {
+pub(super) fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidOption, msg.into())
 }
 
