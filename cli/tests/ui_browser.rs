@@ -3,7 +3,8 @@
 //! missing and runs it with `--ignored`. Screenshots of each page go to `target/ui-screens/`.
 
 use emq::{
-    ConnectOptions, FlowJob, HandlerError, JobContext, JobOptions, JobState, NewJob, Queue, Worker,
+    BatchOptions, ConnectOptions, FlowJob, HandlerError, JobContext, JobOptions, JobState, NewJob,
+    Queue, Worker,
 };
 use serde_json::json;
 use std::process::{Command, Stdio};
@@ -199,6 +200,84 @@ async fn the_dashboard_in_a_browser() {
         .set_group_max_waiting(Some(10_000), Some("tenant-mid"))
         .await
         .unwrap();
+    // Batches (the Batches page): "nightly import" done with one failed job of five, then
+    // "backfill" with two of its five jobs done (three wait on a queue no worker serves).
+    // Dead letters: two jobs of "charges" fail for good and move to "charges-dlq".
+    let (imports_name, later_name) = (format!("imports-{pid}"), format!("imports-later-{pid}"));
+    let (charges_name, dlq_name) = (format!("charges-{pid}"), format!("charges-dlq-{pid}"));
+    let imports = q.queue(&imports_name).unwrap();
+    let charges = q.queue(&charges_name).unwrap();
+    charges.set_dead_letter(Some(&dlq_name)).await.unwrap();
+    let nightly = imports
+        .batch(BatchOptions {
+            description: Some("nightly import".into()),
+            ..BatchOptions::default()
+        })
+        .await
+        .unwrap();
+    for n in 0..5 {
+        nightly
+            .add(
+                &imports_name,
+                "row",
+                json!({ "n": n, "fail": n == 3 }),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    nightly.seal().await.unwrap();
+    let backfill = imports
+        .batch(BatchOptions {
+            description: Some("backfill 2019".into()),
+            ..BatchOptions::default()
+        })
+        .await
+        .unwrap();
+    for n in 0..5 {
+        let to = if n < 2 { &imports_name } else { &later_name };
+        backfill
+            .add(to, "row", json!({ "n": n }), JobOptions::default())
+            .await
+            .unwrap();
+    }
+    backfill.seal().await.unwrap();
+    for n in 0..2 {
+        charges
+            .add(
+                "charge",
+                json!({ "n": n, "fail": true }),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let side = Worker::builder_many(vec![imports.clone(), charges.clone()])
+        .concurrency(2)
+        .handler(|job: JobContext| async move {
+            if job.data()["fail"] == json!(true) {
+                return Err(card_declined());
+            }
+            Ok(json!("ok"))
+        })
+        .run()
+        .unwrap();
+    let dlq = q.queue(&dlq_name).unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        imports.record_batch_outcomes().await.unwrap();
+        let n = nightly.status(0, 0).await.unwrap();
+        let b = backfill.status(0, 0).await.unwrap();
+        if n.done && b.completed == 2 && dlq.counts().await.unwrap().waiting == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "batches {n:?} {b:?} or dead letters not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    side.close().await.unwrap();
     let sched_queue = format!("reports-{pid}");
     q.queue(&sched_queue)
         .unwrap()
@@ -246,6 +325,11 @@ async fn the_dashboard_in_a_browser() {
         .env("PRIO_ID", to_prioritise.to_string())
         .env("SCHED_QUEUE", &sched_queue)
         .env("GROUPS_QUEUE", &groups_name)
+        .env("BATCH_QUEUE", &imports_name)
+        .env("NIGHTLY_ID", nightly.id().to_string())
+        .env("BACKFILL_ID", backfill.id().to_string())
+        .env("ORIGIN_QUEUE", &charges_name)
+        .env("DLQ_QUEUE", &dlq_name)
         .env("HAY_QUEUE", &hay_name)
         .env("NEEDLE_ID", needle.to_string())
         .env("SCREENS", screens)
@@ -315,6 +399,11 @@ async fn the_dashboard_in_a_browser() {
         "{groups:?}"
     );
     assert_eq!(by("tenant-mid").waiting, 3, "a pause keeps the jobs");
+    // The Batches page cancelled "backfill"; the Dead letters page replayed both charges.
+    let b = backfill.status(0, 0).await.unwrap();
+    assert!(b.cancelled, "{b:?}");
+    assert_eq!(charges.counts().await.unwrap().waiting, 2, "both replayed");
+    assert_eq!(dlq.counts().await.unwrap().waiting, 0);
     let sq = q.queue(&sched_queue).unwrap();
     assert!(
         sq.schedulers().await.unwrap().is_empty(),
@@ -328,6 +417,10 @@ async fn the_dashboard_in_a_browser() {
         &sched_queue,
         &hay_name,
         &groups_name,
+        &imports_name,
+        &later_name,
+        &charges_name,
+        &dlq_name,
     ] {
         q.queue(name).unwrap().obliterate(true).await.unwrap();
     }

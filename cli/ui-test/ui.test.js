@@ -18,6 +18,8 @@ const MISC_QUEUE = env('MISC_QUEUE'), CANCEL_ID = env('CANCEL_ID'), PRIO_ID = en
 const SCHED_QUEUE = env('SCHED_QUEUE');
 const HAY_QUEUE = env('HAY_QUEUE'), NEEDLE_ID = env('NEEDLE_ID');
 const GROUPS_QUEUE = env('GROUPS_QUEUE');
+const BATCH_QUEUE = env('BATCH_QUEUE'), NIGHTLY_ID = env('NIGHTLY_ID'), BACKFILL_ID = env('BACKFILL_ID');
+const ORIGIN_QUEUE = env('ORIGIN_QUEUE'), DLQ_QUEUE = env('DLQ_QUEUE');
 const queueUrl = (q, rest) => BASE + '/#/q/' + encodeURIComponent(q) + (rest || '');
 const T = 15000;
 
@@ -38,7 +40,11 @@ async function openJob(page, base, q, id) {
   await page.goto(jobUrl(base, q, id));
   await page.waitForFunction((i) => document.getElementById('job-id') && document.getElementById('job-id').textContent === i, id);
 }
-const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '.png'), fullPage: true });
+// A screenshot of the page as it stands, without the last checks' flash messages.
+const shot = async (page, name) => {
+  await page.evaluate(() => { const f = document.getElementById('flash'); if (f) f.replaceChildren(); });
+  return page.screenshot({ path: path.join(SCREENS, name + '.png'), fullPage: true });
+};
 
 (async () => {
   fs.mkdirSync(SCREENS, { recursive: true });
@@ -383,6 +389,66 @@ const shot = (page, name) => page.screenshot({ path: path.join(SCREENS, name + '
     await ro.waitForSelector('#groups tbody tr[data-group]');
     assert(await ro.isDisabled('#groups tr[data-group="tenant-big"] button[data-group-action="pause"]'), 'Pause is not disabled');
     assert(await ro.isDisabled('#groups tr[data-group="tenant-big"] button[data-group-action="weight"]'), 'Set is not disabled');
+    await ro.close();
+  });
+
+  await check('the Batches page shows each batch\'s progress, opens one and cancels another', async () => {
+    await page.goto(queueUrl(BATCH_QUEUE, '?state=waiting'));
+    await page.waitForSelector('#queue-views a[data-view="batches"]');
+    await page.click('#queue-views a[data-view="batches"]');
+    await page.waitForSelector('#batches tbody tr[data-batch]');
+    const order = await page.$$eval('#batches tbody tr[data-batch]', (r) => r.map(x => x.dataset.batch).join(','));
+    assert(order === BACKFILL_ID + ',' + NIGHTLY_ID, 'newest first: ' + order);
+    const nightly = `#batches tr[data-batch="${NIGHTLY_ID}"]`, backfill = `#batches tr[data-batch="${BACKFILL_ID}"]`;
+    assert((await page.getAttribute(nightly, 'data-state')) === 'done', 'nightly is done');
+    assert((await page.getAttribute(nightly + ' .progress', 'aria-label')) === '5 of 5 done, 1 failed', await page.getAttribute(nightly + ' .progress', 'aria-label'));
+    assert((await page.getAttribute(backfill + ' .progress', 'data-done')) === '2', 'backfill 2 done');
+    assert((await page.textContent(backfill + ' .count')).includes('2/5 done (40%)'), await page.textContent(backfill + ' .count'));
+    // The bar's segments have their widths (set through the CSSOM: the CSP refuses style attributes).
+    const widths = await page.$$eval(nightly + ' .seg', (e) => e.map(x => Math.round(x.getBoundingClientRect().width)));
+    assert(widths.length === 2 && widths[0] > 3 * widths[1] && widths[1] > 0, 'segment widths ' + widths);
+    assert(!(await page.$(nightly + ' button[data-batch-action="cancel"]')), 'a done batch has no Cancel');
+    assert((await page.textContent('#batches-note')).includes('2 batches'), await page.textContent('#batches-note'));
+    await shot(page, 'batches');
+    await page.click(nightly + ' td a');
+    await page.waitForSelector('#batch-failed tbody tr[data-failed]');
+    assert((await page.textContent('#batch-id')) === NIGHTLY_ID, 'the batch page');
+    assert((await page.textContent('#batch-fields dd[data-field="description"]')) === 'nightly import', 'description');
+    assert((await page.$$('#batch-failed tbody tr[data-failed]')).length === 1, 'one failed job listed');
+    await shot(page, 'batch');
+    const failedLink = await page.getAttribute('#batch-failed tbody tr[data-failed] td:nth-child(2) a', 'href');
+    assert(failedLink.includes('/j/'), 'a link to the failed job: ' + failedLink);
+    await page.goto(queueUrl(BATCH_QUEUE, '/batches'));
+    await page.waitForSelector(backfill + ' button[data-batch-action="cancel"]');
+    await page.click(backfill + ' button[data-batch-action="cancel"]');
+    await page.waitForFunction((sel) => { const r = document.querySelector(sel); return r && r.dataset.state === 'cancelled'; }, backfill);
+  });
+
+  await check('the Dead letters page lists where each came from and replays them', async () => {
+    await page.goto(queueUrl(ORIGIN_QUEUE, '/dead-letters'));
+    await page.waitForSelector('#letters-note a');
+    assert((await page.textContent('#letters-note a')) === DLQ_QUEUE, 'the origin names its dead-letter queue');
+    await page.click('#letters-note a');
+    await page.waitForSelector('#letters tbody tr[data-letter]');
+    const rows = await page.$$('#letters tbody tr[data-letter]');
+    assert(rows.length === 2, rows.length + ' rows');
+    const text = await page.textContent('#letters tbody');
+    assert(text.includes(ORIGIN_QUEUE) && text.includes('[payment_failed] card declined'), text);
+    assert((await page.getAttribute('#queue-views a.current', 'data-view')) === 'letters', 'the Dead letters view is current');
+    await shot(page, 'dead-letters');
+    const first = await page.getAttribute('#letters tbody tr[data-letter]', 'data-letter');
+    await page.check(`input[data-letter-select="${first}"]`);
+    await page.click('#replay-selected');
+    await page.waitForFunction((id) => document.querySelectorAll('#letters tbody tr[data-letter]').length === 1
+      && !document.querySelector(`#letters tr[data-letter="${id}"]`), first);
+    await page.click('#replay-all');
+    await page.waitForFunction(() => document.querySelectorAll('#letters tbody tr[data-letter]').length === 0);
+    assert((await page.textContent('#letters tbody')).includes('No dead letters here.'), 'empty');
+    const ro = await browser.newPage({ viewport: { width: 1360, height: 820 } });
+    ro.setDefaultTimeout(T);
+    await ro.goto(RO_BASE + '/#/q/' + encodeURIComponent(DLQ_QUEUE) + '/dead-letters');
+    await ro.waitForSelector('#replay-selected');
+    assert(await ro.isDisabled('#replay-selected') && await ro.isDisabled('#replay-all'), 'read-only disables replay');
     await ro.close();
   });
 

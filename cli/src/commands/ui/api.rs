@@ -22,6 +22,7 @@ use tokio::sync::broadcast;
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
+const QUEUE_PAGES_JS: &str = include_str!("assets/queue_pages.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 
 /// Most jobs on one page of a queue.
@@ -169,6 +170,15 @@ pub fn router(app: Shared) -> Router {
                 (
                     [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
                     APP_JS,
+                )
+            }),
+        )
+        .route(
+            "/queue_pages.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    QUEUE_PAGES_JS,
                 )
             }),
         )

@@ -6,6 +6,7 @@
 use super::api::{api_err, ApiResult, Shared};
 use super::ops::{body_of, invalid};
 use crate::commands::dlq::letter_json;
+use crate::connect::server_time_ms;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::Json;
@@ -41,8 +42,10 @@ pub async fn list(
         .map(letter_json)
         .collect();
     let target = q.dead_letter().await.map_err(e)?;
+    let now = server_time_ms(&app.store).await.map_err(e)?;
     Ok(Json(json!({
         "queue": queue,
+        "now_ms": now,
         "dead_letter": target,
         "limit": limit,
         "jobs": jobs,

@@ -94,6 +94,9 @@ function route() {
   const params = new URLSearchParams(qs || '');
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'q' && parts[1] && parts[2] === 'j' && parts[3]) return { view: 'job', queue: parts[1], id: parts[3] };
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'batches' && parts[3]) return { view: 'batch', queue: parts[1], id: parts[3], offset: +(params.get('offset') || 0) };
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'batches') return { view: 'batches', queue: parts[1], offset: +(params.get('offset') || 0) };
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'dead-letters') return { view: 'letters', queue: parts[1] };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'groups') {
     const sort = ['waiting', 'running', 'name'].includes(params.get('sort')) ? params.get('sort') : 'waiting';
     return { view: 'groups', queue: parts[1], sort, offset: +(params.get('offset') || 0) };
@@ -115,11 +118,12 @@ function jobHref(q, id) { return '#/q/' + enc(q) + '/j/' + enc(id); }
 function groupsHref(q, sort, offset) {
   return '#/q/' + enc(q) + '/groups' + (sort && sort !== 'waiting' ? '?sort=' + enc(sort) : '?sort=waiting') + (offset ? '&offset=' + offset : '');
 }
-// The queue's two views: its jobs (by state) and its fair groups.
+// The queue's views: its jobs (by state), its fair groups, its batches and the dead letters it holds
+// (the last three in queue_pages.js).
 function queueViews(q, which) {
-  return h('div', { class: 'views', id: 'queue-views' },
-    h('a', { href: queueHref(q, 'waiting'), class: which === 'jobs' ? 'current' : '', 'data-view': 'jobs' }, 'Jobs'),
-    h('a', { href: groupsHref(q), class: which === 'groups' ? 'current' : '', 'data-view': 'groups' }, 'Groups'));
+  const tab = (view, href, label) => h('a', { href, class: which === view ? 'current' : '', 'data-view': view }, label);
+  return h('div', { class: 'views', id: 'queue-views' }, tab('jobs', queueHref(q, 'waiting'), 'Jobs'), tab('groups', groupsHref(q), 'Groups'),
+    tab('batches', batchesHref(q), 'Batches'), tab('letters', lettersHref(q), 'Dead letters'));
 }
 function findHref(q, state, by, text, from) {
   return '#/q/' + enc(q) + '?state=' + enc(state || 'waiting') + '&by=' + enc(by) + '&text=' + enc(text) + (from ? '&from=' + from : '');
@@ -451,64 +455,6 @@ const VIEWS = {
     return h('section', {}, parts);
   },
 
-  // A queue's fair groups: the backlog, running jobs, weight and caps of each, sorted on the server
-  // (by backlog unless a column header says otherwise); Pause/Resume and a weight per group.
-  async groups(r) {
-    const base = '/api/queues/' + enc(r.queue);
-    const d = await api(base + '/groups?sort=' + enc(r.sort) + '&offset=' + r.offset + '&limit=' + GROUP_PAGE);
-    setDatastore(d);
-    const s = d.summary, ro = d.read_only ? 'disabled' : null;
-    const col = (key, label, num) => h('th', { class: num ? 'num sortable' : 'sortable', 'data-sort': key, 'aria-sort': d.sort === key ? (key === 'name' ? 'ascending' : 'descending') : null },
-      h('a', { href: groupsHref(r.queue, key), class: d.sort === key ? 'sorted' : '' }, label + (d.sort === key ? (key === 'name' ? ' ▲' : ' ▼') : '')));
-    const cap = (v) => v === null || v === undefined ? h('span', { class: 'muted' }, 'none') : String(v);
-    const rows = d.groups.map(g => {
-      const key = 'gweight:' + r.queue + ':' + g.name;
-      const weight = keep(key, h('input', { id: 'group-weight:' + g.name, class: 'weight', type: 'number', min: 1, max: 1000, step: 1,
-        'aria-label': 'new weight of ' + g.name, value: g.weight }));
-      const setWeight = () => {
-        const w = Number(weight.value);
-        // Its bounds (1 to 1000) are the core's to check and say.
-        if (weight.value.trim() === '' || !Number.isInteger(w)) { flash('a weight is a whole number', true); return; }
-        act(base + '/groups/weight', { group: g.name, weight: w }, 'Weight ' + w + ' for ' + g.name).then(o => { if (o) delete typed[key]; });
-      };
-      return h('tr', { 'data-group': g.name, 'data-paused': g.paused ? 'yes' : 'no' },
-        h('td', {}, g.name),
-        h('td', { class: 'num', 'data-col': 'waiting' }, String(g.waiting)),
-        h('td', { class: 'num', 'data-col': 'running' }, String(g.running)),
-        h('td', { class: 'num', 'data-col': 'weight' }, String(g.weight)),
-        h('td', { class: 'num', 'data-col': 'concurrency' }, cap(g.concurrency)),
-        h('td', { class: 'num', 'data-col': 'max_waiting' }, cap(g.max_waiting)),
-        h('td', { 'data-col': 'state' }, h('span', { class: 'badge ' + (g.paused ? 'paused' : 'ok') }, g.paused ? 'paused' : 'serving')),
-        h('td', { class: 'group-actions' },
-          g.paused
-            ? h('button', { 'data-group-action': 'resume', disabled: ro, onclick: () => act(base + '/groups/resume', { group: g.name }, 'Resume ' + g.name) }, 'Resume')
-            : h('button', { 'data-group-action': 'pause', disabled: ro, onclick: () => act(base + '/groups/pause', { group: g.name }, 'Pause ' + g.name) }, 'Pause'),
-          h('span', { class: 'group' }, 'weight ', weight, h('button', { 'data-group-action': 'weight', disabled: ro, onclick: setWeight }, 'Set'))));
-    });
-    const total = d.total === null || d.total === undefined ? null : d.total;
-    const shown = d.groups.length;
-    const more = total === null ? shown === d.limit : r.offset + shown < total;
-    const pager = h('div', { class: 'pager', id: 'groups-pager' },
-      h('a', { href: r.offset > 0 ? groupsHref(r.queue, d.sort, Math.max(0, r.offset - GROUP_PAGE)) : null }, '← previous'),
-      h('span', { class: 'muted' }, shown ? (r.offset + 1) + '–' + (r.offset + shown) + (total !== null ? ' of ' + total : '') : 'none'),
-      h('a', { href: more ? groupsHref(r.queue, d.sort, r.offset + GROUP_PAGE) : null }, 'next →'));
-    const order = { waiting: 'by backlog, most waiting first', running: 'by running jobs, most first', name: 'by name' }[d.sort];
-    return h('section', {},
-      h('h1', {}, 'Queue ', h('span', { id: 'queue-name' }, r.queue), ' ', s.paused ? h('span', { class: 'badge paused' }, 'paused') : null),
-      h('p', { class: 'muted' }, 'oldest waiting: ' + dur(s.oldest_waiting_age_ms) + ' · workers: ' + s.workers),
-      queueViews(r.queue, 'groups'),
-      h('p', { class: 'muted', id: 'groups-note' }, (total !== null ? total + ' group' + (total === 1 ? '' : 's') : 'groups') + ', sorted ' + order
-        + (d.truncated ? ' (only the first groups by name were read)' : '')
-        + '. Each claim serves the groups in turn by weight; concurrency and max waiting are the group\'s own cap, else the queue\'s default.'),
-      h('table', { id: 'groups' },
-        h('thead', {}, h('tr', {}, col('name', 'Group'), col('waiting', 'Waiting', true), col('running', 'Running', true),
-          h('th', { class: 'num' }, 'Weight'), h('th', { class: 'num' }, 'Concurrency'), h('th', { class: 'num' }, 'Max waiting'),
-          h('th', {}, 'State'), h('th', {}, ''))),
-        h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'muted' },
-          r.offset ? 'No groups past ' + r.offset + '.' : 'No groups: a job joins one with the group option (emq add ' + r.queue + ' NAME --group G).')))),
-      pager);
-  },
-
   async schedulers() {
     const d = await api('/api/schedulers');
     setDatastore(d);
@@ -659,7 +605,7 @@ function concerns(ev) {
   const r = current;
   if (r.view === 'overview' || r.view === 'workers') return true;
   if (r.view === 'schedulers') return false;
-  if (r.view === 'queue' || r.view === 'groups') return ev.queue === r.queue;
+  if (['queue', 'groups', 'batches', 'batch', 'letters'].includes(r.view)) return ev.queue === r.queue;
   if (r.view === 'job') return ev.queue === r.queue && (!ev.job_id || ev.job_id === r.id);
   return false;
 }
