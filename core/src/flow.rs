@@ -9,6 +9,7 @@
 //! means the child is recovered and re-run, and the parent still completes exactly once.
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::handler::JobContext;
 use crate::job::Job;
 use crate::job_id::JobId;
 use crate::keyspace::{JobPart, QueueName};
@@ -144,6 +145,142 @@ impl Queue {
             }
         }
         Ok(out)
+    }
+}
+
+/// A child for [`JobContext::add_child`] / [`Queue::add_child`]: checked as any job is, and with
+/// no dedup key (an add that found it held would return another job, which would never report to
+/// this parent).
+fn check_child(options: &JobOptions) -> Result<()> {
+    options.validate()?;
+    if options.dedup.is_some() {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            "a child job cannot have a dedup key",
+        ));
+    }
+    if options.batch.is_some() || options.batch_done.is_some() {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            "batch and batch_done are written by emq alone",
+        ));
+    }
+    Ok(())
+}
+
+/// Adds `job` to `queue` as a child of `parent` (in `parent_q`), then counts it in there
+/// (`child_attach.lua`) under the parent's lease `token` ('' for a parent waiting for its
+/// children). The add comes first, so no parent ever waits for a child that was never added: a
+/// child that finishes before it is counted in leaves its outcome in its running parent
+/// (`child_done.lua`). A given parent that is not waiting for children refuses it, and the child,
+/// added but not counted, is removed again.
+async fn add_child_to(
+    parent_q: &Queue,
+    parent: JobId,
+    token: &str,
+    queue: &str,
+    job: NewJob,
+) -> Result<JobId> {
+    check_child(&job.options)?;
+    crate::job::check_payload("a child job's payload", &job.data)?;
+    let q = parent_q.queue_opened(queue).await?;
+    q.plain_only("a child job's queue")?;
+    let id = match job.options.id {
+        Some(id) => id,
+        None => q.mint_id()?,
+    };
+    let data = serde_json::to_string(&job.data)?;
+    let me = format!("{}:{}", parent_q.name(), parent);
+    let bare = NewJob {
+        name: job.name,
+        data: Value::Null,
+        options: job.options,
+    };
+    let _: Vec<String> = q
+        .add_invocation_with_parent(&[(id, &bare, data)], &me)?
+        .invoke(q.store())
+        .await?;
+    q.register_after_add().await;
+    let r: String = script::CHILD_ATTACH
+        .on(parent_q.name(), Some(parent))?
+        .arg(parent)
+        .arg(token)
+        .arg(format!("{}:{}", q.name(), id))
+        .invoke(parent_q.store())
+        .await?;
+    match r.as_str() {
+        "attached" | "known" => Ok(id),
+        "lost" => Err(Error::new(
+            ErrorCode::LeaseLost,
+            format!("job {parent}'s run lost its lease: child {id} was added, its outcome is kept for the job's next run"),
+        )),
+        other => {
+            // Not counted in anywhere: take it back (a child that already ran stays done).
+            let _ = q.remove(id).await;
+            Err(if other == "missing" {
+                Error::new(
+                    ErrorCode::JobNotFound,
+                    format!("no job {parent} in queue {}", parent_q.name()),
+                )
+            } else {
+                Error::new(
+                    ErrorCode::InvalidState,
+                    format!("job {parent} is not waiting for its children (a running job adds its own with its job's add_child)"),
+                )
+            })
+        }
+    }
+}
+
+impl JobContext {
+    /// Adds a child job to `queue` (any queue on this store) that this job waits for, as for the
+    /// children of a flow: when this run returns, the job goes to waiting-children instead of
+    /// completed, and once its last child is done it runs again, its children's results in
+    /// [`Queue::children_results`] (a run should check them, so it ends the second time). A child
+    /// that fails for good fails this job under its `parent_policy` `fail` (the default), counts as
+    /// done under `ignore`, and is dropped under `remove`. Returns the child's id.
+    /// `invalid_option` for a dedup key or bad options; `lease_lost` when this run has lost its
+    /// lease (the child was added: its outcome is kept for the job's next run).
+    pub async fn add_child(
+        &self,
+        queue: &str,
+        name: &str,
+        data: Value,
+        options: JobOptions,
+    ) -> Result<JobId> {
+        let job = NewJob {
+            name: name.to_string(),
+            data,
+            options,
+        };
+        let id = add_child_to(&self.queue, self.job.id, &self.token, queue, job).await?;
+        self.children
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(id)
+    }
+}
+
+impl Queue {
+    /// Adds a child job to `queue` for `parent`, a job of this queue that is waiting for its
+    /// children (a flow's parent, or a job whose run added children): it waits for this one too.
+    /// A running job adds its own with [`JobContext::add_child`]. `invalid_state` when the parent
+    /// is not waiting for children (it runs, has finished, or never had children), `job_not_found`
+    /// when there is no such job; the child is not added then.
+    pub async fn add_child(
+        &self,
+        parent: JobId,
+        queue: &str,
+        name: &str,
+        data: Value,
+        options: JobOptions,
+    ) -> Result<JobId> {
+        self.plain_only("adding a child to a job")?;
+        let job = NewJob {
+            name: name.to_string(),
+            data,
+            options,
+        };
+        add_child_to(self, parent, "", queue, job).await
     }
 }
 

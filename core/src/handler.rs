@@ -231,6 +231,10 @@ pub struct JobContext {
     pub(crate) events: Option<crate::worker::hooks::WorkerEventHook>,
     /// This run's fencing token ([`JobContext::fence`]).
     pub(crate) fence: u64,
+    /// This run's lease token (children it adds are counted in under it).
+    pub(crate) token: String,
+    /// Set once this run counted a child in ([`JobContext::add_child`]): its end waits for them.
+    pub(crate) children: Arc<AtomicBool>,
 }
 
 /// The fencing token a lease token carries: its leading digits, the server's clock in microseconds

@@ -157,6 +157,10 @@ pub struct Job {
     /// leased ahead). A worker reports the start of such a job before running it.
     #[serde(skip)]
     pub(crate) strands: u32,
+    /// Children it waits for (flows, and children its runs added): a run of a job with some ends
+    /// in waiting-children, not completed (`children_wait.lua`).
+    #[serde(skip)]
+    pub(crate) pending: u32,
 }
 
 /// Deepest nesting of arrays and objects a payload may have. The core reads every stored payload
@@ -344,6 +348,7 @@ impl Job {
             unreadable: bad,
             cancelled: map.get("cancel").cloned(),
             strands: num(&map, "strands").unwrap_or(0),
+            pending: num(&map, "pending").unwrap_or(0),
         }
     }
 

@@ -224,6 +224,10 @@ scripts! {
     ADD_PARENT => "add_parent",
     /// Records a child's outcome in its parent (the second, idempotent step).
     CHILD_DONE => "child_done",
+    /// Counts a child added by a running job (or to a waiting parent) in its parent.
+    CHILD_ATTACH => "child_attach",
+    /// Ends a run that added children: the job waits for them, or runs again once they are done.
+    CHILDREN_WAIT => "children_wait",
     /// Changes one fair-group setting (weight, concurrency, cap on waiting, pause).
     GROUP_SET => "group_set",
     /// Reads one page of the queue's groups.

@@ -143,6 +143,39 @@ pub(super) async fn finish_reporting(
     }
 }
 
+/// Ends the successful run of a job that added children (this run, or one before: its record
+/// counts them): it waits in waiting-children for them, or runs again at once when every one is
+/// done (`children_wait.lua`); a child that failed under the `fail` policy fails it instead.
+pub(super) async fn wait_for_children(
+    s: &Arc<Shared>,
+    job: &Arc<Job>,
+    token: &str,
+    result: serde_json::Value,
+) {
+    let q = &s.queue;
+    let r = match script::CHILDREN_WAIT.on(q.name(), Some(job.id)) {
+        Ok(inv) => {
+            inv.arg(job.id)
+                .arg(token)
+                .arg(serde_json::to_string(&result).unwrap_or_else(|_| "null".into()))
+                .arg(q.max_events)
+                .invoke::<String>(q.store())
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    match r {
+        Ok(r) => {
+            if let Some(child) = r.strip_prefix("fail:") {
+                let e = HandlerError::unrecoverable(format!("child {child} failed"))
+                    .with_code("child_failed");
+                Box::pin(finish(s, job, token, Err(e))).await;
+            }
+        }
+        Err(e) => note_finish_error(s, job.id, e),
+    }
+}
+
 /// Puts a running job back to delayed for the handler's [`HandlerError::delay`] (`delay_job.lua`),
 /// its attempt counted only when asked.
 pub(super) async fn delay_job(s: &Shared, job: &Job, token: &str, e: &HandlerError) {

@@ -25,6 +25,7 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
             }
         }
         let (itx, irx) = interrupt_channel();
+        let children;
         let mut run = {
             let mut flights = s.flights.lock().expect("flights");
             // Gone: close released it while it waited in the buffer.
@@ -53,6 +54,7 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                 continue;
             }
             flight.interrupt = Some(itx.clone());
+            children = Arc::new(AtomicBool::new(false));
             let ctx = JobContext {
                 job: job.clone(),
                 queue: s.queue.clone(),
@@ -60,6 +62,8 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                 interrupt: irx,
                 events: s.events.clone(),
                 fence: crate::handler::fence_of(&token),
+                token: token.clone(),
+                children: children.clone(),
             };
             use tracing::Instrument;
             let span = tracing::info_span!("emq.job", queue = %s.queue.name(), job = %id);
@@ -147,6 +151,10 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                     let e = HandlerError::unrecoverable(Interrupt::Cancelled(reason).message())
                         .with_code(CANCELLED);
                     finish(&s, &job, &token, Err(e)).await;
+                }
+                (None, Ok(result)) if job.pending > 0 || children.load(Ordering::SeqCst) => {
+                    // It added children (this run or an earlier one): it waits for them.
+                    wait_for_children(&s, &job, &token, result).await;
                 }
                 (None, Ok(result)) => {
                     taken = take_next(&s);
