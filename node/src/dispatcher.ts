@@ -5,7 +5,7 @@ import { DelayedError, JobInterrupted, UnrecoverableError, emqError } from './er
 import type { NativeWorker } from './loader';
 import { given } from './payload';
 import type { Queue } from './queue';
-import type { ActiveJob, Handler, Json } from './types';
+import type { ActiveJob, Handler, JobId, JobOptions, Json } from './types';
 
 /** A job handed to the handler and not settled yet. */
 interface Live {
@@ -23,6 +23,7 @@ export interface Slot {
   emit(event: string, ...args: unknown[]): void;
   error(e: unknown): void;
   progress(seq: number, id: string, p: unknown, queue: string | undefined): Promise<void>;
+  addChild(seq: number, queue: string, name: string, data: unknown, opts: JobOptions | undefined): Promise<JobId>;
   events(batchText: string): void;
 }
 
@@ -174,6 +175,8 @@ export function dispatcher(handler: Handler, queues: Queue[], slot: Slot): (batc
         updateProgress: (p: unknown) => slot.progress(seq, id, p, raw.q),
         log: (line: string) => queue.log(id, line),
         childrenResults: (): Promise<Record<string, Json>> => queue.childrenResults(id),
+        // Through the run's context: the child counts in under this run's lease.
+        addChild: (q: string, name: string, data: unknown, opts?: JobOptions) => slot.addChild(seq, q, name, data, opts),
         batch: raw.batch ? queue.openBatch(raw.batch.id, raw.batch.queue) : null,
       } as ActiveJob;
       st.job = job;

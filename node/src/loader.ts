@@ -26,6 +26,7 @@ export interface NativeQueue {
   addBulkJson(jobs: string): Promise<string>;
   addFlow(flow: string): Promise<string>;
   childrenResults(id: string): Promise<string>;
+  addChild(parent: string, queue: string, name: string, data: string, opts: string | undefined): Promise<string>;
   get(id: string): Promise<string | null>;
   list(state: string, offset: number, limit: number): Promise<string>;
   counts(): Promise<unknown>;
@@ -72,12 +73,13 @@ export interface NativeQueue {
   worker(dispatcher: (batch: string) => void, onEvents: (events: string) => void, opts: object | undefined): NativeWorker;
 }
 
-/** A native worker (bindings/node/src/worker.rs); only `progress` and `close` can fail. */
+/** A native worker (bindings/node/src/worker.rs); only `progress`, `addChild` and `close` can fail. */
 export interface NativeWorker {
   complete(seqs: number[], results: (string | null)[]): void;
   fail(seq: number, message: string, code: string | null, stack: string | null, unrecoverable: boolean): void;
   delay(seq: number, ms: number, countAttempt: boolean): void;
   progress(seq: number, id: string, progress: string, queue: string | undefined): Promise<void>;
+  addChild(seq: number, queue: string, name: string, data: string, opts: string | undefined): Promise<string>;
   readonly queues: string[];
   statsByQueue(): import('./types').QueueStats[];
   listen(mask: number): void;

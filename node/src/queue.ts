@@ -133,6 +133,20 @@ export class Queue {
     return JSON.parse(await call(() => this[kNative].addFlow(text)));
   }
 
+  /**
+   * Adds a child job to `queue` for `parent`, a job of this queue waiting for its children (a
+   * flow's parent, or a job whose run added children): it waits for this one too. A running job
+   * adds its own with `job.addChild`. The options of `add` (no `dedup`); resolves to the child's
+   * id. InvalidState when the parent is not waiting for children (the child is not added),
+   * JobNotFound when there is no such job.
+   */
+  async addChild<T = unknown>(parent: JobId | string, queue: string, name: string, data: T, opts?: JobOptions): Promise<JobId> {
+    jobName(name, 'the child');
+    const text = payloadJson('payload', data);
+    const o = jobOptsJson(opts);
+    return (await call(() => this[kNative].addChild(String(parent), queueName(queue), name, text, o))) as JobId;
+  }
+
   /** A parent's children's results by `<queue>:<id>` (a failed child under `ignore`: `{ failed: Failure }`). */
   async childrenResults(id: JobId | string): Promise<Record<string, Json>> {
     return JSON.parse(await call(() => this[kNative].childrenResults(String(id))));

@@ -163,6 +163,15 @@ export interface ActiveJob<T = any> {
   /** In a flow: the results of this job's children by `<queue>:<id>`. */
   childrenResults(): Promise<Record<string, Json>>;
   /**
+   * Adds a child job to `queue` (any queue) that this job waits for, as a flow's parent waits for
+   * its children: when this run returns, the job waits in 'waiting-children' instead of
+   * completing, and once its last child is done it runs again, their results in
+   * `childrenResults()` (check them, so the second run ends the job). A child that fails for good
+   * fails this job under its `parentPolicy` 'fail' (the default), counts as done under 'ignore'.
+   * The options of `queue.add` (no `dedup`); resolves to the child's id.
+   */
+  addChild<C = unknown>(queue: string, name: string, data: C, opts?: JobOptions): Promise<JobId>;
+  /**
    * The batch this job belongs to (null when it was not added through one): jobs it adds count in
    * before they are added, so the batch is not done until they are.
    */

@@ -7,7 +7,7 @@ import { dispatcher } from './dispatcher';
 import type { Slot } from './dispatcher';
 import { kNative } from './loader';
 import type { NativeWorker } from './loader';
-import { payloadJson, workerOpts } from './payload';
+import { jobName, jobOptsJson, payloadJson, queueName, workerOpts } from './payload';
 import { Queue, failedError } from './queue';
 import { native as addon } from './loader';
 import type { Handler, Job, JobId, Json, QueueStats, WorkerEventName, WorkerFailure, WorkerOptions, WorkerStats } from './types';
@@ -129,6 +129,12 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
       progress: async (seq, id, p, q) => {
         const text = payloadJson('progress', p);
         return call(() => (slot.native as NativeWorker).progress(seq, String(id), text, q));
+      },
+      addChild: async (seq, q, name, data, opts) => {
+        jobName(name, 'the child');
+        const text = payloadJson('payload', data);
+        const o = jobOptsJson(opts);
+        return (await call(() => (slot.native as NativeWorker).addChild(seq, queueName(q), name, text, o))) as JobId;
       },
       // The core's events, a JSON array at a time (on a later event-loop turn, or from `close`).
       events: (batchText) => {

@@ -12,6 +12,7 @@
 //! - [`events`]: `NativeEvents`, a subscriber on a queue's events.
 
 mod batch;
+mod children;
 mod events;
 mod options;
 mod queue;

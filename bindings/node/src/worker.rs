@@ -467,6 +467,37 @@ impl NativeWorker {
         .await
     }
 
+    /// Adds a child (JSON payload text, options as a `JobSpec`'s JSON) to `queue` for the run
+    /// `seq`, through its context (`JobContext::add_child`): the job waits for it when the run
+    /// returns. `invalid_state` once the run has settled.
+    #[napi]
+    pub async fn add_child(
+        &self,
+        seq: u32,
+        queue: String,
+        name: String,
+        data: String,
+        opts: Option<String>,
+    ) -> Settled<String> {
+        Settled::of(async move {
+            let options = crate::options::job_options(opts.as_deref()).map_err(throw)?;
+            emq::job::check_integer_widths("the payload", &data).map_err(throw)?;
+            let data: Value = serde_json::from_str(&data).map_err(|e| throw(e.into()))?;
+            let ctx = self.dispatch.context(seq).ok_or_else(|| {
+                throw(emq::Error::new(
+                    emq::ErrorCode::InvalidState,
+                    "the run has ended: a job adds children while its handler runs",
+                ))
+            })?;
+            let id = ctx
+                .add_child(&queue, &name, data, options)
+                .await
+                .map_err(throw)?;
+            Ok(id.to_string())
+        })
+        .await
+    }
+
     /// Keeps the events of the kinds in `mask` for JS (a bit each: completed 1, failed 2,
     /// progress 4, stalled 8, error 16); the others are dropped as they happen.
     #[napi]

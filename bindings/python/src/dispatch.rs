@@ -25,7 +25,7 @@ use crate::{code_err, runtime, Out};
 use emq::{ErrorCode, HandlerError, HandlerResult, JobContext};
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
@@ -216,6 +216,21 @@ awaitable_methods! {
         fn log(&self, py, line: String) {
             let ctx = self.ctx.clone();
             Ok(Box::pin(async move { Ok(Out::Int(ctx.log(&line).await?)) }))
+        }
+
+        /// Adds a child job to `queue` that this job waits for (`JobContext::add_child`); its id.
+        #[pyo3(signature = (queue, name, data, options=None, blocking=false))]
+        fn add_child(
+            &self, py, queue: String, name: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>,
+            options: Option<&Bound<'_, PyDict>>
+        ) {
+            let a = crate::queue::add_args(py, name, data, options)?;
+            let data: serde_json::Value = serde_json::from_str(&a.data)
+                .map_err(|e| crate::core_err(py, &emq::Error::from(e)))?;
+            let ctx = self.ctx.clone();
+            Ok(Box::pin(async move {
+                Ok(Out::Str(ctx.add_child(&queue, &a.name, data, a.options).await?.to_string()))
+            }))
         }
 
         /// In a flow, the children's results by `<queue>:<id>`.

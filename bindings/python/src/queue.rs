@@ -540,6 +540,24 @@ awaitable_methods! {
             }))
         }
 
+        /// Adds a child job to `queue` for `parent`, a job of this queue waiting for its children
+        /// (`Queue::add_child`); its id.
+        #[pyo3(signature = (parent, queue, name, data, options=None, blocking=false))]
+        #[allow(clippy::too_many_arguments)]
+        fn add_child(
+            &self, py, parent: &Bound<'_, PyAny>, queue: String, name: &Bound<'_, PyAny>,
+            data: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>
+        ) {
+            let parent = job_id(py, parent)?;
+            let a = add_args(py, name, data, options)?;
+            let data: Value = serde_json::from_str(&a.data)
+                .map_err(|e| crate::core_err(py, &emq::Error::from(e)))?;
+            let q = self.core(py)?;
+            Ok(Box::pin(async move {
+                Ok(Out::Str(q.add_child(parent, &queue, &a.name, data, a.options).await?.to_string()))
+            }))
+        }
+
         /// Creates a batch in this queue's slot (callbacks: `{queue, name, data, options}` dicts).
         #[pyo3(signature = (on_complete=None, on_success=None, description=None, blocking=false))]
         fn batch(

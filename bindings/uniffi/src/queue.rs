@@ -104,6 +104,30 @@ impl Queue {
         on_runtime(async move { q.add_flow(flow).await }).await
     }
 
+    /// Adds a child job (JSON payload text) to `queue` for `parent`, a job of this queue waiting
+    /// for its children (a flow's parent, or a job whose run added children): it waits for this
+    /// one too. Returns the child's id. `InvalidState` when the parent is not waiting for children
+    /// (the child is not added), `JobNotFound` when there is no such job, `InvalidOption` for a
+    /// dedup key.
+    #[uniffi::method(default(options = None))]
+    pub async fn add_child(
+        &self,
+        parent: String,
+        queue: String,
+        name: String,
+        data_json: String,
+        options: Option<JobOptions>,
+    ) -> Result<String, EmqException> {
+        let parent = emq::JobId::parse(&parent)?;
+        let opts = options.unwrap_or_default().to_core()?;
+        let data: serde_json::Value = serde_json::from_str(&data_json)
+            .map_err(|e| EmqException::from(emq::Error::from(e)))?;
+        let q = self.inner.clone();
+        let id =
+            on_runtime(async move { q.add_child(parent, &queue, &name, data, opts).await }).await?;
+        Ok(id.to_string())
+    }
+
     /// The results of a parent's children as JSON text, by `<queue>:<id>` (a failed child under
     /// the `Ignore` policy reads as `{"failed": …}`).
     pub async fn children_results(

@@ -49,6 +49,8 @@ export async function usage(): Promise<void> {
   const created: boolean = await q.upsertScheduler('nightly', { cron: '0 3 * * *', tz: 'Europe/Berlin', name: 'report' });
   const schedulers: SchedulerInfo[] = await q.schedulers();
   const flow: FlowIds = await q.addFlow({ name: 'report', data: {}, children: [{ name: 'part', data: 1 }] });
+  const extra: JobId = await q.addChild(flow.id, 'parts', 'part', 2, { priority: 1 });
+  void extra;
   const stream = await q.events();
   for await (const ev of stream) {
     const e: QueueEvent = ev;
@@ -63,6 +65,8 @@ export async function usage(): Promise<void> {
       await j.log(`sending ${j.data.n}`);
       const fence: number = j.fence;
       void fence;
+      const child: JobId = await j.addChild('emails-parts', 'part', { n: 1 }, { attempts: 2 });
+      void child;
       if (j.data.n < 0) throw new UnrecoverableError('bad input');
       return { sent: j.data.to.length > 0 };
     },

@@ -185,6 +185,22 @@ class Job:
 
         return SyncBatch(native)
 
+    def add_child(self, queue: str, name: str, data: Any = None, **options: Any) -> Awaitable[str]:
+        """Adds a child job to ``queue`` (any queue) that this job waits for, as a flow's parent
+        waits for its children: when this run returns, the job waits in ``waiting-children``
+        instead of completing, and once its last child is done it runs again, their results in
+        :meth:`children_results` (check them, so the second run ends the job). A child that fails
+        for good fails this job under its ``parent_policy="fail"`` (the default), counts as done
+        under ``"ignore"``. Takes the keyword options of :meth:`emq.Queue.add` (no ``dedup``);
+        returns the child's id. Awaited in an ``async def`` handler; blocking in a plain ``def``."""
+        from .batch import _job_options
+
+        call = self._run()
+        opts = _job_options(options)
+        if _on_loop():
+            return call.add_child(queue, name, data, opts)
+        return Reported(call.add_child(queue, name, data, opts, blocking=True))
+
     def children_results(self) -> Awaitable[Dict[str, Any]]:
         """In a flow's parent: each child's result by ``"<queue>:<id>"`` (a failed child under
         ``parent_policy="ignore"`` appears as ``{"failed": …}``). Awaited in an ``async def``

@@ -314,6 +314,17 @@ class Queue:
         reset and removes them here; returns ``[{id, queue, origin_id}]``."""
         return await self._native.replay_dead_letters(ids)
 
+    async def add_child(self, parent: str, queue: str, name: str, data: Any = None, **options: Any) -> str:
+        """Adds a child job to ``queue`` for ``parent``, a job of this queue waiting for its
+        children (a flow's parent, or a job whose run added children): it waits for this one too.
+        A running job adds its own with :meth:`emq.Job.add_child`. Takes :meth:`add`'s keyword
+        options (no ``dedup``); returns the child's id. Raises :class:`InvalidState` when the
+        parent is not waiting for children (the child is not added), :class:`JobNotFound` when
+        there is no such job."""
+        from .batch import _job_options
+
+        return await self._native.add_child(parent, queue, name, data, _job_options(options))
+
     async def batch(
         self,
         *,

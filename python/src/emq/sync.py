@@ -220,6 +220,10 @@ class Queue:
     def replay_dead_letters(self, ids: Optional[List[str]] = None) -> List[Dict[str, Any]]:
         return _blocking(self._native.replay_dead_letters, ids)
 
+    def add_child(self, parent: str, queue: str, name: str, data: Any = None, **options: Any) -> str:
+        """Adds a child job for a waiting parent (see :meth:`emq.Queue.add_child`)."""
+        return _blocking(self._native.add_child, parent, queue, name, data, _job_options(options))
+
     def batch(
         self,
         *,

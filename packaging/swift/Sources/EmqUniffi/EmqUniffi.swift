@@ -1044,6 +1044,15 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func addBulk(jobs: [NewJob]) async throws  -> [String]
     
     /**
+     * Adds a child job (JSON payload text) to `queue` for `parent`, a job of this queue waiting
+     * for its children (a flow's parent, or a job whose run added children): it waits for this
+     * one too. Returns the child's id. `InvalidState` when the parent is not waiting for children
+     * (the child is not added), `JobNotFound` when there is no such job, `InvalidOption` for a
+     * dedup key.
+     */
+    func addChild(parent: String, queue: String, name: String, dataJson: String, options: JobOptions?) async throws  -> String
+    
+    /**
      * Adds a flow: the parent waits (in `WaitingChildren`) until every child is done, then runs.
      * Idempotent per id. Returns the ids in the flow's shape.
      */
@@ -1441,6 +1450,29 @@ open func addBulk(jobs: [NewJob])async throws  -> [String]  {
             completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Adds a child job (JSON payload text) to `queue` for `parent`, a job of this queue waiting
+     * for its children (a flow's parent, or a job whose run added children): it waits for this
+     * one too. Returns the child's id. `InvalidState` when the parent is not waiting for children
+     * (the child is not added), `JobNotFound` when there is no such job, `InvalidOption` for a
+     * dedup key.
+     */
+open func addChild(parent: String, queue: String, name: String, dataJson: String, options: JobOptions? = nil)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_add_child(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(parent),FfiConverterString.lower(queue),FfiConverterString.lower(name),FfiConverterString.lower(dataJson),FfiConverterOptionTypeJobOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
             errorHandler: FfiConverterTypeEmqException_lift
         )
 }
@@ -5858,6 +5890,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_add_bulk() != 3713) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_add_child() != 64126) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_add_flow() != 893) {

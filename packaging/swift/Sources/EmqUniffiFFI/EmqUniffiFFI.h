@@ -328,6 +328,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_add(uint64_t ptr, RustBuffer name, Ru
 uint64_t uniffi_emq_uniffi_fn_method_queue_add_bulk(uint64_t ptr, RustBuffer jobs
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD_CHILD
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD_CHILD
+uint64_t uniffi_emq_uniffi_fn_method_queue_add_child(uint64_t ptr, RustBuffer parent, RustBuffer queue, RustBuffer name, RustBuffer data_json, RustBuffer options
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD_FLOW
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD_FLOW
 uint64_t uniffi_emq_uniffi_fn_method_queue_add_flow(uint64_t ptr, RustBuffer flow
@@ -944,6 +949,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_add(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_ADD_BULK
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_ADD_BULK
 uint16_t uniffi_emq_uniffi_checksum_method_queue_add_bulk(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_ADD_CHILD
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_ADD_CHILD
+uint16_t uniffi_emq_uniffi_checksum_method_queue_add_child(void
     
 );
 #endif
