@@ -35,7 +35,10 @@
 -- ARGV[4] start        how many of the next jobs start at once (the rest are leased ahead)
 -- ARGV[5] started      "<id> <token> <id> <token> …" (space-separated, may be empty): leased-ahead
 --                      jobs whose runs have started (each lease is marked started, stamped now)
--- ARGV[6..] job        groups of 4: id, token, result (JSON), and keep ("1" keep the record in
+-- ARGV[6] latency      the completed runs' latencies (core/src/latency.rs): `<field>=<n>` pairs,
+--                      space-separated (may be empty), added to metrics per minute
+--                      (`<field>:<minute>`) and to meta for good (`h<field>`)
+-- ARGV[7..] job        groups of 4: id, token, result (JSON), and keep ("1" keep the record in
 --                      completed, "0" delete it now; "3" and "2" the same for a job of a batch,
 --                      whose outcome goes in batch_pending) followed by the job's dedup key (none:
 --                      nothing)
@@ -50,7 +53,7 @@ local argv, keys = ARGV, KEYS
 local find, byte, sub = string.find, string.byte, string.sub
 -- (Plain finds and byte compares, no patterns: Lua's pattern matcher costs ~3,000 instructions
 -- a lease. Counters, not `#t + 1`, and locals, not globals: each costs the interpreter per job.)
-local base = 6
+local base = 7
 local n = (#argv - base + 1) / 4
 -- One read of the leases for the call: the completions' first, then the reported starts'.
 local ids = {}
@@ -170,7 +173,15 @@ if ndone > 0 then
   end
   call('XADD', K.events, 'MAXLEN', '~', argv[3], '*', 'ev', 'completed', 'ids', table.concat(done, ' ', 1, ndone),
     unpack(results))
-  call('HINCRBY', K.metrics, 'c:' .. string.format('%d', math.floor(now / 60000)), emq_count_text(ndone))
+  local minute = string.format('%d', math.floor(now / 60000))
+  call('HINCRBY', K.metrics, 'c:' .. minute, emq_count_text(ndone))
+  -- Once per call: a handful of buckets, whatever the number of jobs.
+  if argv[6] ~= '' then
+    for field, count in string.gmatch(argv[6], '(%S+)=(%d+)') do
+      call('HINCRBY', K.metrics, field .. ':' .. minute, count)
+      call('HINCRBY', K.meta, 'h' .. field, count)
+    end
+  end
 end
 if nlost > 0 then call('HINCRBY', K.meta, 'lease_lost', emq_count_text(nlost)) end
 local next_jobs = emq_claim(K, us_text, now_text, now, tonumber(argv[1]), tonumber(argv[2]), argv[3], false, ndone,

@@ -40,6 +40,7 @@ mod hash_slot;
 pub mod job;
 pub mod job_id;
 pub mod keyspace;
+pub mod latency;
 pub mod limits;
 pub mod lookup;
 pub mod metrics;

@@ -1,13 +1,15 @@
-//! Queue metrics: counts per state, finished jobs per minute over a bounded window, and lifetime
-//! counters (added, deleted, lease losses, stalled recoveries); rendered in the Prometheus text
+//! Queue metrics: counts per state, finished jobs per minute over a bounded window, lifetime
+//! counters (added, deleted, lease losses, stalled recoveries) and the run and wait histograms
+//! (`latency.rs`: per minute in the window, and over the queue's life); rendered in the Prometheus text
 //! format for `emq metrics --listen`. Per-group gauges (backlog and running, a series per group)
 //! only when asked ([`Queue::metrics_with_groups`]): a label per tenant can grow a metrics store
 //! without bound, so they are off by default and capped in number.
 
 use crate::error::Result;
 use crate::job::{Counts, JobState};
+use crate::latency::{Histogram, LATENCY_BUCKETS, LATENCY_BUCKETS_MS};
 use crate::queue::Queue;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 /// Minutes of per-minute counts kept.
@@ -32,6 +34,14 @@ pub struct QueueMetrics {
     pub lease_lost: u64,
     /// Stalled jobs recovered.
     pub stalled: u64,
+    /// Completed runs' lengths over the queue's life (`core/src/latency.rs`).
+    pub run: Histogram,
+    /// Completed first runs' waits (add or due time to the claim) over the queue's life.
+    pub wait: Histogram,
+    /// (minute since the epoch, run lengths completed in it), oldest first, within the window.
+    pub run_per_minute: Vec<(u64, Histogram)>,
+    /// (minute since the epoch, waits of the first runs completed in it), oldest first.
+    pub wait_per_minute: Vec<(u64, Histogram)>,
     /// The queue's groups (fair groups), only when asked for ([`Queue::metrics_with_groups`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<crate::groups::GroupInfo>,
@@ -62,6 +72,10 @@ impl Queue {
             stalled: num("stalled_total"),
             ..QueueMetrics::default()
         };
+        m.run = lifetime(&meta, "hr");
+        m.wait = lifetime(&meta, "hw");
+        let mut runs: BTreeMap<u64, Histogram> = BTreeMap::new();
+        let mut waits: BTreeMap<u64, Histogram> = BTreeMap::new();
         for (field, n) in per_minute {
             let Some((kind, minute)) = field.split_once(':') else {
                 continue;
@@ -72,11 +86,25 @@ impl Queue {
             match kind {
                 "c" => m.completed_per_minute.push((minute, n)),
                 "f" => m.failed_per_minute.push((minute, n)),
-                _ => {}
+                _ => {
+                    let (which, rest) = match kind.split_at_checked(1) {
+                        Some(("r", rest)) => (&mut runs, rest),
+                        Some(("w", rest)) => (&mut waits, rest),
+                        _ => continue,
+                    };
+                    let h = which.entry(minute).or_insert_with(Histogram::new);
+                    if rest == "s" {
+                        h.sum_ms = n;
+                    } else if let Ok(b) = rest.parse::<usize>() {
+                        h.add(b, n);
+                    }
+                }
             }
         }
         m.completed_per_minute.sort();
         m.failed_per_minute.sort();
+        m.run_per_minute = runs.into_iter().collect();
+        m.wait_per_minute = waits.into_iter().collect();
         Ok(m)
     }
 
@@ -116,6 +144,56 @@ impl Queue {
             .query_async(&mut conn)
             .await?;
         Ok(n)
+    }
+}
+
+/// A lifetime histogram from meta's `<prefix><bucket>` and `<prefix>s` counters.
+fn lifetime(meta: &HashMap<String, String>, prefix: &str) -> Histogram {
+    let mut h = Histogram::new();
+    for b in 0..LATENCY_BUCKETS {
+        if let Some(n) = meta
+            .get(&format!("{prefix}{b}"))
+            .and_then(|v| v.parse().ok())
+        {
+            h.add(b, n);
+        }
+    }
+    h.sum_ms = meta
+        .get(&format!("{prefix}s"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    h
+}
+
+/// A Prometheus histogram (`<name>_bucket`, cumulative, `le` in seconds; `_sum`; `_count`) per queue.
+fn histogram_text(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    all: &[QueueMetrics],
+    pick: fn(&QueueMetrics) -> &Histogram,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    for m in all {
+        let h = pick(m);
+        let q = label(&m.queue);
+        let mut cumulative = 0;
+        for (i, bound) in LATENCY_BUCKETS_MS.iter().enumerate() {
+            cumulative += h.counts.get(i).copied().unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{queue=\"{q}\",le=\"{}\"}} {cumulative}",
+                *bound as f64 / 1000.0
+            );
+        }
+        let count = h.count();
+        let _ = writeln!(out, "{name}_bucket{{queue=\"{q}\",le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "{name}_sum{{queue=\"{q}\"}} {}",
+            h.sum_ms as f64 / 1000.0
+        );
+        let _ = writeln!(out, "{name}_count{{queue=\"{q}\"}} {count}");
     }
 }
 
@@ -190,6 +268,20 @@ pub fn prometheus_text(all: &[QueueMetrics]) -> String {
             let _ = writeln!(out, "{name}{{queue=\"{}\"}} {last_full}", label(&m.queue));
         }
     }
+    histogram_text(
+        &mut out,
+        "emq_job_run_seconds",
+        "How long completed runs took (the handler's run, timed by the worker).",
+        all,
+        |m| &m.run,
+    );
+    histogram_text(
+        &mut out,
+        "emq_job_wait_seconds",
+        "How long jobs waited before their first run (add or due time to the claim, on the server's clock).",
+        all,
+        |m| &m.wait,
+    );
     if all.iter().any(|m| !m.groups.is_empty()) {
         for (name, help, f) in [
             (

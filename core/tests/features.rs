@@ -455,3 +455,68 @@ async fn a_description_reads_back_exactly_and_an_overlong_one_is_refused_writing
     assert_eq!(q.counts().await.unwrap().waiting, 3);
     audit_ok(&q).await;
 }
+
+/// Workers count completed runs into the queue's run and wait histograms: per minute and over the
+/// queue's life, rendered as Prometheus histograms (cumulative buckets in seconds, sum, count).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_and_waits_are_counted_into_histograms() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "latency").await;
+        q.add_bulk(jobs("n", 10)).await.unwrap();
+        // Every first run waits at least this long: the worker starts after it.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let w = Worker::builder(q.clone())
+            .options(opts(4))
+            .handler(|_job: JobContext| async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Ok(Value::Null)
+            })
+            .run()
+            .unwrap();
+        wait_until("10 done", Duration::from_secs(10), || async {
+            q.counts().await.unwrap().completed == 10
+        })
+        .await;
+        w.close().await.unwrap();
+        let m = q.metrics().await.unwrap();
+        assert_eq!(m.run.count(), 10, "{topology}: {:?}", m.run);
+        assert_eq!(m.wait.count(), 10, "{topology}: {:?}", m.wait);
+        // Runs of 30 ms: none in the buckets up to 25 ms; waits of 300 ms: none up to 250 ms.
+        let upto = |h: &emq::latency::Histogram, ms: u64| -> u64 {
+            let b = emq::latency::bucket_of(ms);
+            h.counts[..=b].iter().sum()
+        };
+        assert_eq!(upto(&m.run, 25), 0, "{topology}: {:?}", m.run);
+        assert_eq!(upto(&m.wait, 250), 0, "{topology}: {:?}", m.wait);
+        assert!(m.run.sum_ms >= 300, "{topology}: {:?}", m.run);
+        assert!(m.wait.sum_ms >= 3_000, "{topology}: {:?}", m.wait);
+        let minutes: u64 = m.run_per_minute.iter().map(|(_, h)| h.count()).sum();
+        assert_eq!(minutes, 10, "{topology}: per minute");
+        assert!(m.run.quantile_bound_ms(0.5).unwrap() >= 50);
+        let text = emq::prometheus_text(&[m]);
+        let name = q.name().to_string();
+        assert!(
+            text.contains("# TYPE emq_job_run_seconds histogram"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "emq_job_run_seconds_bucket{{queue=\"{name}\",le=\"0.025\"}} 0"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "emq_job_run_seconds_bucket{{queue=\"{name}\",le=\"+Inf\"}} 10"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "emq_job_wait_seconds_count{{queue=\"{name}\"}} 10"
+            )),
+            "{text}"
+        );
+        q.drain(true).await.unwrap();
+    }
+}

@@ -120,6 +120,7 @@ async fn complete(q: &Queue, id: JobId, token: &str) -> bool {
         .arg(MAX_EVENTS)
         .arg(0) // no next job starts
         .arg("") // no leased-ahead start to report
+        .arg("") // no latencies to count
         .arg(id)
         .arg(token)
         .arg("\"done\"")

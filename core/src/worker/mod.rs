@@ -162,6 +162,9 @@ struct Completion {
     /// A leased-ahead job whose run the slot started right after this one: its start is reported
     /// in the same call (no call of its own).
     started: Option<(JobId, String)>,
+    /// The run's length in ms and, for a first run, its wait (`core/src/latency.rs`); None: not
+    /// counted.
+    latency: Option<(u64, Option<u64>)>,
 }
 
 /// Most completions recorded in one call of `complete.lua`.

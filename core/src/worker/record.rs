@@ -4,7 +4,18 @@ use super::*;
 
 /// Completes a job (handing it to the completer, which records it in a batch) or fails it.
 pub(super) async fn finish(s: &Arc<Shared>, job: &Arc<Job>, token: &str, outcome: HandlerResult) {
-    finish_reporting(s, job, token, outcome, None).await
+    finish_reporting(s, job, token, outcome, None, None).await
+}
+
+/// The wait of a job's first run, in ms: from its add (or the end of its delay) to the claim that
+/// leased it (the lease token's server clock); None for a later run (its wait is its backoff).
+fn first_wait_ms(job: &Job, token: &str) -> Option<u64> {
+    if job.attempts_made > 0 || job.strands > 0 || job.created_ms == 0 {
+        return None;
+    }
+    let leased_ms = crate::handler::fence_of(token) / 1_000;
+    let ready = job.created_ms + job.job_options().delay_ms;
+    Some(leased_ms.saturating_sub(ready))
 }
 
 /// [`finish`], and a completion also reports the start of `started` (a leased-ahead job the slot
@@ -15,6 +26,7 @@ pub(super) async fn finish_reporting(
     token: &str,
     outcome: HandlerResult,
     started: Option<(JobId, String)>,
+    run_ms: Option<u64>,
 ) {
     let q = &s.queue;
     let k = q.keys();
@@ -48,6 +60,7 @@ pub(super) async fn finish_reporting(
                 // For the host's `completed` event once recorded (only when it has a hook).
                 event: s.events.as_ref().map(|_| (job.clone(), result)),
                 started,
+                latency: run_ms.map(|run| (run, first_wait_ms(job, token))),
             };
             s.unrecorded.fetch_add(1, Ordering::SeqCst);
             if s.completions.send(c).is_err() {
@@ -257,6 +270,10 @@ pub(super) async fn complete_loop(
                 .key(&q.name().job_key(c.id, JobPart::Record))
                 .key(&q.name().job_key(c.id, JobPart::Logs));
         }
+        let mut latency = crate::latency::LatencyDelta::default();
+        for (run, wait) in batch.iter().filter_map(|c| c.latency) {
+            latency.count(run, wait);
+        }
         inv = inv
             .arg(want)
             .arg(s.opts.lease.as_millis() as u64)
@@ -268,7 +285,8 @@ pub(super) async fn complete_loop(
                     .map(|(id, token)| format!("{id} {token}"))
                     .collect::<Vec<_>>()
                     .join(" "),
-            );
+            )
+            .arg(latency.encode());
         for c in &batch {
             let keep = match (c.removal.is_now(), c.batch.is_some()) {
                 (true, false) => "0",

@@ -164,7 +164,7 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                             Arc::ptr_eq(owner, &s) && next.strands == 0 && claim_report(&s, next.id)
                         })
                         .map(|(_, next, token)| (next.id, token.clone()));
-                    finish_reporting(&s, &job, &token, Ok(result), report).await
+                    finish_reporting(&s, &job, &token, Ok(result), report, Some(took / 1_000)).await
                 }
                 (None, Err(e)) if e.delay.is_some() => {
                     delay_job(&s, &job, &token, &e).await;
