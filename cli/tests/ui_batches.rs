@@ -1,4 +1,5 @@
-//! `emq ui`'s Batches and Dead letters pages over HTTP, no browser: a queue's batches newest
+//! `emq ui`'s Batches, Dead letters and Metrics pages over HTTP, no browser: the run and wait
+//! times per minute as p50/p95/p99 and since the queue began; a queue's batches newest
 //! first with their state and counts, one batch with its failed jobs, cancel; the dead-lettered
 //! jobs a queue holds with their origin, replayed by id and all; bad bodies and ids refused with
 //! the core's codes; a read-only dashboard refuses both actions.
@@ -243,4 +244,39 @@ fn dead_letters_are_listed_with_their_origin_and_replayed() {
         q.close().await.unwrap();
         d.close().await.unwrap();
     });
+}
+
+#[test]
+fn the_metrics_page_has_run_and_wait_quantiles_per_minute() {
+    let name = unique("ui-metrics");
+    let rt = rt();
+    let q = rt.block_on(async {
+        let q = queue(&name).await;
+        for n in 0..6 {
+            q.add("row", json!({ "n": n }), JobOptions::default())
+                .await
+                .unwrap();
+        }
+        run_until(&q, |c| c.get(JobState::Completed) == 6).await;
+        q
+    });
+    let ui = Ui::start(&[url()], &[], &[]);
+    let d = get(&ui, &format!("/api/queues/{name}/metrics"));
+    assert_eq!(d["window_minutes"], 60, "{d}");
+    assert_eq!(d["buckets_ms"].as_array().unwrap().len(), 16);
+    assert_eq!(d["run"]["count"], 6, "{d}");
+    assert_eq!(d["wait"]["count"], 6, "{d}");
+    assert!(d["run"]["p50"].as_u64().is_some(), "{d}");
+    let minutes = d["run_per_minute"].as_array().unwrap();
+    let counted: u64 = minutes.iter().map(|m| m["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 6, "{d}");
+    assert!(minutes[0]["p99"].as_u64().unwrap() >= minutes[0]["p50"].as_u64().unwrap());
+    let done: u64 = d["completed_per_minute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(done, 6);
+    rt.block_on(q.close()).unwrap();
 }

@@ -424,6 +424,22 @@ const shot = async (page, name) => {
     await page.waitForFunction((sel) => { const r = document.querySelector(sel); return r && r.dataset.state === 'cancelled'; }, backfill);
   });
 
+  await check('the Metrics page charts the last hour: outcomes, run and wait quantiles', async () => {
+    await page.goto(queueUrl(BATCH_QUEUE, '/batches'));
+    await page.waitForSelector('#queue-views a[data-view="metrics"]');
+    await page.click('#queue-views a[data-view="metrics"]');
+    await page.waitForSelector('#chart-run');
+    assert((await page.$$('#chart-outcomes rect[data-minute]')).length >= 1, 'a minute of completed jobs');
+    for (const q of ['p50', 'p95', 'p99']) {
+      assert((await page.$$(`#chart-run circle[data-q="${q}"]`)).length >= 1, 'run ' + q);
+      assert((await page.$$(`#chart-wait circle[data-q="${q}"]`)).length >= 1, 'wait ' + q);
+    }
+    const runs = await page.textContent('#latency tr[data-latency="run"] td:nth-child(2)');
+    assert(Number(runs) === 6, 'runs counted (4 of nightly, 2 of backfill): ' + runs);
+    assert((await page.textContent('#latency tr[data-latency="run"] td:nth-child(3)')).startsWith('≤ '), 'a p50');
+    await shot(page, 'metrics');
+  });
+
   await check('the Dead letters page lists where each came from and replays them', async () => {
     await page.goto(queueUrl(ORIGIN_QUEUE, '/dead-letters'));
     await page.waitForSelector('#letters-note a');

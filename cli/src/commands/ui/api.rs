@@ -2,7 +2,7 @@
 //! core's `Queue` API), and the live events over server-sent events.
 
 use super::security::{self, Secrets};
-use super::{batches, dead_letters, ops};
+use super::{batches, dead_letters, latency, ops};
 use crate::commands::queues::{open_all, registered, summary, Repair};
 use crate::connect::server_time_ms;
 use axum::extract::{Path, Query, Request, State};
@@ -212,6 +212,7 @@ pub fn router(app: Shared) -> Router {
             post(batches::cancel),
         )
         .route("/api/queues/{queue}/dead-letters", get(dead_letters::list))
+        .route("/api/queues/{queue}/metrics", get(latency::metrics))
         .route(
             "/api/queues/{queue}/dead-letters/replay",
             post(dead_letters::replay),

@@ -25,6 +25,7 @@
 mod api;
 mod batches;
 mod dead_letters;
+mod latency;
 mod ops;
 mod security;
 

@@ -97,6 +97,7 @@ function route() {
   if (parts[0] === 'q' && parts[1] && parts[2] === 'batches' && parts[3]) return { view: 'batch', queue: parts[1], id: parts[3], offset: +(params.get('offset') || 0) };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'batches') return { view: 'batches', queue: parts[1], offset: +(params.get('offset') || 0) };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'dead-letters') return { view: 'letters', queue: parts[1] };
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'metrics') return { view: 'metrics', queue: parts[1] };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'groups') {
     const sort = ['waiting', 'running', 'name'].includes(params.get('sort')) ? params.get('sort') : 'waiting';
     return { view: 'groups', queue: parts[1], sort, offset: +(params.get('offset') || 0) };
@@ -123,7 +124,7 @@ function groupsHref(q, sort, offset) {
 function queueViews(q, which) {
   const tab = (view, href, label) => h('a', { href, class: which === view ? 'current' : '', 'data-view': view }, label);
   return h('div', { class: 'views', id: 'queue-views' }, tab('jobs', queueHref(q, 'waiting'), 'Jobs'), tab('groups', groupsHref(q), 'Groups'),
-    tab('batches', batchesHref(q), 'Batches'), tab('letters', lettersHref(q), 'Dead letters'));
+    tab('batches', batchesHref(q), 'Batches'), tab('letters', lettersHref(q), 'Dead letters'), tab('metrics', metricsHref(q), 'Metrics'));
 }
 function findHref(q, state, by, text, from) {
   return '#/q/' + enc(q) + '?state=' + enc(state || 'waiting') + '&by=' + enc(by) + '&text=' + enc(text) + (from ? '&from=' + from : '');
@@ -605,7 +606,7 @@ function concerns(ev) {
   const r = current;
   if (r.view === 'overview' || r.view === 'workers') return true;
   if (r.view === 'schedulers') return false;
-  if (['queue', 'groups', 'batches', 'batch', 'letters'].includes(r.view)) return ev.queue === r.queue;
+  if (['queue', 'groups', 'batches', 'batch', 'letters', 'metrics'].includes(r.view)) return ev.queue === r.queue;
   if (r.view === 'job') return ev.queue === r.queue && (!ev.job_id || ev.job_id === r.id);
   return false;
 }
