@@ -55,4 +55,16 @@ fn add_with_partitions_stores_the_count_and_spreads_the_jobs() {
         }
         assert!(used >= 3, "21 jobs in {used} of 4 partitions");
     });
+    // Metrics and the audit read the logical queue: its partitions added up.
+    let text = ok(&url, &["metrics", "orders"]);
+    assert!(
+        text.contains("emq_jobs{queue=\"orders\",state=\"waiting\"} 21"),
+        "{text}"
+    );
+    assert!(
+        text.contains("emq_jobs_added_total{queue=\"orders\"} 21"),
+        "{text}"
+    );
+    let audit = emq(&url, &["audit", "orders"]);
+    assert!(audit.status.success(), "{audit:?}");
 }

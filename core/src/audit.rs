@@ -40,7 +40,23 @@ impl AuditReport {
 impl Queue {
     /// Checks the queue's invariants.
     pub async fn audit(&self) -> Result<AuditReport> {
-        self.plain_only("the audit (audit each partition)")?;
+        if let Some(p) = self.spread() {
+            // Each partition is a queue of its own: its report, its problems named by it.
+            let all = crate::queue::partitioned::each(p, |m| Box::pin(m.audit_here())).await?;
+            let mut out = AuditReport::default();
+            for (m, r) in p.members.iter().zip(all) {
+                out.jobs += r.jobs;
+                out.stalled_pending += r.stalled_pending;
+                out.problems
+                    .extend(r.problems.into_iter().map(|x| format!("{}: {x}", m.name())));
+            }
+            return Ok(out);
+        }
+        self.audit_here().await
+    }
+
+    /// [`Queue::audit`] of this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn audit_here(&self) -> Result<AuditReport> {
         let k = self.keys();
         let mut conn = self.store().conn();
         let mut report_early = Vec::new();

@@ -71,6 +71,14 @@ impl Histogram {
         LATENCY_BUCKETS_MS.last().copied()
     }
 
+    /// Adds `other`'s counts and sum to this one.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (b, n) in other.counts.iter().enumerate() {
+            self.add(b, *n);
+        }
+        self.sum_ms += other.sum_ms;
+    }
+
     pub(crate) fn add(&mut self, bucket: usize, n: u64) {
         if self.counts.len() < LATENCY_BUCKETS {
             self.counts.resize(LATENCY_BUCKETS, 0);

@@ -50,7 +50,18 @@ pub struct QueueMetrics {
 impl Queue {
     /// Reads the queue's metrics.
     pub async fn metrics(&self) -> Result<QueueMetrics> {
-        self.plain_only("metrics (read each partition)")?;
+        if let Some(p) = self.spread() {
+            // A partitioned queue's: its partitions' added up, under its own name.
+            let all = crate::queue::partitioned::each(p, |m| Box::pin(m.metrics_here())).await?;
+            let mut total = merge(all);
+            total.queue = self.name().to_string();
+            return Ok(total);
+        }
+        self.metrics_here().await
+    }
+
+    /// [`Queue::metrics`] of this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn metrics_here(&self) -> Result<QueueMetrics> {
         let counts = self.counts().await?;
         let k = self.keys();
         let mut conn = self.store().conn();
@@ -119,6 +130,14 @@ impl Queue {
 
     /// Drops per-minute counts older than the window (workers call it in the background).
     pub async fn trim_metrics(&self) -> Result<u64> {
+        if let Some(p) = self.spread() {
+            return crate::queue::partitioned::sum(p, |m| Box::pin(m.trim_metrics_here())).await;
+        }
+        self.trim_metrics_here().await
+    }
+
+    /// [`Queue::trim_metrics`] of this queue's own slot.
+    pub(crate) async fn trim_metrics_here(&self) -> Result<u64> {
         let k = self.keys();
         let mut conn = self.store().conn();
         let secs = self.server_time_ms().await? / 1000;
@@ -145,6 +164,48 @@ impl Queue {
             .await?;
         Ok(n)
     }
+}
+
+/// Several queues' metrics as one (a partitioned queue's partitions): counts, counters, the
+/// per-minute series and the histograms added up.
+fn merge(all: Vec<QueueMetrics>) -> QueueMetrics {
+    let mut out = QueueMetrics {
+        run: Histogram::new(),
+        wait: Histogram::new(),
+        ..QueueMetrics::default()
+    };
+    let mut completed = BTreeMap::new();
+    let mut failed = BTreeMap::new();
+    let mut runs: BTreeMap<u64, Histogram> = BTreeMap::new();
+    let mut waits: BTreeMap<u64, Histogram> = BTreeMap::new();
+    let mut counts = Vec::new();
+    for m in all {
+        counts.push(m.counts);
+        out.added += m.added;
+        out.deleted += m.deleted;
+        out.lease_lost += m.lease_lost;
+        out.stalled += m.stalled;
+        out.run.merge(&m.run);
+        out.wait.merge(&m.wait);
+        for (minute, n) in m.completed_per_minute {
+            *completed.entry(minute).or_insert(0) += n;
+        }
+        for (minute, n) in m.failed_per_minute {
+            *failed.entry(minute).or_insert(0) += n;
+        }
+        for (minute, h) in m.run_per_minute {
+            runs.entry(minute).or_insert_with(Histogram::new).merge(&h);
+        }
+        for (minute, h) in m.wait_per_minute {
+            waits.entry(minute).or_insert_with(Histogram::new).merge(&h);
+        }
+    }
+    out.counts = crate::queue::partitioned::add_counts(counts);
+    out.completed_per_minute = completed.into_iter().collect();
+    out.failed_per_minute = failed.into_iter().collect();
+    out.run_per_minute = runs.into_iter().collect();
+    out.wait_per_minute = waits.into_iter().collect();
+    out
 }
 
 /// A lifetime histogram from meta's `<prefix><bucket>` and `<prefix>s` counters.

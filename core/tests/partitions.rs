@@ -299,7 +299,6 @@ async fn calls_not_spread_yet_are_typed_refusals() {
             .await
             .err()
             .map(|e| e.code()),
-        q.audit().await.err().map(|e| e.code()),
     ];
     for (i, code) in refused.iter().enumerate() {
         assert_eq!(*code, Some(ErrorCode::InvalidOption), "call {i}");
@@ -434,5 +433,59 @@ async fn a_batchs_jobs_on_a_partitioned_queue_run_in_its_partitions() {
         let status = batch.status(0, 10).await.unwrap();
         assert_eq!((status.total, status.completed), (30, 30), "{topology}");
         parts.obliterate(true).await.unwrap();
+    }
+}
+
+/// A partitioned queue's metrics are its partitions' added up (counts, per-minute series, the run
+/// and wait histograms) under its own name, and its audit checks every partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_the_audit_span_the_partitions() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-metrics"), Some(3))
+            .await
+            .unwrap();
+        let jobs: Vec<NewJob> = (0..30)
+            .map(|i| NewJob {
+                name: "m".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        q.add_bulk(jobs).await.unwrap();
+        let w = Worker::builder(q.clone())
+            .handler(|_job: JobContext| async { Ok(json!(null)) })
+            .run()
+            .unwrap();
+        wait_until("all done", Duration::from_secs(30), || async {
+            w.stats().completed == 30
+        })
+        .await;
+        w.close().await.unwrap();
+        let m = q.metrics().await.unwrap();
+        assert_eq!(m.queue, q.name().as_str(), "{topology}");
+        assert_eq!(m.added, 30, "{topology}");
+        assert_eq!(m.counts.completed, 30, "{topology}");
+        assert_eq!(
+            m.completed_per_minute.iter().map(|(_, n)| n).sum::<u64>(),
+            30,
+            "{topology}"
+        );
+        assert_eq!(m.run.count(), 30, "{topology}");
+        assert_eq!(m.wait.count(), 30, "{topology}");
+        let per_partition: Vec<u64> = {
+            let mut v = Vec::new();
+            for p in q.partitions().unwrap() {
+                v.push(p.metrics().await.unwrap().added);
+            }
+            v
+        };
+        assert_eq!(per_partition.iter().sum::<u64>(), 30, "{topology}");
+        assert!(
+            per_partition.iter().all(|n| *n > 0),
+            "{topology}: {per_partition:?}"
+        );
+        let r = q.audit().await.unwrap();
+        assert!(r.ok(), "{topology}: {:?}", r.problems);
+        q.obliterate(true).await.unwrap();
     }
 }

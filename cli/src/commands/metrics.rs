@@ -52,11 +52,19 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     let connected = connect(urls).await?;
     let store = connected.store().clone();
     let minter = Arc::new(IdMinter::start(store.clone()).await?);
-    let queues = args
-        .queues
-        .iter()
-        .map(|n| Queue::with_store(store.clone(), minter.clone(), n))
-        .collect::<emq::Result<Vec<_>>>()?;
+    // Each with its stored partition count: a partitioned queue's metrics are its partitions'.
+    let mut queues = Vec::with_capacity(args.queues.len());
+    for n in &args.queues {
+        queues.push(
+            Queue::open(
+                store.clone(),
+                minter.clone(),
+                n,
+                emq::QueueOptions::default(),
+            )
+            .await?,
+        );
+    }
     let Some(addr) = &args.listen else {
         let all = snapshot(&queues, args.groups).await?;
         if args.json {
