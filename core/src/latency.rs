@@ -30,13 +30,19 @@ pub fn bucket_of(ms: u64) -> usize {
 }
 
 /// One histogram: the count per bucket (not cumulative) and the sum in ms.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Histogram {
     /// Counts per bucket of [`LATENCY_BUCKETS_MS`] (and the last: above them).
     pub counts: Vec<u64>,
     /// The sum of the latencies, in ms.
     pub sum_ms: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram::new()
+    }
 }
 
 impl Histogram {

@@ -103,7 +103,7 @@ impl Queue {
                         Some(("w", rest)) => (&mut waits, rest),
                         _ => continue,
                     };
-                    let h = which.entry(minute).or_insert_with(Histogram::new);
+                    let h = which.entry(minute).or_default();
                     if rest == "s" {
                         h.sum_ms = n;
                     } else if let Ok(b) = rest.parse::<usize>() {
@@ -169,11 +169,7 @@ impl Queue {
 /// Several queues' metrics as one (a partitioned queue's partitions): counts, counters, the
 /// per-minute series and the histograms added up.
 fn merge(all: Vec<QueueMetrics>) -> QueueMetrics {
-    let mut out = QueueMetrics {
-        run: Histogram::new(),
-        wait: Histogram::new(),
-        ..QueueMetrics::default()
-    };
+    let mut out = QueueMetrics::default();
     let mut completed = BTreeMap::new();
     let mut failed = BTreeMap::new();
     let mut runs: BTreeMap<u64, Histogram> = BTreeMap::new();
@@ -194,10 +190,10 @@ fn merge(all: Vec<QueueMetrics>) -> QueueMetrics {
             *failed.entry(minute).or_insert(0) += n;
         }
         for (minute, h) in m.run_per_minute {
-            runs.entry(minute).or_insert_with(Histogram::new).merge(&h);
+            runs.entry(minute).or_default().merge(&h);
         }
         for (minute, h) in m.wait_per_minute {
-            waits.entry(minute).or_insert_with(Histogram::new).merge(&h);
+            waits.entry(minute).or_default().merge(&h);
         }
     }
     out.counts = crate::queue::partitioned::add_counts(counts);
