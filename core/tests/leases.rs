@@ -128,6 +128,7 @@ async fn starts_reported_together_mark_only_the_callers_leases() {
         .arg(MAX_EVENTS)
         .arg(0)
         .arg(format!("{} {}", third.0, third.1))
+        .arg("")
         .arg(first.0)
         .arg(&first.1)
         .arg("\"done\"")
@@ -153,6 +154,7 @@ async fn starts_reported_together_mark_only_the_callers_leases() {
         .arg(LEASE_MS)
         .arg(MAX_EVENTS)
         .arg(0)
+        .arg("")
         .arg("")
         .arg(second.0)
         .arg("1.1")
@@ -281,6 +283,7 @@ async fn a_start_reported_and_completed_in_one_call_and_a_lost_one_between() {
             "{} {} {} {}",
             second.0, second.1, fourth.0, fourth.1
         ))
+        .arg("")
         .arg(first.0)
         .arg(&first.1)
         .arg("1")
