@@ -140,6 +140,7 @@ pub(crate) async fn forward(q: &Queue, id: JobId) -> Result<bool> {
         remove_on_complete: was.remove_on_complete,
         remove_on_fail: was.remove_on_fail,
         description: was.description,
+        trace: was.trace,
         dead_lettered: Some(origin),
         ..JobOptions::default()
     };

@@ -79,7 +79,7 @@ impl Queue {
     pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds> {
         self.plain_only("a flow")?;
         let ids = mint_tree(self, &flow)?;
-        self.add_flow_node(&flow, &ids, "").await?;
+        self.add_flow_node(&flow, &ids, "", None).await?;
         Ok(ids)
     }
 
@@ -88,9 +88,14 @@ impl Queue {
         flow: &'a FlowJob,
         ids: &'a FlowIds,
         parent: &'a str,
+        trace: Option<&'a crate::trace::TraceContext>,
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let q = self.queue_opened(&flow.queue).await?;
+            // A child without a trace context of its own joins its parent's trace.
+            let trace = flow.options.trace.as_ref().or(trace);
+            let mut options = flow.options.clone();
+            options.trace = trace.cloned();
             q.plain_only("a flow's job")?;
             crate::job::check_payload("a flow job's payload", &flow.data)?;
             let data = serde_json::to_string(&flow.data)?;
@@ -98,7 +103,7 @@ impl Queue {
                 let job = NewJob {
                     name: flow.name.clone(),
                     data: Value::Null,
-                    options: flow.options.clone(),
+                    options,
                 };
                 let inv = q.add_invocation_with_parent(&[(ids.id, &job, data)], parent)?;
                 let _: Vec<String> = inv.invoke(q.store()).await?;
@@ -110,10 +115,10 @@ impl Queue {
                 .arg(ids.id)
                 .arg(&flow.name)
                 .arg(data)
-                .arg(flow.options.compact_json())
-                .arg(flow.options.attempts)
+                .arg(options.compact_json())
+                .arg(options.attempts)
                 .arg(parent)
-                .arg(flow.options.priority)
+                .arg(options.priority)
                 .arg(q.max_events);
             for c in &ids.children {
                 inv = inv.arg(format!("{}:{}", c.queue, c.id));
@@ -122,7 +127,7 @@ impl Queue {
             q.register_after_add().await;
             let me = format!("{}:{}", q.name(), ids.id);
             for (child, child_ids) in flow.children.iter().zip(&ids.children) {
-                self.add_flow_node(child, child_ids, &me).await?;
+                self.add_flow_node(child, child_ids, &me, trace).await?;
             }
             Ok(())
         })
@@ -239,15 +244,19 @@ impl JobContext {
     /// [`Queue::children_results`] (a run should check them, so it ends the second time). A child
     /// that fails for good fails this job under its `parent_policy` `fail` (the default), counts as
     /// done under `ignore`, and is dropped under `remove`. Returns the child's id.
-    /// `invalid_option` for a dedup key or bad options; `lease_lost` when this run has lost its
-    /// lease (the child was added: its outcome is kept for the job's next run).
+    /// A child given no trace context joins this job's trace (a binding gives it its consumer
+    /// span's). `invalid_option` for a dedup key or bad options; `lease_lost` when this run has
+    /// lost its lease (the child was added: its outcome is kept for the job's next run).
     pub async fn add_child(
         &self,
         queue: &str,
         name: &str,
         data: Value,
-        options: JobOptions,
+        mut options: JobOptions,
     ) -> Result<JobId> {
+        if options.trace.is_none() {
+            options.trace = self.job.trace();
+        }
         let job = NewJob {
             name: name.to_string(),
             data,

@@ -317,6 +317,14 @@ impl Job {
         serde_json::from_value(self.options.clone()).unwrap_or_default()
     }
 
+    /// The W3C trace context it was added in (`core/src/trace.rs`), if any: what a binding's
+    /// consumer span links to (or starts under).
+    pub fn trace(&self) -> Option<crate::trace::TraceContext> {
+        self.options
+            .get("trace")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+    }
+
     /// Builds a job from its record's fields.
     pub(crate) fn from_record(
         id: JobId,

@@ -57,6 +57,7 @@ pub mod script;
 #[cfg(not(feature = "testing"))]
 mod script;
 pub mod spec;
+mod trace;
 mod store;
 mod task;
 pub mod waiters;
@@ -84,6 +85,7 @@ pub use queue::{CancelOutcome, NewJob, Queue, QueueOptions};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo, SchedulerView};
 pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology, WIRE_VERSION};
 pub use task::TaskHandle;
+pub use trace::{TraceContext, MAX_TRACESTATE};
 pub use worker::{
     CloseReport, QueueOrder, Worker, WorkerAborter, WorkerEvent, WorkerEventHook, WorkerHandle,
     WorkerOptions, WorkerStats, MAX_QUEUE_WEIGHT,

@@ -110,6 +110,11 @@ pub struct JobOptions {
     /// not this job's own queue. See `core/src/dead_letter.rs`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_letter: Option<String>,
+    /// The W3C trace context of the code that added the job (`core/src/trace.rs`): kept in the
+    /// record with the other options, through every retry, and read by the bindings' consumer
+    /// spans. None: the job belongs to no trace (and costs nothing for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceContext>,
     /// Written by emq alone, on the copy a dead-letter move adds: where the job failed. Bindings
     /// never set it (no spec field); read it with [`crate::Job::dead_letter_origin`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,6 +215,7 @@ impl Default for JobOptions {
             dead_lettered: None,
             batch: None,
             batch_done: None,
+            trace: None,
         }
     }
 }
@@ -286,6 +292,9 @@ impl JobOptions {
         }
         if let Some(q) = &self.dead_letter {
             check_dead_letter(q)?;
+        }
+        if let Some(t) = &self.trace {
+            t.validate()?;
         }
         Ok(())
     }

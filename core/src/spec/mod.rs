@@ -293,6 +293,11 @@ pub struct JobSpec {
     /// The dead-letter queue (a queue name).
     #[serde(alias = "deadLetter")]
     pub dead_letter: Option<String>,
+    /// The W3C `traceparent` of the span that adds the job (`core/src/trace.rs`); bindings fill it
+    /// from their language's current context when the caller gives none.
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that travels with it (needs `traceparent`).
+    pub tracestate: Option<String>,
 }
 
 impl JobSpec {
@@ -316,6 +321,8 @@ impl JobSpec {
         "parent_policy",
         "description",
         "dead_letter",
+        "traceparent",
+        "tracestate",
     ];
 }
 
@@ -342,6 +349,8 @@ impl JobSpec {
             parent_policy,
             description,
             dead_letter,
+            traceparent,
+            tracestate,
         } = self;
         JobSpec {
             delay: delay.map(Millis::secs),
@@ -366,6 +375,8 @@ impl JobSpec {
             parent_policy,
             description,
             dead_letter,
+            traceparent,
+            tracestate,
         }
     }
 }
@@ -417,6 +428,16 @@ impl TryFrom<JobSpec> for JobOptions {
             dead_lettered: None,
             batch: None,
             batch_done: None,
+            trace: match (s.traceparent, s.tracestate) {
+                (None, None) => None,
+                (Some(p), state) => Some(crate::trace::TraceContext::new(&p, state.as_deref())?),
+                (None, Some(_)) => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidOption,
+                        "tracestate needs a traceparent",
+                    ))
+                }
+            },
         };
         o.validate()?;
         Ok(o)
