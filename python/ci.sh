@@ -15,7 +15,7 @@ echo "== venv: $VENV"
 # shellcheck disable=SC1091
 source "$VENV/bin/activate"
 python -m pip install --quiet --upgrade pip
-python -m pip install --quiet maturin pytest pytest-asyncio
+python -m pip install --quiet maturin pytest pytest-asyncio opentelemetry-api opentelemetry-sdk
 python -m mypy --version >/dev/null 2>&1 || python -m pip install --quiet mypy
 
 echo "== pip install ./python (maturin builds bindings/python)"

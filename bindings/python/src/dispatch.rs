@@ -154,6 +154,12 @@ awaitable_methods! {
             self.send(Err(handler_error(py, exc)));
         }
 
+        /// The queue this run's job is in (for a multi-queue worker's spans).
+        #[getter]
+        fn queue(&self) -> String {
+            self.ctx.queue().name().to_string()
+        }
+
         /// This run's fencing token (`JobContext::fence`): it only grows across the job's runs.
         #[getter]
         fn fence(&self) -> u64 {

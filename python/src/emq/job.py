@@ -55,7 +55,9 @@ class Job:
     ``priority``, ``stalls``, ``dedup``, ``created_ms`` / ``processed_ms`` (server ms), ``fence``
     (this run's fencing token: it only grows across the job's runs; send it with each write to a
     downstream store, which refuses a write whose fence is below the highest it accepted, so a
-    zombie run's late write is refused there; 0 on a worker event's snapshot).
+    zombie run's late write is refused there; 0 on a worker event's snapshot), ``queue`` (the
+    queue the job is in; None on a snapshot), ``traceparent`` / ``tracestate`` (the W3C trace
+    context it was added in, or None: see :mod:`emq.tracing`).
 
     Methods on the running job: :meth:`progress`, :meth:`log`, :meth:`children_results` — awaited
     in an ``async def`` handler; in a plain ``def`` handler (it runs in a thread) the same calls
@@ -79,6 +81,9 @@ class Job:
         "created_ms",
         "processed_ms",
         "fence",
+        "queue",
+        "traceparent",
+        "tracestate",
     )
 
     id: str
@@ -95,6 +100,9 @@ class Job:
     created_ms: int
     processed_ms: Optional[int]
     fence: int
+    queue: Optional[str]
+    traceparent: Optional[str]
+    tracestate: Optional[str]
 
     def __init__(self, call: "Optional[_emq.Call]", fields: Optional[Dict[str, Any]] = None) -> None:
         f: Dict[str, Any] = call.job() if call is not None else dict(fields or {})
@@ -113,6 +121,10 @@ class Job:
         self.created_ms = f.get("created_ms", 0)
         self.processed_ms = f.get("processed_ms")
         self.fence = call.fence if call is not None else f.get("fence", 0)
+        self.queue = call.queue if call is not None else f.get("queue")
+        trace = self.options.get("trace") or {}
+        self.traceparent = trace.get("traceparent")
+        self.tracestate = trace.get("tracestate")
 
     def __repr__(self) -> str:
         return f"<emq.Job {self.name!r} id={self.id} attempt={self.attempt}/{self.attempts}>"
@@ -195,8 +207,10 @@ class Job:
         returns the child's id. Awaited in an ``async def`` handler; blocking in a plain ``def``."""
         from .batch import _job_options
 
+        from . import tracing
+
         call = self._run()
-        opts = _job_options(options)
+        opts = tracing.inject(_job_options(options))
         if _on_loop():
             return call.add_child(queue, name, data, opts)
         return Reported(call.add_child(queue, name, data, opts, blocking=True))

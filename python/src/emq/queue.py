@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional
 
 from . import _emq
+from . import tracing as _tracing
 from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
 from .batch import Batch, _callback
 from .events import EventStream
@@ -109,12 +110,22 @@ class Queue:
         Every duration is seconds (a number or a ``timedelta``).
         """
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
-        return await self._native.add(name, data, opts)
+        if not _tracing.ENABLED:
+            return await self._native.add(name, data, opts)
+        with _tracing.producer(self.name) as span:
+            job_id: str = await self._native.add(name, data, _tracing.inject(opts))
+            if span is not None:
+                span.set_attribute("messaging.message.id", job_id)
+            return job_id
 
     async def add_bulk(self, jobs: Iterable[JobSpec]) -> List[str]:
         """Adds many jobs in pipelined round trips; returns their ids in order. Each job is
         ``(name, data)``, ``(name, data, {options})`` or ``{"name": …, "data": …, **options}``."""
-        return await self._native.add_bulk(_bulk(jobs))
+        bulk = _bulk(jobs)
+        if not _tracing.ENABLED:
+            return await self._native.add_bulk(bulk)
+        with _tracing.producer(self.name, count=len(bulk)):
+            return await self._native.add_bulk(_tracing.inject_all(bulk))
 
     async def get(self, job_id: str) -> Optional[Dict[str, Any]]:
         """The job as a dict (``id``, ``name``, ``data``, ``state``, ``attempts_made``, ``result``,
@@ -151,7 +162,10 @@ class Queue:
         sees ``{"failed": …}`` for it) or ``"remove"`` (the dependency is dropped). In the
         parent's handler, ``await job.children_results()`` maps ``"<queue>:<id>"`` to each
         child's result."""
-        return await self._native.add_flow(flow)
+        if not _tracing.ENABLED:
+            return await self._native.add_flow(flow)
+        with _tracing.producer(self.name):
+            return await self._native.add_flow(_tracing.inject_flow(flow))
 
     # -- job schedulers ----------------------------------------------------------------------
 
@@ -323,7 +337,9 @@ class Queue:
         there is no such job."""
         from .batch import _job_options
 
-        return await self._native.add_child(parent, queue, name, data, _job_options(options))
+        return await self._native.add_child(
+            parent, queue, name, data, _tracing.inject(_job_options(options))
+        )
 
     async def batch(
         self,

@@ -20,6 +20,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import _emq
+from . import tracing as _tracing
 from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
 from .batch import _callback, _job_options
 from .job import Job
@@ -94,11 +95,21 @@ class Queue:
     ) -> str:
         """Adds a job; returns its id (see :meth:`emq.Queue.add`)."""
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
-        return _blocking(self._native.add, name, data, opts)
+        if not _tracing.ENABLED:
+            return _blocking(self._native.add, name, data, opts)
+        with _tracing.producer(self.name) as span:
+            job_id: str = _blocking(self._native.add, name, data, _tracing.inject(opts))
+            if span is not None:
+                span.set_attribute("messaging.message.id", job_id)
+            return job_id
 
     def add_bulk(self, jobs: Iterable[JobSpec]) -> List[str]:
         """Adds many jobs; returns their ids in order."""
-        return _blocking(self._native.add_bulk, _bulk(jobs))
+        bulk = _bulk(jobs)
+        if not _tracing.ENABLED:
+            return _blocking(self._native.add_bulk, bulk)
+        with _tracing.producer(self.name, count=len(bulk)):
+            return _blocking(self._native.add_bulk, _tracing.inject_all(bulk))
 
     def get(self, job_id: str) -> Optional[Dict[str, Any]]:
         """The job as a dict, or None."""
@@ -110,7 +121,10 @@ class Queue:
 
     def add_flow(self, flow: Dict[str, Any]) -> Dict[str, Any]:
         """Adds a flow; the ids in its shape (see :meth:`emq.Queue.add_flow`)."""
-        return _blocking(self._native.add_flow, flow)
+        if not _tracing.ENABLED:
+            return _blocking(self._native.add_flow, flow)
+        with _tracing.producer(self.name):
+            return _blocking(self._native.add_flow, _tracing.inject_flow(flow))
 
     def upsert_scheduler(
         self,
@@ -222,7 +236,9 @@ class Queue:
 
     def add_child(self, parent: str, queue: str, name: str, data: Any = None, **options: Any) -> str:
         """Adds a child job for a waiting parent (see :meth:`emq.Queue.add_child`)."""
-        return _blocking(self._native.add_child, parent, queue, name, data, _job_options(options))
+        return _blocking(
+            self._native.add_child, parent, queue, name, data, _tracing.inject(_job_options(options))
+        )
 
     def batch(
         self,
@@ -361,7 +377,11 @@ class Worker(_WorkerEvents):
             raise InvalidOption("emq.sync.Worker runs plain def handlers; use emq.Worker for async ones")
 
         def entry(call: "_emq.Call") -> Any:
-            return handler(Job(call))
+            job = Job(call)
+            if _tracing.ENABLED:
+                with _tracing.consumer(call.queue, job):
+                    return handler(job)
+            return handler(job)
 
         self._native = _emq.Worker(
             _natives(queue),

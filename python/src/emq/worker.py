@@ -11,6 +11,7 @@ import signal
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _emq
+from . import tracing as _tracing
 from ._args import Retention, Seconds
 from .errors import InvalidOption
 from .job import Handler, Job
@@ -33,7 +34,11 @@ async def _run_async(
 ) -> None:
     """Runs one job of an async handler (a task on the worker's loop) and reports its outcome."""
     try:
-        result = await handler(job)
+        if _tracing.ENABLED:
+            with _tracing.consumer(call.queue, job):
+                result = await handler(job)
+        else:
+            result = await handler(job)
     except asyncio.CancelledError as exc:
         task = asyncio.current_task()
         cancelling = getattr(task, "cancelling", None)
@@ -137,7 +142,11 @@ class Worker(_WorkerEvents):
         else:
 
             def entry(call: "_emq.Call") -> Any:
-                return handler(Job(call))
+                job = Job(call)
+                if _tracing.ENABLED:
+                    with _tracing.consumer(call.queue, job):
+                        return handler(job)
+                return handler(job)
 
             self._native = _emq.Worker(native, entry, loop, concurrency, lease, **opts)
         self._init_events(loop)
