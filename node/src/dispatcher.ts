@@ -4,6 +4,7 @@
 import { DelayedError, JobInterrupted, UnrecoverableError, emqError } from './errors';
 import type { NativeWorker } from './loader';
 import { given } from './payload';
+import { ENABLED as tracingOn, consumer } from './tracing';
 import type { Queue } from './queue';
 import type { ActiveJob, Handler, JobId, JobOptions, Json } from './types';
 
@@ -42,6 +43,8 @@ interface Entry {
   fence: number;
   /** A job of a batch: its batch (core/src/batch.rs). */
   batch?: { queue: string; id: string };
+  /** The W3C trace context it was added in (core/src/trace.rs). */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /** The failure of a job as the native worker records it, from whatever the handler threw. */
@@ -164,6 +167,8 @@ export function dispatcher(handler: Handler, queues: Queue[], slot: Slot): (batc
         attemptsMade: raw.attemptsMade,
         attempts: raw.attempts,
         fence: raw.fence,
+        traceparent: raw.trace ? raw.trace.traceparent : null,
+        tracestate: raw.trace && raw.trace.tracestate !== undefined ? raw.trace.tracestate : null,
         get signal(): AbortSignal {
           if (st.ctrl === null) {
             st.ctrl = new AbortController();
@@ -183,7 +188,7 @@ export function dispatcher(handler: Handler, queues: Queue[], slot: Slot): (batc
       live.set(seq, st);
       let r: unknown;
       try {
-        r = handler(job);
+        r = tracingOn ? consumer(queue.name, job, () => handler(job)) : handler(job);
       } catch (e) {
         fail(seq, e);
         continue;

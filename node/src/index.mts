@@ -5,7 +5,7 @@
 import emq from './index.js';
 
 export {
-  Queue, Batch, Worker, EventStream, EmqError, UnrecoverableError, DelayedError, JobInterrupted, errorCodes,
+  Queue, Batch, Worker, EventStream, tracing, EmqError, UnrecoverableError, DelayedError, JobInterrupted, errorCodes,
   InvalidQueueName, InvalidJobId, InvalidOption, InvalidPayload, ServerUnavailable, AuthFailed, PermissionDenied,
   IncompatibleVersion, CrossSlot, UndeclaredKey, ScriptError, LeaseLost, NodeLeaseLost, JobNotFound, InvalidState,
   Timeout, NotReplicated, Closed, HandlerFailed, Internal, GroupFull,

@@ -9,6 +9,7 @@ export { Queue } from './queue';
 export { Batch } from './batch';
 export { Worker } from './worker';
 export { EventStream } from './events';
+export { tracing } from './tracing';
 export {
   EmqError, UnrecoverableError, DelayedError, JobInterrupted, errorCodes,
   InvalidQueueName, InvalidJobId, InvalidOption, InvalidPayload, ServerUnavailable, AuthFailed, PermissionDenied,

@@ -5,6 +5,7 @@ import { call, callSync, emqError } from './errors';
 import type { HandlerFailed } from './errors';
 import { Batch, callbackSpec } from './batch';
 import { EventStream } from './events';
+import { ENABLED as tracingOn, inject, producer } from './tracing';
 import { kNative, kToken, native } from './loader';
 import type { NativeQueue } from './loader';
 import {
@@ -94,13 +95,28 @@ export class Queue {
   async add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId> {
     jobName(name, 'the job');
     const text = payloadJson('payload', data);
-    const o = jobOptsJson(opts);
-    return (await call(() => this[kNative].add(name, text, o))) as JobId;
+    if (!tracingOn) {
+      const o = jobOptsJson(opts);
+      return (await call(() => this[kNative].add(name, text, o))) as JobId;
+    }
+    return producer(this.name, undefined, async () => {
+      const o = jobOptsJson(inject(opts));
+      return (await call(() => this[kNative].add(name, text, o))) as JobId;
+    }, (id) => id);
   }
 
   /** Adds many jobs `[{ name, data, opts }]` in pipelined round trips; resolves to their ids in order. */
   async addBulk<T = unknown>(jobs: BulkJob<T>[]): Promise<JobId[]> {
     if (!Array.isArray(jobs)) throw emqError('invalid_option', 'addBulk takes an array of { name, data, opts }');
+    if (tracingOn) {
+      return producer(this.name, jobs.length, () =>
+        this.addBulkNow(jobs.map((j) => (j && typeof j === 'object' ? { ...j, opts: inject(j.opts) } : j))),
+      );
+    }
+    return this.addBulkNow(jobs);
+  }
+
+  private async addBulkNow<T>(jobs: BulkJob<T>[]): Promise<JobId[]> {
     // The whole batch crosses as one JSON string; options shared by many jobs are checked once.
     const batch = new Array(jobs.length);
     let lastOpts: JobOptions | undefined;
@@ -128,6 +144,13 @@ export class Queue {
    * in the flow's shape: `{ queue, id, children: [...] }`.
    */
   async addFlow<T = unknown>(flow: FlowJob<T>): Promise<FlowIds> {
+    if (tracingOn && flow && typeof flow === 'object') {
+      return producer(this.name, undefined, () => this.addFlowNow({ ...flow, opts: inject(flow.opts) }));
+    }
+    return this.addFlowNow(flow);
+  }
+
+  private async addFlowNow<T>(flow: FlowJob<T>): Promise<FlowIds> {
     const spec = flowSpec(flow, 'the flow');
     const text = batchJson('flow', spec, () => flowPayloads(flow, 'the flow'));
     return JSON.parse(await call(() => this[kNative].addFlow(text)));
@@ -143,7 +166,7 @@ export class Queue {
   async addChild<T = unknown>(parent: JobId | string, queue: string, name: string, data: T, opts?: JobOptions): Promise<JobId> {
     jobName(name, 'the child');
     const text = payloadJson('payload', data);
-    const o = jobOptsJson(opts);
+    const o = jobOptsJson(tracingOn ? inject(opts) : opts);
     return (await call(() => this[kNative].addChild(String(parent), queueName(queue), name, text, o))) as JobId;
   }
 

@@ -80,6 +80,13 @@ export interface JobOptions {
    */
   deadLetter?: string;
   /**
+   * The W3C `traceparent` of the span that adds the job; filled from the active OpenTelemetry
+   * span when `@opentelemetry/api` is installed and this is not given (see the "Tracing" page).
+   */
+  traceparent?: string;
+  /** The W3C `tracestate` that travels with `traceparent` (needs it). */
+  tracestate?: string;
+  /**
    * With `dedup` and `delay`: while the job holding the key is still delayed, replace its data and
    * push its start to `delay` ms from now (debounce) instead of dropping the new job.
    */
@@ -148,6 +155,10 @@ export interface ActiveJob<T = any> {
    * again elsewhere) is then refused there.
    */
   fence: number;
+  /** The W3C trace context the job was added in (`00-<trace id>-<span id>-<flags>`), or null. */
+  traceparent: string | null;
+  /** Its W3C `tracestate`, or null. */
+  tracestate: string | null;
   /**
    * Aborted when the worker asks this run to stop; `signal.reason` is a `JobInterrupted` whose
    * `code` says why: 'cancelled' (`queue.cancel`), 'timeout' (the job's `timeout`) or 'shutdown'

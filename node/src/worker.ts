@@ -8,6 +8,7 @@ import type { Slot } from './dispatcher';
 import { kNative } from './loader';
 import type { NativeWorker } from './loader';
 import { jobName, jobOptsJson, payloadJson, queueName, workerOpts } from './payload';
+import { ENABLED as tracingOn, inject } from './tracing';
 import { Queue, failedError } from './queue';
 import { native as addon } from './loader';
 import type { Handler, Job, JobId, Json, QueueStats, WorkerEventName, WorkerFailure, WorkerOptions, WorkerStats } from './types';
@@ -133,7 +134,7 @@ export class Worker<T = any, R = unknown> extends EmitterBase {
       addChild: async (seq, q, name, data, opts) => {
         jobName(name, 'the child');
         const text = payloadJson('payload', data);
-        const o = jobOptsJson(opts);
+        const o = jobOptsJson(tracingOn ? inject(opts) : opts);
         return (await call(() => (slot.native as NativeWorker).addChild(seq, queueName(q), name, text, o))) as JobId;
       },
       // The core's events, a JSON array at a time (on a later event-loop turn, or from `close`).

@@ -138,7 +138,7 @@ impl Dispatch {
 }
 
 /// One job as the dispatcher receives it: `{"s":seq,"q":queue name,"id":…,"name":…,"data":…,
-/// "attemptsMade":n,"attempts":n,"fence":n[,"batch":{queue,id}]}` (the fence, µs since the epoch, is below 2^53: a JS
+/// "attemptsMade":n,"attempts":n,"fence":n[,"batch":{queue,id}][,"trace":{traceparent,tracestate}]}` (the fence, µs since the epoch, is below 2^53: a JS
 /// number holds it; the queue name picks the job's queue in a worker on several).
 fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     let j = ctx.job();
@@ -159,6 +159,11 @@ fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
     if let Some(b) = j.options.get("batch") {
         out.extend_from_slice(b",\"batch\":");
         let _ = serde_json::to_writer(&mut *out, b);
+    }
+    // A traced job (core/src/trace.rs): its W3C context, for the run's span.
+    if let Some(t) = j.options.get("trace") {
+        out.extend_from_slice(b",\"trace\":");
+        let _ = serde_json::to_writer(&mut *out, t);
     }
     out.push(b'}');
 }
