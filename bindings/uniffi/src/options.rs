@@ -140,6 +140,13 @@ pub struct JobOptions {
     /// queue's own, `Queue.setDeadLetter`, if any).
     #[uniffi(default = None)]
     pub dead_letter: Option<String>,
+    /// The W3C `traceparent` of the span that adds the job (`dev.emq.Tracing` fills it from the
+    /// current OpenTelemetry context); kept in the job's record, read by the run's span.
+    #[uniffi(default = None)]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that travels with `traceparent` (needs it).
+    #[uniffi(default = None)]
+    pub tracestate: Option<String>,
     /// Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
     /// adding the same id twice adds one job. Read back as null (the id is the record's).
     #[uniffi(default = None)]
@@ -179,6 +186,8 @@ impl From<&emq::JobOptions> for JobOptions {
             group: o.group.clone(),
             description: o.description.clone(),
             dead_letter: o.dead_letter.clone(),
+            traceparent: o.trace.as_ref().map(|t| t.traceparent.clone()),
+            tracestate: o.trace.as_ref().and_then(|t| t.tracestate.clone()),
             id: o.id.map(|id| id.to_string()),
         }
     }
@@ -228,6 +237,8 @@ impl JobOptions {
             parent_policy: self.parent_policy.map(|p| p.as_str().to_string()),
             description: self.description.clone(),
             dead_letter: self.dead_letter.clone(),
+            traceparent: self.traceparent.clone(),
+            tracestate: self.tracestate.clone(),
         })
     }
 }
@@ -386,6 +397,8 @@ mod tests {
             group: Some("g".into()),
             description: Some("the nightly import of account 7 — ünïcode too".into()),
             dead_letter: Some("imports-dlq".into()),
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            tracestate: Some("k=v".into()),
             id: None,
         };
         let core = o.to_core().unwrap();
