@@ -57,9 +57,9 @@ pub mod script;
 #[cfg(not(feature = "testing"))]
 mod script;
 pub mod spec;
-mod trace;
 mod store;
 mod task;
+mod trace;
 pub mod waiters;
 pub mod worker;
 pub mod worker_registry;

@@ -79,7 +79,8 @@ impl TraceContext {
     pub fn sampled(&self) -> bool {
         self.traceparent
             .get(53..55)
-            .and_then(|f| u8::from_str_radix(f, 16).ok()).is_some_and(|f| f & 1 == 1)
+            .and_then(|f| u8::from_str_radix(f, 16).ok())
+            .is_some_and(|f| f & 1 == 1)
     }
 }
 

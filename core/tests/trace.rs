@@ -40,10 +40,17 @@ async fn state(q: &Queue, id: emq::JobId) -> Option<JobState> {
 async fn a_jobs_trace_context_reads_back_and_survives_retries_and_delays() {
     for (topology, store) in common::both().await {
         let q = common::queue_on(&store, "trace").await;
-        let plain = q.add("plain", json!({"n": 1}), JobOptions::default()).await.unwrap();
+        let plain = q
+            .add("plain", json!({"n": 1}), JobOptions::default())
+            .await
+            .unwrap();
         let job = q.get(plain).await.unwrap().unwrap();
         assert_eq!(job.trace(), None, "{topology}");
-        assert_eq!(job.options, json!({}), "{topology}: nothing stored without a trace");
+        assert_eq!(
+            job.options,
+            json!({}),
+            "{topology}: nothing stored without a trace"
+        );
 
         let state_text = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
         let id = q
@@ -63,7 +70,11 @@ async fn a_jobs_trace_context_reads_back_and_survives_retries_and_delays() {
         let t = job.trace().expect("the trace context reads back");
         assert_eq!(t.traceparent, PARENT, "{topology}");
         assert_eq!(t.tracestate.as_deref(), Some(state_text), "{topology}");
-        assert_eq!(job.data, json!({"n": 2}), "{topology}: the data is untouched");
+        assert_eq!(
+            job.data,
+            json!({"n": 2}),
+            "{topology}: the data is untouched"
+        );
 
         // Each run sees it: the first fails, the retry (after its backoff) completes.
         let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
@@ -120,16 +131,16 @@ async fn children_join_their_parents_trace_unless_they_bring_their_own() {
                 name: "root".into(),
                 data: json!({}),
                 options: traced(PARENT, None),
-                children: vec![
-                    leaf(1, JobOptions::default()),
-                    leaf(2, traced(OTHER, None)),
-                ],
+                children: vec![leaf(1, JobOptions::default()), leaf(2, traced(OTHER, None))],
             })
             .await
             .unwrap();
         let parent_of = |i: usize| ids.children[i].id;
         let tp = |job: emq::Job| job.trace().map(|t| t.traceparent);
-        assert_eq!(tp(q.get(ids.id).await.unwrap().unwrap()).as_deref(), Some(PARENT));
+        assert_eq!(
+            tp(q.get(ids.id).await.unwrap().unwrap()).as_deref(),
+            Some(PARENT)
+        );
         assert_eq!(
             tp(q.get(parent_of(0)).await.unwrap().unwrap()).as_deref(),
             Some(PARENT),
@@ -197,7 +208,10 @@ async fn a_malformed_trace_context_is_refused_and_adds_nothing() {
     let store = common::standalone().await;
     let q = common::queue_on(&store, "trace-bad").await;
     for (traceparent, tracestate) in [
-        (Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"), None),
+        (
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"),
+            None,
+        ),
         (Some("not a trace"), None),
         (Some(PARENT), Some("a=b\nc=d")),
         (None, Some("a=b")),
@@ -208,7 +222,11 @@ async fn a_malformed_trace_context_is_refused_and_adds_nothing() {
             ..JobSpec::default()
         };
         let e = JobOptions::try_from(spec).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidOption, "{traceparent:?} {tracestate:?}");
+        assert_eq!(
+            e.code(),
+            ErrorCode::InvalidOption,
+            "{traceparent:?} {tracestate:?}"
+        );
     }
     // The typed options are checked by the add itself too.
     let bad = JobOptions {
@@ -231,5 +249,8 @@ async fn a_malformed_trace_context_is_refused_and_adds_nothing() {
     let o = JobOptions::try_from(spec).unwrap();
     let id = q.add("x", json!(1), o).await.unwrap();
     let t = q.get(id).await.unwrap().unwrap().trace().unwrap();
-    assert_eq!((t.traceparent.as_str(), t.tracestate.as_deref()), (PARENT, Some("k=v")));
+    assert_eq!(
+        (t.traceparent.as_str(), t.tracestate.as_deref()),
+        (PARENT, Some("k=v"))
+    );
 }

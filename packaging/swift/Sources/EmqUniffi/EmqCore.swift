@@ -993,6 +993,75 @@ public func FfiConverterTypeGroupInfo_lower(_ value: GroupInfo) -> RustBuffer {
 
 
 /**
+ * One histogram: the count per bucket (not cumulative) and the sum in ms.
+ */
+public struct Histogram: Equatable, Hashable {
+    /**
+     * Counts per bucket of [`LATENCY_BUCKETS_MS`] (and the last: above them).
+     */
+    public var counts: [UInt64]
+    /**
+     * The sum of the latencies, in ms.
+     */
+    public var sumMs: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Counts per bucket of [`LATENCY_BUCKETS_MS`] (and the last: above them).
+         */counts: [UInt64], 
+        /**
+         * The sum of the latencies, in ms.
+         */sumMs: UInt64) {
+        self.counts = counts
+        self.sumMs = sumMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Histogram: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHistogram: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Histogram {
+        return
+            try Histogram(
+                counts: FfiConverterSequenceUInt64.read(from: &buf), 
+                sumMs: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Histogram, into buf: inout [UInt8]) {
+        FfiConverterSequenceUInt64.write(value.counts, into: &buf)
+        FfiConverterUInt64.write(value.sumMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHistogram_lift(_ buf: RustBuffer) throws -> Histogram {
+    return try FfiConverterTypeHistogram.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHistogram_lower(_ value: Histogram) -> RustBuffer {
+    return FfiConverterTypeHistogram.lower(value)
+}
+
+
+/**
  * Why a run of a job failed.
  */
 public struct JobFailure: Equatable, Hashable {
@@ -1884,6 +1953,31 @@ fileprivate struct FfiConverterOptionTypeJobId: FfiConverterRustBuffer {
         case 1: return try FfiConverterTypeJobId.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceUInt64: FfiConverterRustBuffer {
+    typealias SwiftType = [UInt64]
+
+    public static func write(_ value: [UInt64], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterUInt64.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [UInt64] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [UInt64]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterUInt64.read(from: &buf))
+        }
+        return seq
     }
 }
 

@@ -3031,6 +3031,15 @@ public struct JobOptions: Equatable, Hashable {
      */
     public var deadLetter: String?
     /**
+     * The W3C `traceparent` of the span that adds the job (`dev.emq.Tracing` fills it from the
+     * current OpenTelemetry context); kept in the job's record, read by the run's span.
+     */
+    public var traceparent: String?
+    /**
+     * The W3C `tracestate` that travels with `traceparent` (needs it).
+     */
+    public var tracestate: String?
+    /**
      * Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
      * adding the same id twice adds one job. Read back as null (the id is the record's).
      */
@@ -3102,6 +3111,13 @@ public struct JobOptions: Equatable, Hashable {
          * queue's own, `Queue.setDeadLetter`, if any).
          */deadLetter: String? = nil, 
         /**
+         * The W3C `traceparent` of the span that adds the job (`dev.emq.Tracing` fills it from the
+         * current OpenTelemetry context); kept in the job's record, read by the run's span.
+         */traceparent: String? = nil, 
+        /**
+         * The W3C `tracestate` that travels with `traceparent` (needs it).
+         */tracestate: String? = nil, 
+        /**
          * Use this id (from `Queue.mintId()`, in this or another process) instead of minting one:
          * adding the same id twice adds one job. Read back as null (the id is the record's).
          */id: String? = nil) {
@@ -3124,6 +3140,8 @@ public struct JobOptions: Equatable, Hashable {
         self.group = group
         self.description = description
         self.deadLetter = deadLetter
+        self.traceparent = traceparent
+        self.tracestate = tracestate
         self.id = id
     }
 
@@ -3162,6 +3180,8 @@ public struct FfiConverterTypeJobOptions: FfiConverterRustBuffer {
                 group: FfiConverterOptionString.read(from: &buf), 
                 description: FfiConverterOptionString.read(from: &buf), 
                 deadLetter: FfiConverterOptionString.read(from: &buf), 
+                traceparent: FfiConverterOptionString.read(from: &buf), 
+                tracestate: FfiConverterOptionString.read(from: &buf), 
                 id: FfiConverterOptionString.read(from: &buf)
         )
     }
@@ -3186,6 +3206,8 @@ public struct FfiConverterTypeJobOptions: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.group, into: &buf)
         FfiConverterOptionString.write(value.description, into: &buf)
         FfiConverterOptionString.write(value.deadLetter, into: &buf)
+        FfiConverterOptionString.write(value.traceparent, into: &buf)
+        FfiConverterOptionString.write(value.tracestate, into: &buf)
         FfiConverterOptionString.write(value.id, into: &buf)
     }
 }
