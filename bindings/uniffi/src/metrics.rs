@@ -1,6 +1,14 @@
 //! A queue's metrics.
 
 use crate::job::Counts;
+pub use emq::latency::Histogram;
+
+/// The upper bounds, in ms, of the latency histograms' buckets (a histogram's `counts` has one
+/// more: above the last bound).
+#[uniffi::export]
+pub fn latency_buckets_ms() -> Vec<u64> {
+    emq::latency::LATENCY_BUCKETS_MS.to_vec()
+}
 
 /// Jobs finished in one minute.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
@@ -28,6 +36,10 @@ pub struct QueueMetrics {
     pub lease_lost: u64,
     /// Stalled jobs recovered.
     pub stalled: u64,
+    /// Completed runs' lengths since the queue began (buckets: `latencyBucketsMs()`).
+    pub run: Histogram,
+    /// First runs' waits (add or due time to the start) since the queue began.
+    pub wait: Histogram,
 }
 
 impl From<emq::QueueMetrics> for QueueMetrics {
@@ -46,6 +58,8 @@ impl From<emq::QueueMetrics> for QueueMetrics {
             deleted: m.deleted,
             lease_lost: m.lease_lost,
             stalled: m.stalled,
+            run: m.run,
+            wait: m.wait,
         }
     }
 }

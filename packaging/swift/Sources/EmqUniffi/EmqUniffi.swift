@@ -3599,6 +3599,14 @@ public struct QueueMetrics: Equatable, Hashable {
      * Stalled jobs recovered.
      */
     public var stalled: UInt64
+    /**
+     * Completed runs' lengths since the queue began (buckets: `latencyBucketsMs()`).
+     */
+    public var run: Histogram
+    /**
+     * First runs' waits (add or due time to the start) since the queue began.
+     */
+    public var wait: Histogram
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3623,7 +3631,13 @@ public struct QueueMetrics: Equatable, Hashable {
          */leaseLost: UInt64, 
         /**
          * Stalled jobs recovered.
-         */stalled: UInt64) {
+         */stalled: UInt64, 
+        /**
+         * Completed runs' lengths since the queue began (buckets: `latencyBucketsMs()`).
+         */run: Histogram, 
+        /**
+         * First runs' waits (add or due time to the start) since the queue began.
+         */wait: Histogram) {
         self.queue = queue
         self.counts = counts
         self.completedPerMinute = completedPerMinute
@@ -3632,6 +3646,8 @@ public struct QueueMetrics: Equatable, Hashable {
         self.deleted = deleted
         self.leaseLost = leaseLost
         self.stalled = stalled
+        self.run = run
+        self.wait = wait
     }
 
     
@@ -3657,7 +3673,9 @@ public struct FfiConverterTypeQueueMetrics: FfiConverterRustBuffer {
                 added: FfiConverterUInt64.read(from: &buf), 
                 deleted: FfiConverterUInt64.read(from: &buf), 
                 leaseLost: FfiConverterUInt64.read(from: &buf), 
-                stalled: FfiConverterUInt64.read(from: &buf)
+                stalled: FfiConverterUInt64.read(from: &buf), 
+                run: FfiConverterTypeHistogram.read(from: &buf), 
+                wait: FfiConverterTypeHistogram.read(from: &buf)
         )
     }
 
@@ -3670,6 +3688,8 @@ public struct FfiConverterTypeQueueMetrics: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.deleted, into: &buf)
         FfiConverterUInt64.write(value.leaseLost, into: &buf)
         FfiConverterUInt64.write(value.stalled, into: &buf)
+        FfiConverterTypeHistogram.write(value.run, into: &buf)
+        FfiConverterTypeHistogram.write(value.wait, into: &buf)
     }
 }
 
@@ -5313,6 +5333,31 @@ fileprivate struct FfiConverterOptionDictionaryStringUInt32: FfiConverterRustBuf
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceUInt64: FfiConverterRustBuffer {
+    typealias SwiftType = [UInt64]
+
+    public static func write(_ value: [UInt64], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterUInt64.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [UInt64] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [UInt64]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterUInt64.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -5848,6 +5893,17 @@ public func errorCodes() -> [String]  {
 })
 }
 /**
+ * The upper bounds, in ms, of the latency histograms' buckets (a histogram's `counts` has one
+ * more: above the last bound).
+ */
+public func latencyBucketsMs() -> [UInt64]  {
+    return try!  FfiConverterSequenceUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_func_latency_buckets_ms(uniffiCallStatus
+    )
+})
+}
+/**
  * Starts one worker on several queues (in this order), sharing `concurrency`: `strict` starts no
  * job of a later queue while an earlier one has a ready job; `weights` (queue name to 1..=1000;
  * a queue not named has 1) shares starts by weight while the queues have work (they exclude
@@ -5894,6 +5950,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_func_error_codes() != 44725) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_func_latency_buckets_ms() != 7963) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_func_start_worker_many() != 18948) {

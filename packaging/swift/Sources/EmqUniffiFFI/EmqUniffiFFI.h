@@ -639,6 +639,12 @@ RustBuffer uniffi_emq_uniffi_fn_func_error_codes(RustCallStatus *_Nonnull out_st
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_LATENCY_BUCKETS_MS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_LATENCY_BUCKETS_MS
+RustBuffer uniffi_emq_uniffi_fn_func_latency_buckets_ms(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_START_WORKER_MANY
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FUNC_START_WORKER_MANY
 uint64_t uniffi_emq_uniffi_fn_func_start_worker_many(RustBuffer queues, uint64_t handler, int8_t strict, RustBuffer weights, int32_t concurrency, double lease_ms, double shutdown_timeout_ms, double stalled_interval_ms, uint32_t max_stalls, double block_timeout_ms, RustBuffer completed, RustBuffer failed, RustCallStatus *_Nonnull out_status
@@ -913,6 +919,12 @@ uint16_t uniffi_emq_uniffi_checksum_func_error_code_name(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODES
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_ERROR_CODES
 uint16_t uniffi_emq_uniffi_checksum_func_error_codes(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_LATENCY_BUCKETS_MS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_FUNC_LATENCY_BUCKETS_MS
+uint16_t uniffi_emq_uniffi_checksum_func_latency_buckets_ms(void
     
 );
 #endif

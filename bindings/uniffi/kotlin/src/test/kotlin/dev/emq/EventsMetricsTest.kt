@@ -118,6 +118,10 @@ class EventsMetricsTest {
         assertTrue(m.completedPerMinute.all { it.minute in (nowMinute - 2uL)..(nowMinute + 1uL) }, "${m.completedPerMinute}")
         assertEquals(0uL, m.leaseLost)
         assertEquals(0uL, m.stalled)
+        // The latency histograms: each completed run counted once, in one of the core's buckets.
+        assertEquals(latencyBucketsMs().size + 1, m.run.counts.size)
+        assertEquals(2uL, m.run.counts.sum(), "run lengths counted: ${m.run}")
+        assertEquals(2uL, m.wait.counts.sum(), "first-run waits counted: ${m.wait}")
     }
 
     @Test
