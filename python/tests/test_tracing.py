@@ -28,8 +28,28 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 _EXPORTER = InMemorySpanExporter()
 _provider = TracerProvider()
 _provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-trace.set_tracer_provider(_provider)
-_tracer = trace.get_tracer("emq-tests")
+
+
+class _Switch(trace.TracerProvider):
+    """The process's one global provider (OpenTelemetry takes one per process): the SDK's while a
+    test of this file runs, a no-op one otherwise, so the rest of the suite runs untraced."""
+
+    active: Any = None
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+        return (self.active or trace.NoOpTracerProvider()).get_tracer(*args, **kwargs)
+
+
+_SWITCH = _Switch()
+trace.set_tracer_provider(_SWITCH)
+
+
+class _Tracer:
+    def start_as_current_span(self, name: str) -> Any:
+        return trace.get_tracer("emq-tests").start_as_current_span(name)
+
+
+_tracer = _Tracer()
 
 OWN = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -38,7 +58,9 @@ OWN = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 def spans():
     _EXPORTER.clear()
     emq.tracing.configure(relation="link")
+    _SWITCH.active = _provider
     yield _EXPORTER
+    _SWITCH.active = None
     emq.tracing.configure(relation="link")
 
 
