@@ -1,4 +1,4 @@
--- batch_callback_done: the last step of a batch's callback (core/src/batch.rs), in the batch's
+-- batch_callback_done: the last step of a batch's callback (core/src/batch/), in the batch's
 -- slot, once its job was added under the pinned id: it is not due again. Idempotent.
 -- KEYS[1] batch        emq:{q}:batch:<id>, HASH
 -- ARGV[1] kind         'complete' or 'success'

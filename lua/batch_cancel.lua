@@ -1,4 +1,4 @@
--- batch_cancel: cancel a batch (core/src/batch.rs), in its slot: no job is counted in any more and
+-- batch_cancel: cancel a batch (core/src/batch/), in its slot: no job is counted in any more and
 -- no callback falls due (one added already stays). Idempotent.
 -- KEYS[1] batch        emq:{q}:batch:<id>, HASH
 -- Returns 'cancelled' (now), 'already', or 'missing' (no such batch).

@@ -1,4 +1,4 @@
--- batch_count: the first step of adding jobs to a batch (core/src/batch.rs), in the batch's slot,
+-- batch_count: the first step of adding jobs to a batch (core/src/batch/), in the batch's slot,
 -- before the jobs are added to their queues: each job is counted in once under its id (pinned by
 -- the caller), pending. Idempotent: a job counted in already is not counted again.
 -- KEYS[1] batch        emq:{q}:batch:<id>, HASH

@@ -1,4 +1,4 @@
--- batch_create: create a batch in the slot of the queue that creates it (core/src/batch.rs): its
+-- batch_create: create a batch in the slot of the queue that creates it (core/src/batch/): its
 -- counters at zero, its description and callbacks, listed in the queue's batches. Idempotent: a
 -- second call with the same id changes nothing.
 -- KEYS[1] batch        emq:{q}:batch:<id>, HASH

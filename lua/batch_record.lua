@@ -1,4 +1,4 @@
--- batch_record: record a batched job's outcome in its batch (core/src/batch.rs), in the batch's
+-- batch_record: record a batched job's outcome in its batch (core/src/batch/), in the batch's
 -- slot, after the job's finish script noted it in its own queue's batch-pending set. Once per job
 -- and outcome: pending -> completed or failed, failed -> completed (a failed job retried to
 -- success); anything else changes nothing. Then returns the callbacks due.

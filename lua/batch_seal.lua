@@ -1,4 +1,4 @@
--- batch_seal: the batch's creator has added its jobs (core/src/batch.rs): from now on the batch is
+-- batch_seal: the batch's creator has added its jobs (core/src/batch/): from now on the batch is
 -- done, and its callbacks due, once every job counted in has its outcome (jobs its running jobs
 -- add count in before they are added, so they hold it open). Idempotent.
 -- uses lib/batch.lua

@@ -287,7 +287,7 @@ impl Queue {
                     .push(format!("dedup key {key:?} points at job {id} in {other:?}")),
             }
         }
-        // The batches this queue created, and its batched outcomes on their way (core/src/batch.rs).
+        // The batches this queue created, and its batched outcomes on their way (core/src/batch/).
         crate::batch::audit(self, &mut report.problems).await?;
         Ok(report)
     }

@@ -331,3 +331,17 @@ impl JobContext {
         self.queue.log(self.job.id, line).await
     }
 }
+
+impl JobContext {
+    /// The batch this job belongs to (None when it was not added through one): a running job adds
+    /// more jobs to it, and the batch is not done until those are.
+    pub fn batch(&self) -> Result<Option<crate::batch::Batch>> {
+        match self.job().batch_ref() {
+            None => Ok(None),
+            Some(b) => Ok(Some(crate::batch::Batch::of(
+                self.queue().queue(&b.queue)?,
+                JobId::parse(&b.id)?,
+            ))),
+        }
+    }
+}

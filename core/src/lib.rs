@@ -51,6 +51,7 @@ pub mod outcome;
 pub mod partitions;
 pub mod queue;
 pub mod registry;
+mod retention;
 pub mod scheduler;
 #[cfg(feature = "testing")]
 pub mod script;
@@ -62,6 +63,7 @@ mod task;
 mod trace;
 pub mod waiters;
 pub mod worker;
+pub mod worker_options;
 pub mod worker_registry;
 
 pub use batch::{Batch, BatchCallback, BatchDone, BatchJob, BatchOptions, BatchRef, BatchStatus};

@@ -3,7 +3,7 @@
 //!
 //! What this file owns:
 //! - **Names.** Partition `i` of queue `orders` is the queue `orders:p<i>.<salt>` (the one form of
-//!   tag with a `:`, which no plain name may contain: `keyspace.rs`), a queue like any other, with
+//!   tag with a `:`, which no plain name may contain: `keyspace/name.rs`), a queue like any other, with
 //!   every key in its own slot. `salt` is the smallest number that puts the tag's slot in the `i`-th
 //!   of N equal slot ranges, so the partitions spread evenly over the cluster's slot ranges (and so
 //!   over masters that own equal ranges), not by the luck of CRC16.

@@ -1,4 +1,4 @@
--- batch (library): the callbacks of a batch that fall due (core/src/batch.rs), in the batch's
+-- batch (library): the callbacks of a batch that fall due (core/src/batch/), in the batch's
 -- slot. Used by batch_record.lua and batch_seal.lua.
 -- KEYS: none of its own; the function reads the caller's k.batch. ARGV: none of its own.
 

@@ -1,4 +1,4 @@
--- batch_note (library): a batched job's outcome on its way to its batch (core/src/batch.rs), in
+-- batch_note (library): a batched job's outcome on its way to its batch (core/src/batch/), in
 -- the job's slot. Used by complete.lua and lib/finish.lua (whose users name this file first).
 -- KEYS: none of its own; the function reads the caller's k.batch_pending. ARGV: none of its own.
 

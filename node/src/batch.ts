@@ -1,4 +1,4 @@
-// Batches (core/src/batch.rs): jobs on any queues, grown while they run, with an onComplete
+// Batches (core/src/batch/): jobs on any queues, grown while they run, with an onComplete
 // callback once every job has its outcome and an onSuccess one once every job has completed.
 // `queue.batch(...)` creates one; a running job of a batch gets it as `job.batch`. Arguments are
 // shaped here (payload.ts); the core checks them.

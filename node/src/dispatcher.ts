@@ -41,7 +41,7 @@ interface Entry {
   attemptsMade: number;
   attempts: number;
   fence: number;
-  /** A job of a batch: its batch (core/src/batch.rs). */
+  /** A job of a batch: its batch (core/src/batch/). */
   batch?: { queue: string; id: string };
   /** The W3C trace context it was added in (core/src/trace.rs). */
   trace?: { traceparent: string; tracestate?: string };

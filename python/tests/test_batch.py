@@ -1,4 +1,4 @@
-"""Batches from Python (the core's `core/src/batch.rs`), on real servers (standalone and cluster):
+"""Batches from Python (the core's `core/src/batch/`), on real servers (standalone and cluster):
 jobs on another queue, a running job adding to its batch, the callbacks added once after the last
 outcome with the batch's counts, the failed jobs paged by `status`, `cancel`, bad input refused
 with its code; the sync API does the same."""

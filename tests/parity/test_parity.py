@@ -276,8 +276,8 @@ def test_absence_lists_are_not_stale():
 # JobOptions fields no binding takes, on purpose, with the reason.
 JOB_OPTION_FIELDS_NOT_TAKEN = {
     "dead_lettered": "written by emq alone, on a dead-letter queue's copy of a failed job; every binding reads it back as the `origin` of `dead_letters`",
-    "batch": "written by emq alone, on a job added through a batch (core/src/batch.rs)",
-    "batch_done": "written by emq alone, on a batch's callback job (core/src/batch.rs)",
+    "batch": "written by emq alone, on a job added through a batch (core/src/batch/)",
+    "batch_done": "written by emq alone, on a batch's callback job (core/src/batch/)",
     "trace": "taken as the spec's two fields `traceparent` and `tracestate` (the spec-field table checks each binding takes them)",
 }
 

@@ -1,4 +1,4 @@
-//! [`NativeBatch`]: one batch's operations (core/src/batch.rs), wrapped by `Batch` in
+//! [`NativeBatch`]: one batch's operations (core/src/batch/), wrapped by `Batch` in
 //! `node/src/batch.ts`: adds (one, or a bulk as one JSON string), seal, status, cancel. Each
 //! method converts its arguments, calls the core, and converts the reply; the core checks them.
 

@@ -13,7 +13,9 @@
 
 mod batch;
 mod children;
+mod dead_letters;
 mod events;
+mod limits;
 mod options;
 mod queue;
 mod worker;

@@ -1,5 +1,6 @@
 //! [`NativeQueue`]: one queue's operations (wrapped by `Queue` in `node/src/queue.ts`): adds (one, a bulk
-//! batch as one JSON string, a flow), reads, state changes, cleanup, limits, schedulers and events.
+//! batch as one JSON string, a flow), reads, state changes, cleanup, schedulers and events (limits
+//! and groups: `limits.rs`; dead letters: `dead_letters.rs`; children: `children.rs`).
 //! Each method converts its arguments, calls the core, and converts the reply; values too rich for a
 //! napi object cross as JSON text, which `node/src/queue.ts` parses.
 
@@ -9,8 +10,8 @@ use crate::options::{
 };
 use crate::worker::NativeWorker;
 use crate::{throw, Result, Settled};
-use emq::spec::{FlowSpec, Millis, RateLimitSpec, ScheduleSpec};
-use emq::{GroupRateLimit, Job, JobId, JobOptions, JobState, NewJob, Queue, RateLimit, Schedule};
+use emq::spec::{FlowSpec, ScheduleSpec};
+use emq::{Job, JobId, JobOptions, JobState, NewJob, Queue, Schedule};
 use napi::bindgen_prelude::Function;
 use napi_derive::napi;
 use serde_json::{json, Value};
@@ -61,7 +62,7 @@ fn state(text: &str) -> emq::Result<JobState> {
     })
 }
 
-fn parse_id(id: &str) -> Result<JobId> {
+pub(crate) fn parse_id(id: &str) -> Result<JobId> {
     JobId::parse(id).map_err(throw)
 }
 
@@ -264,61 +265,6 @@ impl NativeQueue {
         .await
     }
 
-    /// Sets (or with null clears) the queue's default dead-letter queue.
-    #[napi]
-    pub async fn set_dead_letter(&self, queue: Option<String>) -> Settled<()> {
-        Settled::of(async move {
-            self.q
-                .set_dead_letter(queue.as_deref())
-                .await
-                .map_err(throw)
-        })
-        .await
-    }
-
-    /// The queue's default dead-letter queue, or null.
-    #[napi]
-    pub async fn dead_letter(&self) -> Settled<Option<String>> {
-        Settled::of(async move { self.q.dead_letter().await.map_err(throw) }).await
-    }
-
-    /// The dead-lettered jobs this queue holds, as JSON text `[{id, name, state, origin}]`.
-    #[napi]
-    pub async fn dead_letters(&self, limit: f64) -> Settled<String> {
-        Settled::of(async move {
-            let limit = emq::spec::whole("limit", limit, u32::MAX as u64).map_err(throw)?;
-            let jobs = self.q.dead_letters(limit).await.map_err(throw)?;
-            let out: Vec<serde_json::Value> = jobs
-                .iter()
-                .map(|j| {
-                    serde_json::json!({
-                        "id": j.id, "name": j.name, "state": j.state.map(|s| s.as_str()),
-                        "origin": j.dead_letter_origin(),
-                    })
-                })
-                .collect();
-            Ok(serde_json::Value::Array(out).to_string())
-        })
-        .await
-    }
-
-    /// Replays dead-lettered jobs (`ids`, or with null all); JSON text `[{id, queue, origin_id}]`.
-    #[napi]
-    pub async fn replay_dead_letters(&self, ids: Option<Vec<String>>) -> Settled<String> {
-        Settled::of(async move {
-            let ids = ids
-                .map(|v| v.iter().map(|i| parse_id(i)).collect::<Result<Vec<_>>>())
-                .transpose()?;
-            let done = self
-                .q
-                .replay_dead_letters(ids.as_deref())
-                .await
-                .map_err(throw)?;
-            Ok(serde_json::to_string(&done).unwrap_or_else(|_| "[]".into()))
-        })
-        .await
-    }
-
     /// Retries every failed job; returns how many.
     #[napi]
     pub async fn retry_failed(&self) -> Settled<f64> {
@@ -412,134 +358,6 @@ impl NativeQueue {
         Settled::of(async move {
             let id = parse_id(&id)?;
             self.q.logs(id).await.map_err(throw)
-        })
-        .await
-    }
-
-    /// Sets (a positive whole number) or lifts (null) the most jobs active at once across workers.
-    #[napi]
-    pub async fn set_global_concurrency(&self, max: Option<f64>) -> Settled<()> {
-        Settled::of(async move {
-            let max = emq::spec::global_concurrency(max).map_err(throw)?;
-            self.q.set_global_concurrency(max).await.map_err(throw)
-        })
-        .await
-    }
-
-    /// Sets (`max` jobs per `window` ms) or lifts (both null) the queue's rate limit.
-    #[napi]
-    pub async fn set_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> Settled<()> {
-        Settled::of(async move {
-            let spec = RateLimitSpec {
-                max,
-                window: window.map(Millis),
-            };
-            let limit = Option::<RateLimit>::try_from(spec).map_err(throw)?;
-            self.q.set_rate_limit(limit).await.map_err(throw)
-        })
-        .await
-    }
-
-    /// Sets (`max` jobs per `window` ms for each group) or lifts (both null) the per-group limit.
-    #[napi]
-    pub async fn set_group_rate_limit(&self, max: Option<f64>, window: Option<f64>) -> Settled<()> {
-        Settled::of(async move {
-            let spec = RateLimitSpec {
-                max,
-                window: window.map(Millis),
-            };
-            let limit = Option::<GroupRateLimit>::try_from(spec).map_err(throw)?;
-            self.q.set_group_rate_limit(limit).await.map_err(throw)
-        })
-        .await
-    }
-
-    /// Sets a group's weight (1 to 1000; the core checks it).
-    #[napi]
-    pub async fn set_group_weight(&self, group: String, weight: f64) -> Settled<()> {
-        Settled::of(async move {
-            let weight = whole("weight", weight, u32::MAX.into()).map_err(throw)? as u32;
-            self.q.set_group_weight(&group, weight).await.map_err(throw)
-        })
-        .await
-    }
-
-    /// Sets (a whole number) or lifts (null) the most jobs of `group` (null: by default, of every
-    /// group) running at once across workers.
-    #[napi]
-    pub async fn set_group_concurrency(
-        &self,
-        limit: Option<f64>,
-        group: Option<String>,
-    ) -> Settled<()> {
-        Settled::of(async move {
-            let limit = limit
-                .map(|n| whole("limit", n, u32::MAX.into()).map(|n| n as u32))
-                .transpose()
-                .map_err(throw)?;
-            self.q
-                .set_group_concurrency(limit, group.as_deref())
-                .await
-                .map_err(throw)
-        })
-        .await
-    }
-
-    /// Sets (a whole number) or lifts (null) the most jobs of `group` (null: by default, of every
-    /// group) waiting to run; an add past it is refused (`group_full`).
-    #[napi]
-    pub async fn set_group_max_waiting(
-        &self,
-        limit: Option<f64>,
-        group: Option<String>,
-    ) -> Settled<()> {
-        Settled::of(async move {
-            let limit = limit
-                .map(|n| whole("limit", n, emq::spec::MAX_COUNT))
-                .transpose()
-                .map_err(throw)?;
-            self.q
-                .set_group_max_waiting(limit, group.as_deref())
-                .await
-                .map_err(throw)
-        })
-        .await
-    }
-
-    /// Stops handing out jobs of `group`.
-    #[napi]
-    pub async fn pause_group(&self, group: String) -> Settled<()> {
-        Settled::of(async move { self.q.pause_group(&group).await.map_err(throw) }).await
-    }
-
-    /// Hands out jobs of a paused `group` again.
-    #[napi]
-    pub async fn resume_group(&self, group: String) -> Settled<()> {
-        Settled::of(async move { self.q.resume_group(&group).await.map_err(throw) }).await
-    }
-
-    /// One page of the queue's groups, as JSON (camelCase keys; caps null when none).
-    #[napi]
-    pub async fn groups(&self, offset: f64, limit: f64) -> Settled<String> {
-        Settled::of(async move {
-            let offset = whole("offset", offset, emq::spec::MAX_COUNT).map_err(throw)?;
-            let limit = whole("limit", limit, emq::spec::MAX_COUNT).map_err(throw)?;
-            let list = self.q.groups(offset, limit).await.map_err(throw)?;
-            let out: Vec<Value> = list
-                .iter()
-                .map(|g| {
-                    json!({
-                        "name": g.name,
-                        "waiting": g.waiting,
-                        "running": g.running,
-                        "weight": g.weight,
-                        "concurrency": g.concurrency,
-                        "maxWaiting": g.max_waiting,
-                        "paused": g.paused,
-                    })
-                })
-                .collect();
-            Ok(Value::Array(out).to_string())
         })
         .await
     }

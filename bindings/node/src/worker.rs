@@ -155,7 +155,7 @@ fn write_job(out: &mut Vec<u8>, seq: u32, ctx: &JobContext) {
         j.attempts,
         ctx.fence()
     );
-    // A job of a batch (core/src/batch.rs): its batch, for `job.batch`.
+    // A job of a batch (core/src/batch/): its batch, for `job.batch`.
     if let Some(b) = j.options.get("batch") {
         out.extend_from_slice(b",\"batch\":");
         let _ = serde_json::to_writer(&mut *out, b);

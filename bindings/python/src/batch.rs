@@ -1,4 +1,4 @@
-//! `Batch`: the native half of `emq.Batch` (core/src/batch.rs), a handle on one batch: adds,
+//! `Batch`: the native half of `emq.Batch` (core/src/batch/), a handle on one batch: adds,
 //! seal, status, cancel, each awaitable or blocking (`awaitable_methods!`). It converts values
 //! only; the core checks them.
 

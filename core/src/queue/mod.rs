@@ -24,10 +24,12 @@ use serde_json::Value;
 use std::sync::Arc;
 
 mod add;
+mod cleanup;
 mod coalesce;
 mod events;
 mod ops;
 pub(crate) mod partitioned;
+mod reads;
 mod wait;
 
 #[cfg(test)]

@@ -246,7 +246,7 @@ scripts! {
     DEAD_LETTER_DONE => "dead_letter_done",
     /// Selects the dead-letter moves a crash interrupted.
     DEAD_LETTERS_DUE => "dead_letters_due",
-    /// Creates a batch in its queue's slot (core/src/batch.rs).
+    /// Creates a batch in its queue's slot (core/src/batch/).
     BATCH_CREATE => "batch_create",
     /// Counts jobs into a batch before they are added (a batched add's first step).
     BATCH_COUNT => "batch_count",

@@ -14,7 +14,7 @@ pub(super) async fn sweep_loop(s: Arc<Shared>) {
         {
             s.trouble("finishing dead-letter moves failed; will retry", &e);
         }
-        // Batched outcomes a crash left on their way to their batches (core/src/batch.rs).
+        // Batched outcomes a crash left on their way to their batches (core/src/batch/).
         if let Err(e) = crate::batch::settle_due(&s.queue, crate::batch::BATCH_GRACE, 100).await {
             s.trouble("recording batched outcomes failed; will retry", &e);
         }

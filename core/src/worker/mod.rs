@@ -154,7 +154,7 @@ struct Completion {
     /// The job's `remove_on_complete`: `Now` deletes the record; `Within` trims once recorded.
     removal: crate::options::Removal,
     dedup: String,
-    /// The batch of a batched job (`core/src/batch.rs`): its outcome is recorded there once
+    /// The batch of a batched job (`core/src/batch/`): its outcome is recorded there once
     /// completed.
     batch: Option<crate::batch::BatchRef>,
     /// The job and its result for the host's `completed` event (None without a hook).

@@ -363,7 +363,7 @@ pub(super) async fn complete_loop(
 }
 
 /// Records a batched job's outcome (noted as `entry` by its finish script) in its batch; a
-/// failure is left to the maintenance loop (`core/src/batch.rs`).
+/// failure is left to the maintenance loop (`core/src/batch/`).
 async fn settle_batched(s: &Shared, entry: String) {
     if let Err(e) = crate::batch::settle(&s.queue, &entry).await {
         s.trouble(

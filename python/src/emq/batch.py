@@ -1,6 +1,6 @@
 """Batches (:class:`Batch`): jobs on any queues, grown while they run, with an ``on_complete``
 callback once every job has its outcome and an ``on_success`` one once every job has completed
-(the core's ``core/src/batch.rs``; see docs/site/concepts/batches.md). Create one with
+(the core's ``core/src/batch/``; see docs/site/concepts/batches.md). Create one with
 :meth:`emq.Queue.batch`; a running job of a batch gets it as :attr:`emq.Job.batch`.
 """
 
