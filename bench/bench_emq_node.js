@@ -8,7 +8,10 @@
 // async no-op. Writes one JSON object per scenario run (one line each) with the field names
 // emq-bench uses, "impl": "emq-node". Knobs: REDIS_PORT (6390), REPS (1), N_JOBS (20000),
 // N_LATENCY (1000), SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (1), EMQ_NODE_PKG (path of the
-// package, default ../node next to this file), SCENARIOS (comma list; default all).
+// package, default ../node next to this file), SCENARIOS (comma list; default all), BENCH_TRACE
+// (1: register an OpenTelemetry SDK, spans batched to an exporter that counts them, as a traced
+// service runs; needs NODE_PATH to find @opentelemetry/*, see bench/tracing.sh; the lines then say
+// "impl": "emq-node-traced" and carry the spans exported per job).
 //
 // Processing ends when worker.stats().completed reaches N (polled every ~1 ms); in latency,
 // add -> completed is stamped by the worker's in-process 'completed' event, as on BullMQ's side.
@@ -16,7 +19,28 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { Queue, Worker } = require(process.env.EMQ_NODE_PKG || path.join(__dirname, '..', 'node'));
+const { Queue, Worker, tracing } = require(process.env.EMQ_NODE_PKG || path.join(__dirname, '..', 'node'));
+
+// BENCH_TRACE=1: spans on, exported in batches to an exporter that only counts them.
+const TRACED = process.env.BENCH_TRACE === '1';
+let spansExported = 0;
+if (TRACED) {
+  const api = require('@opentelemetry/api');
+  const { BasicTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+  if (!tracing.enabled) throw new Error('BENCH_TRACE=1 but emq did not find @opentelemetry/api (NODE_PATH)');
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const exporter = {
+    export(spans, done) {
+      spansExported += spans.length;
+      done({ code: 0 });
+    },
+    shutdown: () => Promise.resolve(),
+  };
+  api.trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 65536, maxExportBatchSize: 2048, scheduledDelayMillis: 200 })] }),
+  );
+}
 
 const envInt = (name, dflt) => {
   const v = Number.parseInt(process.env[name] ?? '', 10);
@@ -366,9 +390,14 @@ async function main() {
   for (let rep = 0; rep < CFG.reps; rep++) {
     for (const [id, fn] of list) {
       await admin.cmd('FLUSHALL');
-      const line = { impl: 'emq-node', scenario: id, rep };
+      const line = { impl: TRACED ? 'emq-node-traced' : 'emq-node', scenario: id, rep };
+      const spans0 = spansExported;
       try {
         Object.assign(line, await withTimeout(fn(`bench-${id}`), CFG.scenarioTimeoutMs + 5000, id));
+        if (TRACED) {
+          await sleep(400); // the batch processor's last export
+          line.spans_per_job = (spansExported - spans0) / CFG.jobs;
+        }
       } catch (err) {
         errors += 1;
         line.error = err.message;
