@@ -328,6 +328,27 @@ pub fn millis(what: &str, ms: f64) -> Result<u64> {
     Ok(ms.round() as u64)
 }
 
+/// Most bytes in a group name.
+pub const MAX_GROUP_NAME: usize = 256;
+
+/// Refuses a group name the keyspace cannot hold: empty, over [`MAX_GROUP_NAME`] bytes, or with a
+/// NUL byte (the separator inside the `group-ready` members).
+pub fn check_group_name(group: &str) -> Result<()> {
+    if group.is_empty() || group.len() > MAX_GROUP_NAME {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("group must be 1 to {MAX_GROUP_NAME} bytes"),
+        ));
+    }
+    if group.contains('\0') {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            "group must not contain a NUL character",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,25 +452,4 @@ mod tests {
         let j = b.delay(3, 0.5).as_millis();
         assert!((200..=400).contains(&j));
     }
-}
-
-/// Most bytes in a group name.
-pub const MAX_GROUP_NAME: usize = 256;
-
-/// Refuses a group name the keyspace cannot hold: empty, over [`MAX_GROUP_NAME`] bytes, or with a
-/// NUL byte (the separator inside the `group-ready` members).
-pub fn check_group_name(group: &str) -> Result<()> {
-    if group.is_empty() || group.len() > MAX_GROUP_NAME {
-        return Err(Error::new(
-            ErrorCode::InvalidOption,
-            format!("group must be 1 to {MAX_GROUP_NAME} bytes"),
-        ));
-    }
-    if group.contains('\0') {
-        return Err(Error::new(
-            ErrorCode::InvalidOption,
-            "group must not contain a NUL character",
-        ));
-    }
-    Ok(())
 }
