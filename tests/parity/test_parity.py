@@ -85,8 +85,6 @@ PROVIDED_AS = {
 # (op, lang) pairs absent on purpose, with the reason.
 ABSENT = {
     ("Queue.migrate_from_bullmq", "uniffi"): "an operator's one-off step, from a server or script: `emq migrate`, Python, Node and Rust",
-    ("Queue.batch", "uniffi"): "not built yet for Kotlin/Swift (issue 28 item 4 left open): Rust, Python and Node",
-    ("Queue.open_batch", "uniffi"): "not built yet for Kotlin/Swift (issue 28 item 4 left open): Rust, Python and Node",
 }
 
 # The core's spec types (core/src/spec/mod.rs) a binding fills, and where each binding fills them: the

@@ -25,6 +25,7 @@
 //! - [`error`]: `EmqException` and the code helpers; [`runtime`]: the binding's tokio runtime;
 //!   [`jvm`]: attaching the runtime's threads to the JVM.
 
+pub mod batch;
 pub mod connect;
 pub mod error;
 pub mod events;

@@ -638,6 +638,257 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
+ * A handle on one batch.
+ */
+public protocol BatchProtocol: AnyObject, Sendable {
+    
+    /**
+     * Adds a job (JSON payload text) to `queue` (any queue) as part of the batch; its id.
+     */
+    func add(queue: String, name: String, dataJson: String, options: JobOptions?) async throws  -> String
+    
+    /**
+     * Adds many jobs to `queue` as part of the batch; their ids in order.
+     */
+    func addBulk(queue: String, jobs: [NewJob]) async throws  -> [String]
+    
+    /**
+     * Cancels it: its waiting jobs are cancelled and no callback is added; the jobs cancelled.
+     */
+    func cancel() async throws  -> UInt64
+    
+    /**
+     * The batch's id.
+     */
+    func id()  -> String
+    
+    /**
+     * Says its creator added what it had to: the callbacks fall due once every job counted in
+     * has its outcome.
+     */
+    func seal() async throws 
+    
+    /**
+     * Its counts and one page of its failed jobs, oldest failure first (`limit` 0: counts only).
+     */
+    func status(offset: UInt64, limit: UInt64) async throws  -> BatchStatus
+    
+}
+/**
+ * A handle on one batch.
+ */
+open class Batch: BatchProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_emq_uniffi_fn_clone_batch(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_emq_uniffi_fn_free_batch(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Adds a job (JSON payload text) to `queue` (any queue) as part of the batch; its id.
+     */
+open func add(queue: String, name: String, dataJson: String, options: JobOptions? = nil)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_batch_add(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(queue),FfiConverterString.lower(name),FfiConverterString.lower(dataJson),FfiConverterOptionTypeJobOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Adds many jobs to `queue` as part of the batch; their ids in order.
+     */
+open func addBulk(queue: String, jobs: [NewJob])async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_batch_add_bulk(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(queue),FfiConverterSequenceTypeNewJob.lower(jobs)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Cancels it: its waiting jobs are cancelled and no callback is added; the jobs cancelled.
+     */
+open func cancel()async throws  -> UInt64  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_batch_cancel(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_emq_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterUInt64.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * The batch's id.
+     */
+open func id() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_method_batch_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Says its creator added what it had to: the callbacks fall due once every job counted in
+     * has its outcome.
+     */
+open func seal()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_batch_seal(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Its counts and one page of its failed jobs, oldest failure first (`limit` 0: counts only).
+     */
+open func status(offset: UInt64 = UInt64(0), limit: UInt64 = UInt64(100))async throws  -> BatchStatus  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_batch_status(
+                        self.uniffiCloneHandle(),FfiConverterUInt64.lower(offset),FfiConverterUInt64.lower(limit)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeBatchStatus_lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatch: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Batch
+
+    public static func lift(_ handle: UInt64) throws -> Batch {
+        return Batch(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Batch) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Batch {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Batch, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatch_lift(_ handle: UInt64) throws -> Batch {
+    return try FfiConverterTypeBatch.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatch_lower(_ value: Batch) -> UInt64 {
+    return FfiConverterTypeBatch.lower(value)
+}
+
+
+
+
+
+
+/**
  * A subscriber on a queue's events (`Queue.events`): reads them in order, each read waiting up
  * to a bound. `close()` (Kotlin: `shutdown()`) ends it, and a read in progress returns `[]` at
  * once.
@@ -1033,6 +1284,16 @@ public func FfiConverterTypeJobHandler_lower(_ value: JobHandler) -> UInt64 {
 public protocol QueueProtocol: AnyObject, Sendable {
     
     /**
+     * Creates a batch held by this queue (its keys in this queue's slot).
+     */
+    func batch(options: BatchOptions?) async throws  -> Batch
+    
+    /**
+     * Opens the batch `id` that this queue created (`JobRecord.batch` names it).
+     */
+    func openBatch(id: String) throws  -> Batch
+    
+    /**
      * Adds a job with a JSON payload; returns its id.
      */
     func add(name: String, dataJson: String, options: JobOptions?) async throws  -> String
@@ -1414,6 +1675,38 @@ public static func connectSeeds(urls: [String], name: String, tls: TlsFiles? = n
 }
     
 
+    
+    /**
+     * Creates a batch held by this queue (its keys in this queue's slot).
+     */
+open func batch(options: BatchOptions? = nil)async throws  -> Batch  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_batch(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeBatchOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_emq_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeBatch_lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Opens the batch `id` that this queue created (`JobRecord.batch` names it).
+     */
+open func openBatch(id: String)throws  -> Batch  {
+    return try  FfiConverterTypeBatch_lift(try rustCallWithError(FfiConverterTypeEmqException_lift) {
+        uniffiCallStatus in
+    uniffi_emq_uniffi_fn_method_queue_open_batch(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
+    )
+})
+}
     
     /**
      * Adds a job with a JSON payload; returns its id.
@@ -2850,6 +3143,494 @@ public func FfiConverterTypeWorkerHandle_lower(_ value: WorkerHandle) -> UInt64 
 
 
 /**
+ * A batch's callback: the job added once it falls due.
+ */
+public struct BatchCallback: Equatable, Hashable {
+    /**
+     * The queue it is added to (any queue on the same server).
+     */
+    public var queue: String
+    public var name: String
+    /**
+     * The payload as JSON text.
+     */
+    public var dataJson: String
+    /**
+     * Its options (its id is the one the batch pins).
+     */
+    public var options: JobOptions?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The queue it is added to (any queue on the same server).
+         */queue: String, name: String, 
+        /**
+         * The payload as JSON text.
+         */dataJson: String, 
+        /**
+         * Its options (its id is the one the batch pins).
+         */options: JobOptions? = nil) {
+        self.queue = queue
+        self.name = name
+        self.dataJson = dataJson
+        self.options = options
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchCallback: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchCallback: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchCallback {
+        return
+            try BatchCallback(
+                queue: FfiConverterString.read(from: &buf), 
+                name: FfiConverterString.read(from: &buf), 
+                dataJson: FfiConverterString.read(from: &buf), 
+                options: FfiConverterOptionTypeJobOptions.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchCallback, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.dataJson, into: &buf)
+        FfiConverterOptionTypeJobOptions.write(value.options, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchCallback_lift(_ buf: RustBuffer) throws -> BatchCallback {
+    return try FfiConverterTypeBatchCallback.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchCallback_lower(_ value: BatchCallback) -> RustBuffer {
+    return FfiConverterTypeBatchCallback.lower(value)
+}
+
+
+/**
+ * A batch's callback job's view of its batch when the callback fell due.
+ */
+public struct BatchDone: Equatable, Hashable {
+    public var queue: String
+    public var id: String
+    /**
+     * `complete` or `success`.
+     */
+    public var kind: String
+    public var total: UInt64
+    public var completed: UInt64
+    public var failed: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(queue: String, id: String, 
+        /**
+         * `complete` or `success`.
+         */kind: String, total: UInt64, completed: UInt64, failed: UInt64) {
+        self.queue = queue
+        self.id = id
+        self.kind = kind
+        self.total = total
+        self.completed = completed
+        self.failed = failed
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchDone: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchDone: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchDone {
+        return
+            try BatchDone(
+                queue: FfiConverterString.read(from: &buf), 
+                id: FfiConverterString.read(from: &buf), 
+                kind: FfiConverterString.read(from: &buf), 
+                total: FfiConverterUInt64.read(from: &buf), 
+                completed: FfiConverterUInt64.read(from: &buf), 
+                failed: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchDone, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterString.write(value.kind, into: &buf)
+        FfiConverterUInt64.write(value.total, into: &buf)
+        FfiConverterUInt64.write(value.completed, into: &buf)
+        FfiConverterUInt64.write(value.failed, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchDone_lift(_ buf: RustBuffer) throws -> BatchDone {
+    return try FfiConverterTypeBatchDone.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchDone_lower(_ value: BatchDone) -> RustBuffer {
+    return FfiConverterTypeBatchDone.lower(value)
+}
+
+
+/**
+ * One job of a batch: its queue and id.
+ */
+public struct BatchJob: Equatable, Hashable {
+    public var queue: String
+    public var id: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(queue: String, id: String) {
+        self.queue = queue
+        self.id = id
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchJob: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchJob: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchJob {
+        return
+            try BatchJob(
+                queue: FfiConverterString.read(from: &buf), 
+                id: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchJob, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchJob_lift(_ buf: RustBuffer) throws -> BatchJob {
+    return try FfiConverterTypeBatchJob.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchJob_lower(_ value: BatchJob) -> RustBuffer {
+    return FfiConverterTypeBatchJob.lower(value)
+}
+
+
+/**
+ * What `Queue.batch` creates.
+ */
+public struct BatchOptions: Equatable, Hashable {
+    /**
+     * Added once, when every job of the sealed batch has its outcome.
+     */
+    public var onComplete: BatchCallback?
+    /**
+     * Added once, when every job of the sealed batch has completed.
+     */
+    public var onSuccess: BatchCallback?
+    /**
+     * Words for people (at most 1,024 bytes).
+     */
+    public var description: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Added once, when every job of the sealed batch has its outcome.
+         */onComplete: BatchCallback? = nil, 
+        /**
+         * Added once, when every job of the sealed batch has completed.
+         */onSuccess: BatchCallback? = nil, 
+        /**
+         * Words for people (at most 1,024 bytes).
+         */description: String? = nil) {
+        self.onComplete = onComplete
+        self.onSuccess = onSuccess
+        self.description = description
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchOptions {
+        return
+            try BatchOptions(
+                onComplete: FfiConverterOptionTypeBatchCallback.read(from: &buf), 
+                onSuccess: FfiConverterOptionTypeBatchCallback.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeBatchCallback.write(value.onComplete, into: &buf)
+        FfiConverterOptionTypeBatchCallback.write(value.onSuccess, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchOptions_lift(_ buf: RustBuffer) throws -> BatchOptions {
+    return try FfiConverterTypeBatchOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchOptions_lower(_ value: BatchOptions) -> RustBuffer {
+    return FfiConverterTypeBatchOptions.lower(value)
+}
+
+
+/**
+ * What a job's record says of its batch: the batch it belongs to (`JobRecord.batch`), or, on a
+ * batch's callback job, the batch and its counts when the callback fell due
+ * (`JobRecord.batchDone`).
+ */
+public struct BatchRef: Equatable, Hashable {
+    /**
+     * The queue that created the batch (open it there with `Queue.openBatch`).
+     */
+    public var queue: String
+    public var id: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The queue that created the batch (open it there with `Queue.openBatch`).
+         */queue: String, id: String) {
+        self.queue = queue
+        self.id = id
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchRef: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchRef: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchRef {
+        return
+            try BatchRef(
+                queue: FfiConverterString.read(from: &buf), 
+                id: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchRef, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchRef_lift(_ buf: RustBuffer) throws -> BatchRef {
+    return try FfiConverterTypeBatchRef.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchRef_lower(_ value: BatchRef) -> RustBuffer {
+    return FfiConverterTypeBatchRef.lower(value)
+}
+
+
+/**
+ * A batch's state (`Batch.status`).
+ */
+public struct BatchStatus: Equatable, Hashable {
+    public var id: String
+    public var description: String?
+    /**
+     * Jobs counted in.
+     */
+    public var total: UInt64
+    /**
+     * Jobs without an outcome yet.
+     */
+    public var pending: UInt64
+    public var completed: UInt64
+    /**
+     * Jobs failed for good (a retry to success moves one to completed).
+     */
+    public var failed: UInt64
+    /**
+     * Whether its creator sealed it.
+     */
+    public var sealed: Bool
+    public var cancelled: Bool
+    /**
+     * Whether every job had its outcome once it was sealed.
+     */
+    public var done: Bool
+    /**
+     * One page of the failed jobs, oldest failure first.
+     */
+    public var failedJobs: [BatchJob]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(id: String, description: String?, 
+        /**
+         * Jobs counted in.
+         */total: UInt64, 
+        /**
+         * Jobs without an outcome yet.
+         */pending: UInt64, completed: UInt64, 
+        /**
+         * Jobs failed for good (a retry to success moves one to completed).
+         */failed: UInt64, 
+        /**
+         * Whether its creator sealed it.
+         */sealed: Bool, cancelled: Bool, 
+        /**
+         * Whether every job had its outcome once it was sealed.
+         */done: Bool, 
+        /**
+         * One page of the failed jobs, oldest failure first.
+         */failedJobs: [BatchJob]) {
+        self.id = id
+        self.description = description
+        self.total = total
+        self.pending = pending
+        self.completed = completed
+        self.failed = failed
+        self.sealed = sealed
+        self.cancelled = cancelled
+        self.done = done
+        self.failedJobs = failedJobs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchStatus: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchStatus: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchStatus {
+        return
+            try BatchStatus(
+                id: FfiConverterString.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf), 
+                total: FfiConverterUInt64.read(from: &buf), 
+                pending: FfiConverterUInt64.read(from: &buf), 
+                completed: FfiConverterUInt64.read(from: &buf), 
+                failed: FfiConverterUInt64.read(from: &buf), 
+                sealed: FfiConverterBool.read(from: &buf), 
+                cancelled: FfiConverterBool.read(from: &buf), 
+                done: FfiConverterBool.read(from: &buf), 
+                failedJobs: FfiConverterSequenceTypeBatchJob.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchStatus, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
+        FfiConverterUInt64.write(value.total, into: &buf)
+        FfiConverterUInt64.write(value.pending, into: &buf)
+        FfiConverterUInt64.write(value.completed, into: &buf)
+        FfiConverterUInt64.write(value.failed, into: &buf)
+        FfiConverterBool.write(value.sealed, into: &buf)
+        FfiConverterBool.write(value.cancelled, into: &buf)
+        FfiConverterBool.write(value.done, into: &buf)
+        FfiConverterSequenceTypeBatchJob.write(value.failedJobs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchStatus_lift(_ buf: RustBuffer) throws -> BatchStatus {
+    return try FfiConverterTypeBatchStatus.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchStatus_lower(_ value: BatchStatus) -> RustBuffer {
+    return FfiConverterTypeBatchStatus.lower(value)
+}
+
+
+/**
  * A job of a flow and the children it waits for (each in its own queue or this one).
  */
 public struct FlowJob: Equatable, Hashable {
@@ -3296,6 +4077,14 @@ public struct JobRecord: Equatable, Hashable {
      * (`Queue.get`, `Queue.list`): fences belong to runs.
      */
     public var fence: UInt64
+    /**
+     * The batch this job belongs to (open it with `Queue.openBatch` on its queue), or null.
+     */
+    public var batch: BatchRef?
+    /**
+     * On a batch's callback job: the batch and its counts when the callback fell due, or null.
+     */
+    public var batchDone: BatchDone?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3343,7 +4132,13 @@ public struct JobRecord: Equatable, Hashable {
          * a write whose fence is below the highest it accepted: a zombie run (a worker frozen past its
          * lease while the job ran again elsewhere) is then refused there. 0 on a job read back
          * (`Queue.get`, `Queue.list`): fences belong to runs.
-         */fence: UInt64 = UInt64(0)) {
+         */fence: UInt64 = UInt64(0), 
+        /**
+         * The batch this job belongs to (open it with `Queue.openBatch` on its queue), or null.
+         */batch: BatchRef? = nil, 
+        /**
+         * On a batch's callback job: the batch and its counts when the callback fell due, or null.
+         */batchDone: BatchDone? = nil) {
         self.id = id
         self.name = name
         self.dataJson = dataJson
@@ -3361,6 +4156,8 @@ public struct JobRecord: Equatable, Hashable {
         self.parent = parent
         self.options = options
         self.fence = fence
+        self.batch = batch
+        self.batchDone = batchDone
     }
 
     
@@ -3395,7 +4192,9 @@ public struct FfiConverterTypeJobRecord: FfiConverterRustBuffer {
                 progressJson: FfiConverterOptionString.read(from: &buf), 
                 parent: FfiConverterOptionString.read(from: &buf), 
                 options: FfiConverterTypeJobOptions.read(from: &buf), 
-                fence: FfiConverterUInt64.read(from: &buf)
+                fence: FfiConverterUInt64.read(from: &buf), 
+                batch: FfiConverterOptionTypeBatchRef.read(from: &buf), 
+                batchDone: FfiConverterOptionTypeBatchDone.read(from: &buf)
         )
     }
 
@@ -3417,6 +4216,8 @@ public struct FfiConverterTypeJobRecord: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.parent, into: &buf)
         FfiConverterTypeJobOptions.write(value.options, into: &buf)
         FfiConverterUInt64.write(value.fence, into: &buf)
+        FfiConverterOptionTypeBatchRef.write(value.batch, into: &buf)
+        FfiConverterOptionTypeBatchDone.write(value.batchDone, into: &buf)
     }
 }
 
@@ -5117,6 +5918,102 @@ fileprivate struct FfiConverterOptionTypeJobFailure: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeBatchCallback: FfiConverterRustBuffer {
+    typealias SwiftType = BatchCallback?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchCallback.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchCallback.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeBatchDone: FfiConverterRustBuffer {
+    typealias SwiftType = BatchDone?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchDone.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchDone.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeBatchOptions: FfiConverterRustBuffer {
+    typealias SwiftType = BatchOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeBatchRef: FfiConverterRustBuffer {
+    typealias SwiftType = BatchRef?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchRef.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchRef.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeJobOptions: FfiConverterRustBuffer {
     typealias SwiftType = JobOptions?
 
@@ -5500,6 +6397,31 @@ fileprivate struct FfiConverterSequenceTypeSchedulerInfo: FfiConverterRustBuffer
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeSchedulerInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeBatchJob: FfiConverterRustBuffer {
+    typealias SwiftType = [BatchJob]
+
+    public static func write(_ value: [BatchJob], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeBatchJob.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [BatchJob] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [BatchJob]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeBatchJob.read(from: &buf))
         }
         return seq
     }
@@ -5958,6 +6880,24 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_func_start_worker_many() != 18948) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_emq_uniffi_checksum_method_batch_add() != 54859) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_batch_add_bulk() != 41333) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_batch_cancel() != 34992) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_batch_id() != 30747) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_batch_seal() != 2199) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_batch_status() != 21879) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_emq_uniffi_checksum_method_eventstream_close() != 1769) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5965,6 +6905,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_jobhandler_handle() != 53642) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_batch() != 14182) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_open_batch() != 27640) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_add() != 10114) {

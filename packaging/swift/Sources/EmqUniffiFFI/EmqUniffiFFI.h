@@ -258,6 +258,46 @@ typedef struct UniffiVTableCallbackInterfaceJobHandler {
 } UniffiVTableCallbackInterfaceJobHandler;
 
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CLONE_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CLONE_BATCH
+uint64_t uniffi_emq_uniffi_fn_clone_batch(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FREE_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_FREE_BATCH
+void uniffi_emq_uniffi_fn_free_batch(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_ADD
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_ADD
+uint64_t uniffi_emq_uniffi_fn_method_batch_add(uint64_t ptr, RustBuffer queue, RustBuffer name, RustBuffer data_json, RustBuffer options
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_ADD_BULK
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_ADD_BULK
+uint64_t uniffi_emq_uniffi_fn_method_batch_add_bulk(uint64_t ptr, RustBuffer queue, RustBuffer jobs
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_CANCEL
+uint64_t uniffi_emq_uniffi_fn_method_batch_cancel(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_ID
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_ID
+RustBuffer uniffi_emq_uniffi_fn_method_batch_id(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_SEAL
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_SEAL
+uint64_t uniffi_emq_uniffi_fn_method_batch_seal(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_STATUS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_STATUS
+uint64_t uniffi_emq_uniffi_fn_method_batch_status(uint64_t ptr, uint64_t offset, uint64_t limit
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CLONE_EVENTSTREAM
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CLONE_EVENTSTREAM
 uint64_t uniffi_emq_uniffi_fn_clone_eventstream(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -316,6 +356,16 @@ uint64_t uniffi_emq_uniffi_fn_constructor_queue_connect(RustBuffer url, RustBuff
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CONSTRUCTOR_QUEUE_CONNECT_SEEDS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_CONSTRUCTOR_QUEUE_CONNECT_SEEDS
 uint64_t uniffi_emq_uniffi_fn_constructor_queue_connect_seeds(RustBuffer urls, RustBuffer name, RustBuffer tls, RustBuffer partitions
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_BATCH
+uint64_t uniffi_emq_uniffi_fn_method_queue_batch(uint64_t ptr, RustBuffer options
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_OPEN_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_OPEN_BATCH
+uint64_t uniffi_emq_uniffi_fn_method_queue_open_batch(uint64_t ptr, RustBuffer id, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD
@@ -934,6 +984,42 @@ uint16_t uniffi_emq_uniffi_checksum_func_start_worker_many(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ADD
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ADD
+uint16_t uniffi_emq_uniffi_checksum_method_batch_add(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ADD_BULK
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ADD_BULK
+uint16_t uniffi_emq_uniffi_checksum_method_batch_add_bulk(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_CANCEL
+uint16_t uniffi_emq_uniffi_checksum_method_batch_cancel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ID
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ID
+uint16_t uniffi_emq_uniffi_checksum_method_batch_id(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_SEAL
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_SEAL
+uint16_t uniffi_emq_uniffi_checksum_method_batch_seal(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_STATUS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_STATUS
+uint16_t uniffi_emq_uniffi_checksum_method_batch_status(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_EVENTSTREAM_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_EVENTSTREAM_CLOSE
 uint16_t uniffi_emq_uniffi_checksum_method_eventstream_close(void
@@ -949,6 +1035,18 @@ uint16_t uniffi_emq_uniffi_checksum_method_eventstream_next(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_JOBHANDLER_HANDLE
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_JOBHANDLER_HANDLE
 uint16_t uniffi_emq_uniffi_checksum_method_jobhandler_handle(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_BATCH
+uint16_t uniffi_emq_uniffi_checksum_method_queue_batch(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_OPEN_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_OPEN_BATCH
+uint16_t uniffi_emq_uniffi_checksum_method_queue_open_batch(void
     
 );
 #endif
