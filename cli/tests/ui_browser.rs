@@ -252,6 +252,8 @@ async fn the_dashboard_in_a_browser() {
             .await
             .unwrap();
     }
+    // A backlog sample (what workers take as they trim): the Metrics page's backlog chart.
+    imports.trim_metrics().await.unwrap();
     let side = Worker::builder_many(vec![imports.clone(), charges.clone()])
         .concurrency(2)
         .handler(|job: JobContext| async move {

@@ -424,7 +424,7 @@ const shot = async (page, name) => {
     await page.waitForFunction((sel) => { const r = document.querySelector(sel); return r && r.dataset.state === 'cancelled'; }, backfill);
   });
 
-  await check('the Metrics page charts the last hour: outcomes, run and wait quantiles', async () => {
+  await check('the Metrics page charts the last hour and the last day: outcomes, backlog, run and wait quantiles', async () => {
     await page.goto(queueUrl(BATCH_QUEUE, '/batches'));
     await page.waitForSelector('#queue-views a[data-view="metrics"]');
     await page.click('#queue-views a[data-view="metrics"]');
@@ -437,7 +437,17 @@ const shot = async (page, name) => {
     const runs = await page.textContent('#latency tr[data-latency="run"] td:nth-child(2)');
     assert(Number(runs) === 6, 'runs counted (4 of nightly, 2 of backfill): ' + runs);
     assert((await page.textContent('#latency tr[data-latency="run"] td:nth-child(3)')).startsWith('≤ '), 'a p50');
+    assert((await page.$$('#chart-backlog circle[data-minute]')).length >= 1, 'a backlog sample');
+    assert((await page.getAttribute('#metrics-range a.current', 'data-range')) === 'hour', 'the hour view first');
     await shot(page, 'metrics');
+    await page.click('#metrics-range a[data-range="day"]');
+    await page.waitForSelector('#chart-outcomes rect[data-hour]');
+    const perHour = await page.$$eval('#chart-outcomes rect[data-hour]', (r) => r.map(x => Number(x.dataset.n)));
+    assert(perHour.reduce((a, b) => a + b, 0) === 6, 'the day view counts the 6 completed runs per hour: ' + perHour);
+    assert((await page.$$('#chart-backlog circle[data-hour]')).length >= 1, 'the hour\'s largest backlog');
+    for (const q of ['p50', 'p95', 'p99']) assert((await page.$$(`#chart-run circle[data-q="${q}"]`)).length >= 1, 'day run ' + q);
+    assert((await page.textContent('#metrics-note')).includes('per hour'), await page.textContent('#metrics-note'));
+    await shot(page, 'metrics-day');
   });
 
   await check('the Dead letters page lists where each came from and replays them', async () => {

@@ -44,6 +44,7 @@ pub mod latency;
 pub mod limits;
 pub mod lookup;
 pub mod metrics;
+pub mod metrics_history;
 pub mod migrate;
 mod minter;
 pub mod options;

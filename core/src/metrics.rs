@@ -128,41 +128,13 @@ impl Queue {
         Ok(m)
     }
 
-    /// Drops per-minute counts older than the window (workers call it in the background).
+    /// Samples the backlog and folds per-minute counts older than the window into per-hour ones
+    /// (`metrics_history.rs`; workers call it in the background); the fields removed.
     pub async fn trim_metrics(&self) -> Result<u64> {
         if let Some(p) = self.spread() {
             return crate::queue::partitioned::sum(p, |m| Box::pin(m.trim_metrics_here())).await;
         }
         self.trim_metrics_here().await
-    }
-
-    /// [`Queue::trim_metrics`] of this queue's own slot.
-    pub(crate) async fn trim_metrics_here(&self) -> Result<u64> {
-        let k = self.keys();
-        let mut conn = self.store().conn();
-        let secs = self.server_time_ms().await? / 1000;
-        let oldest = (secs / 60).saturating_sub(METRICS_WINDOW_MINUTES);
-        let fields: Vec<String> = redis::cmd("HKEYS")
-            .arg(&k.metrics)
-            .query_async(&mut conn)
-            .await?;
-        let old: Vec<&String> = fields
-            .iter()
-            .filter(|f| {
-                f.split_once(':')
-                    .and_then(|(_, m)| m.parse::<u64>().ok())
-                    .is_some_and(|m| m < oldest)
-            })
-            .collect();
-        if old.is_empty() {
-            return Ok(0);
-        }
-        let n: u64 = redis::cmd("HDEL")
-            .arg(&k.metrics)
-            .arg(&old)
-            .query_async(&mut conn)
-            .await?;
-        Ok(n)
     }
 }
 

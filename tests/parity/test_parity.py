@@ -56,6 +56,7 @@ CORE_ONLY = {
     "Queue.list_as_stored": "an operator's look-up: `emq ui`'s pages show a job whose stored data cannot be read, marked, where `list` refuses it",
     "Queue.waits_registered": "for the core's own tests: how many waits one handle holds, and whether its follower reads",
     "Queue.metrics_with_groups": "the per-group gauges of the Prometheus endpoint (`emq metrics --groups N`); applications read each group with `groups()`",
+    "Queue.metrics_history": "an operator's look-up: `emq ui`'s Metrics page (the day view, the backlog); applications chart `metrics` with their own store (Prometheus)",
     "Queue.batches": "an operator's look-up: `emq batches` and `emq ui`'s Batches page; applications keep their batches' handles (`open_batch`)",
     "Queue.list_newest_first": "an operator's look-up: `emq ui`'s job pages, newest first, as `list_as_stored` reads them",
     "Queue.scheduler_instants": "an operator's look-up: `emq ui`'s schedulers page and the Rust API",

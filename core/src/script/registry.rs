@@ -212,6 +212,8 @@ scripts! {
     DEBOUNCE => "debounce",
     /// Drops dedup keys whose TTL hold has ended.
     DEDUP_EXPIRE => "dedup_expire",
+    /// Samples the backlog and folds per-minute metrics past the window into per-hour ones.
+    METRICS_ROLLUP => "metrics_rollup",
     /// Creates or replaces a job scheduler.
     SCHEDULER_UPSERT => "scheduler_upsert",
     /// Deletes a job scheduler.

@@ -1,6 +1,7 @@
 //! The dashboard's Metrics page data: a queue's jobs completed and failed per minute and its run
 //! and wait times per minute as p50 / p95 / p99 (each the upper bound of the histogram bucket
-//! holding it: the core's `emq::latency`), over the metrics window, with the lifetime figures.
+//! holding it: the core's `emq::latency`), over the metrics window, with the lifetime figures; and
+//! its last day per hour with its backlog (the core's `emq::metrics_history`).
 
 use super::api::{api_err, ApiResult, Shared};
 use crate::connect::server_time_ms;
@@ -8,6 +9,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use emq::latency::{Histogram, LATENCY_BUCKETS_MS};
 use emq::metrics::METRICS_WINDOW_MINUTES;
+use emq::metrics_history::{HourMetrics, METRICS_DAY_HOURS};
 use serde_json::{json, Value};
 
 /// p50, p95 and p99 of one histogram (bucket bounds, ms), and its count and mean.
@@ -33,11 +35,24 @@ fn per_minute(series: &[(u64, Histogram)]) -> Vec<Value> {
         .collect()
 }
 
+/// One hour of the day view: its counts, its largest backlog, its run and wait quantiles.
+fn hour(h: &HourMetrics) -> Value {
+    json!({
+        "hour": h.hour,
+        "completed": h.completed,
+        "failed": h.failed,
+        "backlog_max": h.backlog_max,
+        "run": quantiles(&h.run),
+        "wait": quantiles(&h.wait),
+    })
+}
+
 /// GET a queue's metrics for its Metrics page.
 pub async fn metrics(State(app): State<Shared>, Path(queue): Path<String>) -> ApiResult {
     let e = |e| api_err(&app, e);
     let q = app.queue(&queue).map_err(e)?;
     let m = q.metrics().await.map_err(e)?;
+    let day = q.metrics_history().await.map_err(e)?;
     let now = server_time_ms(&app.store).await.map_err(e)?;
     let summary = crate::commands::queues::summary(&q, now).await.map_err(e)?;
     Ok(Json(json!({
@@ -49,6 +64,9 @@ pub async fn metrics(State(app): State<Shared>, Path(queue): Path<String>) -> Ap
         "failed_per_minute": m.failed_per_minute,
         "run_per_minute": per_minute(&m.run_per_minute),
         "wait_per_minute": per_minute(&m.wait_per_minute),
+        "day_hours": METRICS_DAY_HOURS + 1,
+        "hours": day.hours.iter().map(hour).collect::<Vec<_>>(),
+        "backlog_per_minute": day.backlog_per_minute,
         "run": quantiles(&m.run),
         "wait": quantiles(&m.wait),
         "summary": summary,

@@ -97,7 +97,7 @@ function route() {
   if (parts[0] === 'q' && parts[1] && parts[2] === 'batches' && parts[3]) return { view: 'batch', queue: parts[1], id: parts[3], offset: +(params.get('offset') || 0) };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'batches') return { view: 'batches', queue: parts[1], offset: +(params.get('offset') || 0) };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'dead-letters') return { view: 'letters', queue: parts[1] };
-  if (parts[0] === 'q' && parts[1] && parts[2] === 'metrics') return { view: 'metrics', queue: parts[1] };
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'metrics') return { view: 'metrics', queue: parts[1], range: params.get('range') === 'day' ? 'day' : 'hour' };
   if (parts[0] === 'q' && parts[1] && parts[2] === 'groups') {
     const sort = ['waiting', 'running', 'name'].includes(params.get('sort')) ? params.get('sort') : 'waiting';
     return { view: 'groups', queue: parts[1], sort, offset: +(params.get('offset') || 0) };

@@ -198,14 +198,14 @@ VIEWS.letters = async function letters(r) {
       h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No dead letters here.')))));
 };
 
-// ---- Metrics: a queue's last hour ----------------------------------------------------------
-function metricsHref(q) { return '#/q/' + enc(q) + '/metrics'; }
+// ---- Metrics: a queue's last hour and last day -------------------------------------------
+function metricsHref(q, range) { return '#/q/' + enc(q) + '/metrics' + (range === 'day' ? '?range=day' : ''); }
 
 const CHART_W = 640, CHART_H = 150, CHART_PAD = 44;
 
-// An SVG frame of `minutes` columns ending at the current minute, with y ticks from `ticks`
-// ([value, label]) placed by `y(value)`.
-function frame(minutes, ticks, y, id, what) {
+// An SVG frame of `n` columns (minutes or hours: `unit`) ending at the current one, with y ticks
+// from `ticks` ([value, label]) placed by `y(value)`.
+function frame(n, unit, ticks, y, id, what) {
   const svg = s('svg', { class: 'chart big', id, width: CHART_W, height: CHART_H + 18, viewBox: '0 0 ' + CHART_W + ' ' + (CHART_H + 18), role: 'img', 'aria-label': what });
   for (const [v, label] of ticks) {
     const yy = y(v);
@@ -214,64 +214,93 @@ function frame(minutes, ticks, y, id, what) {
     t.textContent = label;
     svg.appendChild(t);
   }
-  for (const [i, label] of [[0, '-' + minutes + ' min'], [minutes / 2, '-' + minutes / 2 + ' min'], [minutes, 'now']]) {
-    const t = s('text', { x: CHART_PAD + (CHART_W - CHART_PAD) * i / minutes, y: CHART_H + 14, 'text-anchor': i === 0 ? 'start' : i === minutes ? 'end' : 'middle', 'font-size': 10, fill: '#6b7385' });
+  for (const [i, label] of [[0, '-' + n + ' ' + unit], [n / 2, '-' + n / 2 + ' ' + unit], [n, 'now']]) {
+    const t = s('text', { x: CHART_PAD + (CHART_W - CHART_PAD) * i / n, y: CHART_H + 14, 'text-anchor': i === 0 ? 'start' : i === n ? 'end' : 'middle', 'font-size': 10, fill: '#6b7385' });
     t.textContent = label;
     svg.appendChild(t);
   }
   return svg;
 }
 
-// Completed (green) and failed (red) jobs per minute, stacked bars.
-function outcomesChart(completed, failed, nowMs, minutes) {
-  const nowMin = Math.floor(nowMs / 60000), c = new Map(completed), f = new Map(failed);
+// A chart's columns: `n` slots (minutes or hours since the epoch) ending at `now`.
+function slots(now, n, unit, attr) { return { now, n, unit, attr, first: now - n + 1, bw: (CHART_W - CHART_PAD) / n }; }
+
+// Completed (green) and failed (red) jobs per slot, stacked bars.
+function outcomesChart(completed, failed, sl, id, what) {
+  const c = new Map(completed), f = new Map(failed);
   let max = 1;
-  for (let i = 0; i < minutes; i++) { const m = nowMin - minutes + 1 + i; max = Math.max(max, (c.get(m) || 0) + (f.get(m) || 0)); }
+  for (let i = 0; i < sl.n; i++) { const m = sl.first + i; max = Math.max(max, (c.get(m) || 0) + (f.get(m) || 0)); }
   const y = (v) => CHART_H - (v / max) * (CHART_H - 6);
-  const svg = frame(minutes, [[0, '0'], [max / 2, String(Math.round(max / 2))], [max, String(max)]], y, 'chart-outcomes', 'jobs completed and failed per minute');
-  const bw = (CHART_W - CHART_PAD) / minutes;
-  for (let i = 0; i < minutes; i++) {
-    const m = nowMin - minutes + 1 + i, cv = c.get(m) || 0, fv = f.get(m) || 0, x = CHART_PAD + i * bw;
-    if (cv) svg.appendChild(s('rect', { x, y: y(cv), width: Math.max(bw - 1, 1), height: CHART_H - y(cv), fill: '#1f9d55', 'data-minute': m }));
-    if (fv) svg.appendChild(s('rect', { x, y: y(cv + fv), width: Math.max(bw - 1, 1), height: y(cv) - y(cv + fv), fill: '#d64545' }));
+  const svg = frame(sl.n, sl.unit, [[0, '0'], [max / 2, String(Math.round(max / 2))], [max, String(max)]], y, id, what);
+  for (let i = 0; i < sl.n; i++) {
+    const m = sl.first + i, cv = c.get(m) || 0, fv = f.get(m) || 0, x = CHART_PAD + i * sl.bw;
+    if (cv) svg.appendChild(s('rect', { x, y: y(cv), width: Math.max(sl.bw - 1, 1), height: CHART_H - y(cv), fill: '#1f9d55', [sl.attr]: m, 'data-n': cv }));
+    if (fv) svg.appendChild(s('rect', { x, y: y(cv + fv), width: Math.max(sl.bw - 1, 1), height: y(cv) - y(cv + fv), fill: '#d64545', 'data-failed': m }));
   }
   return svg;
 }
 
-// p50 / p95 / p99 per minute on a log scale (1 ms to 5 min): a dot per minute with data, joined.
-function quantilesChart(series, nowMs, minutes, id, what) {
-  const nowMin = Math.floor(nowMs / 60000);
+// p50 / p95 / p99 per slot on a log scale (1 ms to 5 min): a dot per slot with data, joined.
+// `series`: [slot, {p50, p95, p99}].
+function quantilesChart(series, sl, id, what) {
   const lo = Math.log10(1), hi = Math.log10(300000);
   const y = (ms) => CHART_H - ((Math.log10(Math.max(ms, 1)) - lo) / (hi - lo)) * (CHART_H - 6);
-  const svg = frame(minutes, [[1, '1 ms'], [10, '10 ms'], [100, '100 ms'], [1000, '1 s'], [10000, '10 s'], [100000, '100 s']], y, id, what);
-  const bw = (CHART_W - CHART_PAD) / minutes;
+  const svg = frame(sl.n, sl.unit, [[1, '1 ms'], [10, '10 ms'], [100, '100 ms'], [1000, '1 s'], [10000, '10 s'], [100000, '100 s']], y, id, what);
   for (const [key, color] of [['p50', '#1f9d55'], ['p95', '#c77c02'], ['p99', '#d64545']]) {
-    const pts = series.filter(p => p[key] !== null && p.minute > nowMin - minutes)
-      .map(p => [CHART_PAD + (p.minute - (nowMin - minutes + 1)) * bw + bw / 2, y(p[key])]);
+    const pts = series.filter(([m, p]) => p[key] !== null && m >= sl.first)
+      .map(([m, p]) => [CHART_PAD + (m - sl.first) * sl.bw + sl.bw / 2, y(p[key])]);
     if (pts.length > 1) svg.appendChild(s('polyline', { points: pts.map(p => p.join(',')).join(' '), fill: 'none', stroke: color, 'stroke-width': 1.5 }));
     for (const [x, yy] of pts) svg.appendChild(s('circle', { cx: x, cy: yy, r: 2.2, fill: color, 'data-q': key }));
   }
   return svg;
 }
 
+// Jobs waiting to run (waiting, paused, prioritized, ready in groups) per slot: a line through
+// the samples the workers took (the largest of each hour in the day view).
+function backlogChart(points, sl, id, what) {
+  const pts = points.filter(([m, v]) => m >= sl.first && v !== null);
+  const max = Math.max(1, ...pts.map(([, v]) => v));
+  const y = (v) => CHART_H - (v / max) * (CHART_H - 6);
+  const svg = frame(sl.n, sl.unit, [[0, '0'], [max / 2, String(Math.round(max / 2))], [max, String(max)]], y, id, what);
+  const xy = pts.map(([m, v]) => [CHART_PAD + (m - sl.first) * sl.bw + sl.bw / 2, y(v)]);
+  if (xy.length > 1) svg.appendChild(s('polyline', { points: xy.map(p => p.join(',')).join(' '), fill: 'none', stroke: '#3467c4', 'stroke-width': 1.5 }));
+  pts.forEach(([m, v], i) => svg.appendChild(s('circle', { cx: xy[i][0], cy: xy[i][1], r: 2.2, fill: '#3467c4', [sl.attr]: m, 'data-backlog': v })));
+  return svg;
+}
+
 function msText(ms) { return ms === null || ms === undefined ? '-' : ms < 1000 ? '≤ ' + ms + ' ms' : '≤ ' + dur(ms); }
 
-// A queue's last hour: jobs completed and failed per minute, and its run and wait times
-// (p50 / p95 / p99 per minute, each the upper bound of its histogram bucket).
+// A queue's last hour (per minute) or last day (per hour): jobs completed and failed, its run and
+// wait times (p50 / p95 / p99, each the upper bound of its histogram bucket) and its backlog.
 VIEWS.metrics = async function metrics(r) {
   const d = await api('/api/queues/' + enc(r.queue) + '/metrics');
   setDatastore(d);
+  const day = r.range === 'day';
+  const nowMin = Math.floor(d.now_ms / 60000);
+  const sl = day ? slots(Math.floor(nowMin / 60), d.day_hours - 1, 'h', 'data-hour') : slots(nowMin, d.window_minutes, 'min', 'data-minute');
+  const per = day ? 'hour' : 'minute';
+  const completed = day ? d.hours.map(x => [x.hour, x.completed]) : d.completed_per_minute;
+  const failed = day ? d.hours.map(x => [x.hour, x.failed]) : d.failed_per_minute;
+  const runs = day ? d.hours.filter(x => x.run.count).map(x => [x.hour, x.run]) : d.run_per_minute.map(x => [x.minute, x]);
+  const waits = day ? d.hours.filter(x => x.wait.count).map(x => [x.hour, x.wait]) : d.wait_per_minute.map(x => [x.minute, x]);
+  const backlog = day ? d.hours.map(x => [x.hour, x.backlog_max]) : d.backlog_per_minute;
   const legend = h('div', { class: 'legend' }, h('span', { class: 'c' }, '● p50'), ' ', h('span', { class: 'w' }, '● p95'), ' ', h('span', { class: 'f' }, '● p99'));
   const row = (label, x) => h('tr', { 'data-latency': label }, h('td', {}, label), h('td', { class: 'num' }, String(x.count)),
     h('td', { class: 'num' }, msText(x.p50)), h('td', { class: 'num' }, msText(x.p95)), h('td', { class: 'num' }, msText(x.p99)),
     h('td', { class: 'num' }, x.mean_ms === null ? '-' : x.mean_ms.toFixed(1) + ' ms'));
-  return h('section', {}, queueHeading(r.queue, d.summary), queueViews(r.queue, 'metrics'),
-    h('p', { class: 'muted', id: 'metrics-note' }, 'The last ' + d.window_minutes + ' minutes on the datastore\'s clock. Times are histogram buckets ('
+  const range = h('div', { class: 'tabs', id: 'metrics-range' },
+    h('a', { href: metricsHref(r.queue), class: day ? '' : 'current', 'data-range': 'hour' }, 'Last hour'),
+    h('a', { href: metricsHref(r.queue, 'day'), class: day ? 'current' : '', 'data-range': 'day' }, 'Last day'));
+  return h('section', {}, queueHeading(r.queue, d.summary), queueViews(r.queue, 'metrics'), range,
+    h('p', { class: 'muted', id: 'metrics-note' }, (day ? 'The last ' + (d.day_hours - 1) + ' hours, per hour,' : 'The last ' + d.window_minutes + ' minutes, per minute,')
+      + ' on the datastore\'s clock. Times are histogram buckets ('
       + d.buckets_ms.length + ' bounds from 1 ms to 5 min, counted by the workers per completed run): a quantile reads as its bucket\'s upper bound. '
-      + 'Wait: from the add (or the end of its delay) to the claim of its first run; run: the handler\'s run.'),
-    h('h2', {}, 'Jobs per minute'), outcomesChart(d.completed_per_minute, d.failed_per_minute, d.now_ms, d.window_minutes),
-    h('h2', {}, 'Run time'), quantilesChart(d.run_per_minute, d.now_ms, d.window_minutes, 'chart-run', 'run time p50, p95, p99 per minute'), legend,
-    h('h2', {}, 'Wait time'), quantilesChart(d.wait_per_minute, d.now_ms, d.window_minutes, 'chart-wait', 'wait time p50, p95, p99 per minute'), legend.cloneNode(true),
+      + 'Wait: from the add (or the end of its delay) to the claim of its first run; run: the handler\'s run. '
+      + 'Backlog: jobs waiting to run, sampled by the queue\'s workers every few seconds' + (day ? ' (the largest sample of each hour).' : ' (the last sample of each minute).')),
+    h('h2', {}, 'Jobs per ' + per), outcomesChart(completed, failed, sl, 'chart-outcomes', 'jobs completed and failed per ' + per),
+    h('h2', {}, 'Backlog'), backlogChart(backlog, sl, 'chart-backlog', 'jobs waiting to run per ' + per),
+    h('h2', {}, 'Run time'), quantilesChart(runs, sl, 'chart-run', 'run time p50, p95, p99 per ' + per), legend,
+    h('h2', {}, 'Wait time'), quantilesChart(waits, sl, 'chart-wait', 'wait time p50, p95, p99 per ' + per), legend.cloneNode(true),
     h('h2', {}, 'Since the queue began'),
     h('table', { id: 'latency' }, h('thead', {}, h('tr', {}, ['', 'Count', 'p50', 'p95', 'p99', 'Mean'].map(t => h('th', { class: t ? 'num' : null }, t)))),
       h('tbody', {}, row('run', d.run), row('wait', d.wait))));
