@@ -554,6 +554,13 @@ async fn a_job_failed_by_the_stall_sweep_and_a_deleted_completion_both_count() {
             || async { batch.status(0, 10).await.unwrap().failed == 1 },
         )
         .await;
+        // The failure is recorded in the batch first and its callback added in a later call (on
+        // the callback queue's slot), so the batch reads done a moment before the callback is
+        // there (CI saw it on the cluster); the worker stays up until both are.
+        wait_until("the callback added", Duration::from_secs(10), || async {
+            !callbacks(&cb).await.is_empty()
+        })
+        .await;
         w2.close().await.unwrap();
         let st = batch.status(0, 10).await.unwrap();
         assert!(st.done, "{topology} {st:?}");
