@@ -27,11 +27,11 @@
 //! it runs step 4 for the origin (a no-op once done), so a move a crash cut after step 3 ends
 //! before the job goes back, and its late last step cannot delete the replayed job.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::Result;
 use crate::job::{Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::JobPart;
-use crate::options::{check_dead_letter, DeadLetterOrigin, JobOptions};
+use crate::options::{check_dead_letter, own_dead_letter, DeadLetterOrigin, JobOptions};
 use crate::outcome::Moved;
 use crate::queue::Queue;
 use crate::script;
@@ -211,7 +211,7 @@ impl Queue {
             Some(name) => {
                 let dlq = check_dead_letter(name)?;
                 if &dlq == self.name() {
-                    return Err(own_queue());
+                    return Err(own_dead_letter());
                 }
                 Ok(redis::cmd("HSET")
                     .arg(meta)
@@ -349,20 +349,5 @@ impl Queue {
             }
         }
         Ok(out)
-    }
-}
-
-fn own_queue() -> Error {
-    Error::new(
-        ErrorCode::InvalidOption,
-        "dead_letter names the job's own queue: a dead-letter queue must be another queue",
-    )
-}
-
-/// `invalid_option` when a job's `dead_letter` names the queue it is added to.
-pub(crate) fn check_not_own(q: &Queue, options: &JobOptions) -> Result<()> {
-    match &options.dead_letter {
-        Some(d) if check_dead_letter(d)? == *q.name() => Err(own_queue()),
-        _ => Ok(()),
     }
 }

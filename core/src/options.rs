@@ -312,6 +312,25 @@ pub fn check_dead_letter(name: &str) -> Result<crate::keyspace::QueueName> {
         .map_err(|e| Error::new(e.code(), format!("dead_letter: {}", e.message())))
 }
 
+/// The refusal of a dead-letter queue that is the job's own queue.
+pub(crate) fn own_dead_letter() -> Error {
+    Error::new(
+        ErrorCode::InvalidOption,
+        "dead_letter names the job's own queue: a dead-letter queue must be another queue",
+    )
+}
+
+/// `invalid_option` when a job's `dead_letter` names `queue`, the queue it is added to.
+pub(crate) fn check_dead_letter_not_own(
+    queue: &crate::keyspace::QueueName,
+    options: &JobOptions,
+) -> Result<()> {
+    match &options.dead_letter {
+        Some(d) if check_dead_letter(d)? == *queue => Err(own_dead_letter()),
+        _ => Ok(()),
+    }
+}
+
 /// Converts a binding's duration in milliseconds (a float, possibly negative or NaN) into whole
 /// milliseconds, or an `invalid_option` error naming the option.
 pub fn millis(what: &str, ms: f64) -> Result<u64> {

@@ -224,7 +224,7 @@ impl Batch {
         let target = self.queue.queue_opened(queue).await?;
         for j in &mut jobs {
             check_batchable(&j.options)?;
-            crate::dead_letter::check_not_own(&target, &j.options)?;
+            crate::options::check_dead_letter_not_own(target.name(), &j.options)?;
             if j.options.id.is_none() {
                 j.options.id = Some(target.mint_id()?);
             }

@@ -313,7 +313,7 @@ impl Queue {
     /// given) and the index of its partition.
     pub(super) fn route(
         &self,
-        p: &crate::partitions::Partitions,
+        p: &crate::queue::partition_set::Partitions,
         options: &mut JobOptions,
     ) -> Result<usize> {
         options.validate()?;
@@ -327,7 +327,7 @@ impl Queue {
 
     async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {
         options.validate()?;
-        crate::dead_letter::check_not_own(self, &options)?;
+        crate::options::check_dead_letter_not_own(self.name(), &options)?;
         let id = match options.id {
             Some(id) => id,
             None => self.minter.mint()?,
@@ -465,7 +465,7 @@ impl Queue {
         let mut prepared = Vec::with_capacity(jobs.len());
         for job in &jobs {
             job.options.validate()?;
-            crate::dead_letter::check_not_own(self, &job.options)?;
+            crate::options::check_dead_letter_not_own(self.name(), &job.options)?;
             check_payload("the payload", &job.data)?;
             let id = match job.options.id {
                 Some(id) => id,

@@ -224,7 +224,7 @@ impl Queue {
     pub async fn obliterate(&self, force: bool) -> Result<u64> {
         if let Some(p) = self.spread() {
             let n = super::partitioned::sum(p, |m| Box::pin(m.obliterate_here(force))).await?;
-            crate::partitions::forget_count(self).await?;
+            crate::queue::partition_set::forget_count(self).await?;
             return Ok(n);
         }
         self.obliterate_here(force).await

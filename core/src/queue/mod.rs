@@ -28,6 +28,7 @@ mod cleanup;
 mod coalesce;
 mod events;
 mod ops;
+pub(crate) mod partition_set;
 pub(crate) mod partitioned;
 mod reads;
 mod wait;
@@ -69,7 +70,7 @@ pub struct Queue {
     /// The line of one-job adds waiting for the call in flight (`coalesce.rs`).
     coalescer: Arc<coalesce::Coalescer>,
     /// For a partitioned queue, its partitions (`partitions.rs`); its own keys are then unused.
-    pub(crate) parts: Option<Arc<crate::partitions::Partitions>>,
+    pub(crate) parts: Option<Arc<partition_set::Partitions>>,
 }
 
 /// How a queue is opened ([`Queue::connect_with`], [`Queue::open`]).
@@ -138,7 +139,7 @@ impl Queue {
         queue: QueueOptions,
     ) -> Result<Queue> {
         let plain = Queue::from_parts(store, minter, QueueName::new(name)?);
-        match crate::partitions::settle_count(&plain, queue.partitions).await? {
+        match partition_set::settle_count(&plain, queue.partitions).await? {
             None => Ok(plain),
             Some(n) => Ok(plain.with_partitions(n)),
         }
@@ -150,7 +151,7 @@ impl Queue {
             .into_iter()
             .map(|p| Queue::from_parts(self.store.clone(), self.minter.clone(), p))
             .collect();
-        self.parts = Some(Arc::new(crate::partitions::Partitions { members }));
+        self.parts = Some(Arc::new(partition_set::Partitions { members }));
         self
     }
 

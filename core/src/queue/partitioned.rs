@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Counts, Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::JobPart;
-use crate::partitions::Partitions;
+use crate::queue::partition_set::Partitions;
 use futures::future::{try_join_all, BoxFuture};
 use std::sync::Arc;
 
