@@ -2,6 +2,7 @@
 //! them.
 
 use super::*;
+use crate::worker::WorkerOptions;
 
 fn code<T: std::fmt::Debug>(r: Result<T>) -> (ErrorCode, String) {
     let e = r.unwrap_err();
