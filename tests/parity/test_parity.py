@@ -246,7 +246,7 @@ README = ROOT / "bindings/README.md"
 
 
 def rendered():
-    return table(core_ops(), binding_methods()) + "\n\nOptions: the fields of the core's spec types (`core/src/spec/mod.rs`) each binding fills.\n\n" + spec_table()
+    return table(core_ops(), binding_methods()) + "\n\nOptions: the fields of the core's spec types (`core/src/spec/`) each binding fills.\n\n" + spec_table()
 
 
 def test_every_core_operation_is_exported_or_deliberately_absent():
@@ -303,7 +303,7 @@ def test_job_options_fields_reach_every_binding():
 
 
 def core_spec_fields(struct):
-    body = _block((ROOT / "core/src/spec/mod.rs").read_text(), rf"^pub struct {struct} \{{")
+    body = _block((ROOT / "core/src/spec/mod.rs").read_text() + (ROOT / "core/src/spec/worker.rs").read_text(), rf"^pub struct {struct} \{{")
     return [m.group(1) for m in re.finditer(r"^    pub (\w+):", body, re.M)]
 
 

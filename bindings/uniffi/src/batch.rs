@@ -1,7 +1,8 @@
 //! Batches for Kotlin and Swift (the core's `core/src/batch/`): `Queue.batch(options)` creates one,
 //! `Queue.openBatch(id)` opens one this queue created; a [`Batch`] adds jobs on any queue, seals,
-//! reads its status and cancels. Records mirror the core's shapes with payloads as JSON text; every
-//! value is checked by the core.
+//! reads its status and cancels. The core's own records cross as they are (`BatchStatus`,
+//! `BatchJob`, `BatchRef`, `BatchDone`: uniffi derives behind its `uniffi` feature); payloads are
+//! JSON text; every value is checked by the core.
 
 use crate::error::EmqException;
 use crate::options::{json, JobOptions, NewJob};
@@ -45,80 +46,6 @@ pub struct BatchOptions {
     /// Words for people (at most 1,024 bytes).
     #[uniffi(default = None)]
     pub description: Option<String>,
-}
-
-/// One job of a batch: its queue and id.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct BatchJob {
-    pub queue: String,
-    pub id: String,
-}
-
-/// A batch's state (`Batch.status`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct BatchStatus {
-    pub id: String,
-    pub description: Option<String>,
-    /// Jobs counted in.
-    pub total: u64,
-    /// Jobs without an outcome yet.
-    pub pending: u64,
-    pub completed: u64,
-    /// Jobs failed for good (a retry to success moves one to completed).
-    pub failed: u64,
-    /// Whether its creator sealed it.
-    pub sealed: bool,
-    pub cancelled: bool,
-    /// Whether every job had its outcome once it was sealed.
-    pub done: bool,
-    /// One page of the failed jobs, oldest failure first.
-    pub failed_jobs: Vec<BatchJob>,
-}
-
-impl From<emq::BatchStatus> for BatchStatus {
-    fn from(s: emq::BatchStatus) -> BatchStatus {
-        BatchStatus {
-            id: s.id.to_string(),
-            description: s.description,
-            total: s.total,
-            pending: s.pending,
-            completed: s.completed,
-            failed: s.failed,
-            sealed: s.sealed,
-            cancelled: s.cancelled,
-            done: s.done,
-            failed_jobs: s
-                .failed_jobs
-                .into_iter()
-                .map(|j| BatchJob {
-                    queue: j.queue,
-                    id: j.id.to_string(),
-                })
-                .collect(),
-        }
-    }
-}
-
-/// What a job's record says of its batch: the batch it belongs to (`JobRecord.batch`), or, on a
-/// batch's callback job, the batch and its counts when the callback fell due
-/// (`JobRecord.batchDone`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct BatchRef {
-    /// The queue that created the batch (open it there with `Queue.openBatch`).
-    pub queue: String,
-    pub id: String,
-}
-
-/// A batch's callback job's view of its batch when the callback fell due.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct BatchDone {
-    pub queue: String,
-    pub id: String,
-    /// `complete` or `success`.
-    pub kind: String,
-    pub total: u64,
-    pub completed: u64,
-    pub failed: u64,
 }
 
 /// A handle on one batch.
@@ -174,11 +101,9 @@ impl Batch {
 
     /// Its counts and one page of its failed jobs, oldest failure first (`limit` 0: counts only).
     #[uniffi::method(default(offset = 0, limit = 100))]
-    pub async fn status(&self, offset: u64, limit: u64) -> Result<BatchStatus, EmqException> {
+    pub async fn status(&self, offset: u64, limit: u64) -> Result<emq::BatchStatus, EmqException> {
         let b = self.inner.clone();
-        Ok(on_runtime(async move { b.status(offset, limit).await })
-            .await?
-            .into())
+        on_runtime(async move { b.status(offset, limit).await }).await
     }
 
     /// Cancels it: its waiting jobs are cancelled and no callback is added; the jobs cancelled.

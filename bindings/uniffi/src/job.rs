@@ -49,10 +49,10 @@ pub struct JobRecord {
     pub fence: u64,
     /// The batch this job belongs to (open it with `Queue.openBatch` on its queue), or null.
     #[uniffi(default = None)]
-    pub batch: Option<crate::batch::BatchRef>,
+    pub batch: Option<emq::BatchRef>,
     /// On a batch's callback job: the batch and its counts when the callback fell due, or null.
     #[uniffi(default = None)]
-    pub batch_done: Option<crate::batch::BatchDone>,
+    pub batch_done: Option<emq::BatchDone>,
 }
 
 impl From<&emq::Job> for JobRecord {
@@ -79,18 +79,8 @@ impl From<&emq::Job> for JobRecord {
                 &serde_json::from_value::<emq::JobOptions>(j.options.clone()).unwrap_or_default(),
             ),
             fence: 0,
-            batch: j.batch_ref().map(|b| crate::batch::BatchRef {
-                queue: b.queue,
-                id: b.id,
-            }),
-            batch_done: j.batch_done().map(|d| crate::batch::BatchDone {
-                queue: d.queue,
-                id: d.id,
-                kind: d.kind,
-                total: d.total,
-                completed: d.completed,
-                failed: d.failed,
-            }),
+            batch: j.batch_ref(),
+            batch_done: j.batch_done(),
         }
     }
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The batch a job belongs to, as its options store it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct BatchRef {
     /// The queue that created the batch (its keys live in that queue's slot).
     pub queue: String,
@@ -16,6 +17,7 @@ pub struct BatchRef {
 /// What a batch's callback job carries in its options ([`crate::Job::batch_done`]): its batch and the
 /// batch's counts when the callback fell due.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct BatchDone {
     /// The queue that created the batch.
     pub queue: String,

@@ -33,6 +33,7 @@ pub struct BatchOptions {
 
 /// One job of a batch: its queue and id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct BatchJob {
     /// Its queue.
     pub queue: String,
@@ -42,6 +43,7 @@ pub struct BatchJob {
 
 /// A batch's state ([`super::Batch::status`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct BatchStatus {
     /// The batch's id.
     pub id: JobId,

@@ -566,6 +566,403 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
+ * What a batch's callback job carries in its options ([`crate::Job::batch_done`]): its batch and the
+ * batch's counts when the callback fell due.
+ */
+public struct BatchDone: Equatable, Hashable {
+    /**
+     * The queue that created the batch.
+     */
+    public var queue: String
+    /**
+     * The batch's id.
+     */
+    public var id: String
+    /**
+     * `complete` (every job had its outcome) or `success` (every job completed).
+     */
+    public var kind: String
+    /**
+     * Jobs counted in.
+     */
+    public var total: UInt64
+    /**
+     * Of those, completed.
+     */
+    public var completed: UInt64
+    /**
+     * Of those, failed for good (their ids: [`Batch::status`]).
+     */
+    public var failed: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The queue that created the batch.
+         */queue: String, 
+        /**
+         * The batch's id.
+         */id: String, 
+        /**
+         * `complete` (every job had its outcome) or `success` (every job completed).
+         */kind: String, 
+        /**
+         * Jobs counted in.
+         */total: UInt64, 
+        /**
+         * Of those, completed.
+         */completed: UInt64, 
+        /**
+         * Of those, failed for good (their ids: [`Batch::status`]).
+         */failed: UInt64) {
+        self.queue = queue
+        self.id = id
+        self.kind = kind
+        self.total = total
+        self.completed = completed
+        self.failed = failed
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchDone: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchDone: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchDone {
+        return
+            try BatchDone(
+                queue: FfiConverterString.read(from: &buf), 
+                id: FfiConverterString.read(from: &buf), 
+                kind: FfiConverterString.read(from: &buf), 
+                total: FfiConverterUInt64.read(from: &buf), 
+                completed: FfiConverterUInt64.read(from: &buf), 
+                failed: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchDone, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterString.write(value.kind, into: &buf)
+        FfiConverterUInt64.write(value.total, into: &buf)
+        FfiConverterUInt64.write(value.completed, into: &buf)
+        FfiConverterUInt64.write(value.failed, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchDone_lift(_ buf: RustBuffer) throws -> BatchDone {
+    return try FfiConverterTypeBatchDone.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchDone_lower(_ value: BatchDone) -> RustBuffer {
+    return FfiConverterTypeBatchDone.lower(value)
+}
+
+
+/**
+ * One job of a batch: its queue and id.
+ */
+public struct BatchJob: Equatable, Hashable {
+    /**
+     * Its queue.
+     */
+    public var queue: String
+    /**
+     * Its id there.
+     */
+    public var id: JobId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its queue.
+         */queue: String, 
+        /**
+         * Its id there.
+         */id: JobId) {
+        self.queue = queue
+        self.id = id
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchJob: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchJob: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchJob {
+        return
+            try BatchJob(
+                queue: FfiConverterString.read(from: &buf), 
+                id: FfiConverterTypeJobId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchJob, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterTypeJobId.write(value.id, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchJob_lift(_ buf: RustBuffer) throws -> BatchJob {
+    return try FfiConverterTypeBatchJob.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchJob_lower(_ value: BatchJob) -> RustBuffer {
+    return FfiConverterTypeBatchJob.lower(value)
+}
+
+
+/**
+ * The batch a job belongs to, as its options store it.
+ */
+public struct BatchRef: Equatable, Hashable {
+    /**
+     * The queue that created the batch (its keys live in that queue's slot).
+     */
+    public var queue: String
+    /**
+     * The batch's id.
+     */
+    public var id: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The queue that created the batch (its keys live in that queue's slot).
+         */queue: String, 
+        /**
+         * The batch's id.
+         */id: String) {
+        self.queue = queue
+        self.id = id
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchRef: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchRef: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchRef {
+        return
+            try BatchRef(
+                queue: FfiConverterString.read(from: &buf), 
+                id: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchRef, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchRef_lift(_ buf: RustBuffer) throws -> BatchRef {
+    return try FfiConverterTypeBatchRef.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchRef_lower(_ value: BatchRef) -> RustBuffer {
+    return FfiConverterTypeBatchRef.lower(value)
+}
+
+
+/**
+ * A batch's state ([`super::Batch::status`]).
+ */
+public struct BatchStatus: Equatable, Hashable {
+    /**
+     * The batch's id.
+     */
+    public var id: JobId
+    /**
+     * Its description.
+     */
+    public var description: String?
+    /**
+     * Jobs counted in.
+     */
+    public var total: UInt64
+    /**
+     * Jobs without an outcome yet.
+     */
+    public var pending: UInt64
+    /**
+     * Jobs completed.
+     */
+    public var completed: UInt64
+    /**
+     * Jobs failed for good (a retry to success moves one to completed).
+     */
+    public var failed: UInt64
+    /**
+     * Whether its creator sealed it.
+     */
+    public var sealed: Bool
+    /**
+     * Whether it was cancelled.
+     */
+    public var cancelled: Bool
+    /**
+     * Whether every job had its outcome once it was sealed (no job is counted in any more).
+     */
+    public var done: Bool
+    /**
+     * One page of the failed jobs, oldest failure first.
+     */
+    public var failedJobs: [BatchJob]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The batch's id.
+         */id: JobId, 
+        /**
+         * Its description.
+         */description: String?, 
+        /**
+         * Jobs counted in.
+         */total: UInt64, 
+        /**
+         * Jobs without an outcome yet.
+         */pending: UInt64, 
+        /**
+         * Jobs completed.
+         */completed: UInt64, 
+        /**
+         * Jobs failed for good (a retry to success moves one to completed).
+         */failed: UInt64, 
+        /**
+         * Whether its creator sealed it.
+         */sealed: Bool, 
+        /**
+         * Whether it was cancelled.
+         */cancelled: Bool, 
+        /**
+         * Whether every job had its outcome once it was sealed (no job is counted in any more).
+         */done: Bool, 
+        /**
+         * One page of the failed jobs, oldest failure first.
+         */failedJobs: [BatchJob]) {
+        self.id = id
+        self.description = description
+        self.total = total
+        self.pending = pending
+        self.completed = completed
+        self.failed = failed
+        self.sealed = sealed
+        self.cancelled = cancelled
+        self.done = done
+        self.failedJobs = failedJobs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension BatchStatus: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeBatchStatus: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchStatus {
+        return
+            try BatchStatus(
+                id: FfiConverterTypeJobId.read(from: &buf), 
+                description: FfiConverterOptionString.read(from: &buf), 
+                total: FfiConverterUInt64.read(from: &buf), 
+                pending: FfiConverterUInt64.read(from: &buf), 
+                completed: FfiConverterUInt64.read(from: &buf), 
+                failed: FfiConverterUInt64.read(from: &buf), 
+                sealed: FfiConverterBool.read(from: &buf), 
+                cancelled: FfiConverterBool.read(from: &buf), 
+                done: FfiConverterBool.read(from: &buf), 
+                failedJobs: FfiConverterSequenceTypeBatchJob.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: BatchStatus, into buf: inout [UInt8]) {
+        FfiConverterTypeJobId.write(value.id, into: &buf)
+        FfiConverterOptionString.write(value.description, into: &buf)
+        FfiConverterUInt64.write(value.total, into: &buf)
+        FfiConverterUInt64.write(value.pending, into: &buf)
+        FfiConverterUInt64.write(value.completed, into: &buf)
+        FfiConverterUInt64.write(value.failed, into: &buf)
+        FfiConverterBool.write(value.sealed, into: &buf)
+        FfiConverterBool.write(value.cancelled, into: &buf)
+        FfiConverterBool.write(value.done, into: &buf)
+        FfiConverterSequenceTypeBatchJob.write(value.failedJobs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchStatus_lift(_ buf: RustBuffer) throws -> BatchStatus {
+    return try FfiConverterTypeBatchStatus.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeBatchStatus_lower(_ value: BatchStatus) -> RustBuffer {
+    return FfiConverterTypeBatchStatus.lower(value)
+}
+
+
+/**
  * Number of jobs per state.
  */
 public struct Counts: Equatable, Hashable {
@@ -1976,6 +2373,31 @@ fileprivate struct FfiConverterSequenceUInt64: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterUInt64.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeBatchJob: FfiConverterRustBuffer {
+    typealias SwiftType = [BatchJob]
+
+    public static func write(_ value: [BatchJob], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeBatchJob.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [BatchJob] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [BatchJob]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeBatchJob.read(from: &buf))
         }
         return seq
     }

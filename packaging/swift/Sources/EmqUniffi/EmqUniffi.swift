@@ -3226,142 +3226,6 @@ public func FfiConverterTypeBatchCallback_lower(_ value: BatchCallback) -> RustB
 
 
 /**
- * A batch's callback job's view of its batch when the callback fell due.
- */
-public struct BatchDone: Equatable, Hashable {
-    public var queue: String
-    public var id: String
-    /**
-     * `complete` or `success`.
-     */
-    public var kind: String
-    public var total: UInt64
-    public var completed: UInt64
-    public var failed: UInt64
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(queue: String, id: String, 
-        /**
-         * `complete` or `success`.
-         */kind: String, total: UInt64, completed: UInt64, failed: UInt64) {
-        self.queue = queue
-        self.id = id
-        self.kind = kind
-        self.total = total
-        self.completed = completed
-        self.failed = failed
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BatchDone: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBatchDone: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchDone {
-        return
-            try BatchDone(
-                queue: FfiConverterString.read(from: &buf), 
-                id: FfiConverterString.read(from: &buf), 
-                kind: FfiConverterString.read(from: &buf), 
-                total: FfiConverterUInt64.read(from: &buf), 
-                completed: FfiConverterUInt64.read(from: &buf), 
-                failed: FfiConverterUInt64.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BatchDone, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.queue, into: &buf)
-        FfiConverterString.write(value.id, into: &buf)
-        FfiConverterString.write(value.kind, into: &buf)
-        FfiConverterUInt64.write(value.total, into: &buf)
-        FfiConverterUInt64.write(value.completed, into: &buf)
-        FfiConverterUInt64.write(value.failed, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchDone_lift(_ buf: RustBuffer) throws -> BatchDone {
-    return try FfiConverterTypeBatchDone.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchDone_lower(_ value: BatchDone) -> RustBuffer {
-    return FfiConverterTypeBatchDone.lower(value)
-}
-
-
-/**
- * One job of a batch: its queue and id.
- */
-public struct BatchJob: Equatable, Hashable {
-    public var queue: String
-    public var id: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(queue: String, id: String) {
-        self.queue = queue
-        self.id = id
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BatchJob: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBatchJob: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchJob {
-        return
-            try BatchJob(
-                queue: FfiConverterString.read(from: &buf), 
-                id: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BatchJob, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.queue, into: &buf)
-        FfiConverterString.write(value.id, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchJob_lift(_ buf: RustBuffer) throws -> BatchJob {
-    return try FfiConverterTypeBatchJob.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchJob_lower(_ value: BatchJob) -> RustBuffer {
-    return FfiConverterTypeBatchJob.lower(value)
-}
-
-
-/**
  * What `Queue.batch` creates.
  */
 public struct BatchOptions: Equatable, Hashable {
@@ -3437,196 +3301,6 @@ public func FfiConverterTypeBatchOptions_lift(_ buf: RustBuffer) throws -> Batch
 #endif
 public func FfiConverterTypeBatchOptions_lower(_ value: BatchOptions) -> RustBuffer {
     return FfiConverterTypeBatchOptions.lower(value)
-}
-
-
-/**
- * What a job's record says of its batch: the batch it belongs to (`JobRecord.batch`), or, on a
- * batch's callback job, the batch and its counts when the callback fell due
- * (`JobRecord.batchDone`).
- */
-public struct BatchRef: Equatable, Hashable {
-    /**
-     * The queue that created the batch (open it there with `Queue.openBatch`).
-     */
-    public var queue: String
-    public var id: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The queue that created the batch (open it there with `Queue.openBatch`).
-         */queue: String, id: String) {
-        self.queue = queue
-        self.id = id
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BatchRef: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBatchRef: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchRef {
-        return
-            try BatchRef(
-                queue: FfiConverterString.read(from: &buf), 
-                id: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BatchRef, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.queue, into: &buf)
-        FfiConverterString.write(value.id, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchRef_lift(_ buf: RustBuffer) throws -> BatchRef {
-    return try FfiConverterTypeBatchRef.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchRef_lower(_ value: BatchRef) -> RustBuffer {
-    return FfiConverterTypeBatchRef.lower(value)
-}
-
-
-/**
- * A batch's state (`Batch.status`).
- */
-public struct BatchStatus: Equatable, Hashable {
-    public var id: String
-    public var description: String?
-    /**
-     * Jobs counted in.
-     */
-    public var total: UInt64
-    /**
-     * Jobs without an outcome yet.
-     */
-    public var pending: UInt64
-    public var completed: UInt64
-    /**
-     * Jobs failed for good (a retry to success moves one to completed).
-     */
-    public var failed: UInt64
-    /**
-     * Whether its creator sealed it.
-     */
-    public var sealed: Bool
-    public var cancelled: Bool
-    /**
-     * Whether every job had its outcome once it was sealed.
-     */
-    public var done: Bool
-    /**
-     * One page of the failed jobs, oldest failure first.
-     */
-    public var failedJobs: [BatchJob]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(id: String, description: String?, 
-        /**
-         * Jobs counted in.
-         */total: UInt64, 
-        /**
-         * Jobs without an outcome yet.
-         */pending: UInt64, completed: UInt64, 
-        /**
-         * Jobs failed for good (a retry to success moves one to completed).
-         */failed: UInt64, 
-        /**
-         * Whether its creator sealed it.
-         */sealed: Bool, cancelled: Bool, 
-        /**
-         * Whether every job had its outcome once it was sealed.
-         */done: Bool, 
-        /**
-         * One page of the failed jobs, oldest failure first.
-         */failedJobs: [BatchJob]) {
-        self.id = id
-        self.description = description
-        self.total = total
-        self.pending = pending
-        self.completed = completed
-        self.failed = failed
-        self.sealed = sealed
-        self.cancelled = cancelled
-        self.done = done
-        self.failedJobs = failedJobs
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BatchStatus: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBatchStatus: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchStatus {
-        return
-            try BatchStatus(
-                id: FfiConverterString.read(from: &buf), 
-                description: FfiConverterOptionString.read(from: &buf), 
-                total: FfiConverterUInt64.read(from: &buf), 
-                pending: FfiConverterUInt64.read(from: &buf), 
-                completed: FfiConverterUInt64.read(from: &buf), 
-                failed: FfiConverterUInt64.read(from: &buf), 
-                sealed: FfiConverterBool.read(from: &buf), 
-                cancelled: FfiConverterBool.read(from: &buf), 
-                done: FfiConverterBool.read(from: &buf), 
-                failedJobs: FfiConverterSequenceTypeBatchJob.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BatchStatus, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.id, into: &buf)
-        FfiConverterOptionString.write(value.description, into: &buf)
-        FfiConverterUInt64.write(value.total, into: &buf)
-        FfiConverterUInt64.write(value.pending, into: &buf)
-        FfiConverterUInt64.write(value.completed, into: &buf)
-        FfiConverterUInt64.write(value.failed, into: &buf)
-        FfiConverterBool.write(value.sealed, into: &buf)
-        FfiConverterBool.write(value.cancelled, into: &buf)
-        FfiConverterBool.write(value.done, into: &buf)
-        FfiConverterSequenceTypeBatchJob.write(value.failedJobs, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchStatus_lift(_ buf: RustBuffer) throws -> BatchStatus {
-    return try FfiConverterTypeBatchStatus.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchStatus_lower(_ value: BatchStatus) -> RustBuffer {
-    return FfiConverterTypeBatchStatus.lower(value)
 }
 
 
@@ -5894,6 +5568,54 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeBatchDone: FfiConverterRustBuffer {
+    typealias SwiftType = BatchDone?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchDone.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchDone.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeBatchRef: FfiConverterRustBuffer {
+    typealias SwiftType = BatchRef?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchRef.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchRef.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeJobFailure: FfiConverterRustBuffer {
     typealias SwiftType = JobFailure?
 
@@ -5942,30 +5664,6 @@ fileprivate struct FfiConverterOptionTypeBatchCallback: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeBatchDone: FfiConverterRustBuffer {
-    typealias SwiftType = BatchDone?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeBatchDone.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeBatchDone.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeBatchOptions: FfiConverterRustBuffer {
     typealias SwiftType = BatchOptions?
 
@@ -5982,30 +5680,6 @@ fileprivate struct FfiConverterOptionTypeBatchOptions: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeBatchOptions.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeBatchRef: FfiConverterRustBuffer {
-    typealias SwiftType = BatchRef?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeBatchRef.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeBatchRef.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -6397,31 +6071,6 @@ fileprivate struct FfiConverterSequenceTypeSchedulerInfo: FfiConverterRustBuffer
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeSchedulerInfo.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeBatchJob: FfiConverterRustBuffer {
-    typealias SwiftType = [BatchJob]
-
-    public static func write(_ value: [BatchJob], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeBatchJob.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [BatchJob] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [BatchJob]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeBatchJob.read(from: &buf))
         }
         return seq
     }
@@ -6895,7 +6544,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_emq_uniffi_checksum_method_batch_seal() != 2199) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_emq_uniffi_checksum_method_batch_status() != 21879) {
+    if (uniffi_emq_uniffi_checksum_method_batch_status() != 62066) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_eventstream_close() != 1769) {

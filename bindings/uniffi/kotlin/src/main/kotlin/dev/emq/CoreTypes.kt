@@ -28,6 +28,18 @@ typealias SchedulerInfo = dev.emq.core.SchedulerInfo
 /** One group of a queue, as `Queue.groups` reads it (the core's `GroupInfo`). */
 typealias GroupInfo = dev.emq.core.GroupInfo
 
+/** A batch's counts and one page of its failed jobs (the core's `BatchStatus`): `Batch.status`. */
+typealias BatchStatus = dev.emq.core.BatchStatus
+
+/** One job of a batch: its queue and id (the core's `BatchJob`). */
+typealias BatchJob = dev.emq.core.BatchJob
+
+/** The batch a job belongs to (the core's `BatchRef`): `JobRecord.batch`. */
+typealias BatchRef = dev.emq.core.BatchRef
+
+/** A batch's callback job's view of its batch when it fell due (the core's `BatchDone`). */
+typealias BatchDone = dev.emq.core.BatchDone
+
 /** A job id as its text (the core's `JobId`, checked by its parser when it comes back in). */
 typealias JobId = dev.emq.core.JobId
 
