@@ -245,7 +245,7 @@ impl JobContext {
     /// that fails for good fails this job under its `parent_policy` `fail` (the default), counts as
     /// done under `ignore`, and is dropped under `remove`. Returns the child's id.
     /// A child given no trace context joins this job's trace (a binding gives it its consumer
-    /// span's). `invalid_option` for a dedup key or bad options; `lease_lost` when this run has
+    /// span's; so does the `otel` feature). `invalid_option` for a dedup key or bad options; `lease_lost` when this run has
     /// lost its lease (the child was added: its outcome is kept for the job's next run).
     pub async fn add_child(
         &self,
@@ -254,6 +254,11 @@ impl JobContext {
         data: Value,
         mut options: JobOptions,
     ) -> Result<JobId> {
+        // With the `otel` feature, the run's span (current while the handler runs) is the context.
+        #[cfg(feature = "otel")]
+        if options.trace.is_none() {
+            options.trace = crate::otel::current();
+        }
         if options.trace.is_none() {
             options.trace = self.job.trace();
         }

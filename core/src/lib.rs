@@ -48,6 +48,8 @@ pub mod metrics_history;
 pub mod migrate;
 mod minter;
 pub mod options;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod outcome;
 pub mod partitions;
 pub mod queue;

@@ -266,7 +266,23 @@ impl Queue {
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).
-    pub async fn add(&self, name: &str, data: Value, mut options: JobOptions) -> Result<JobId> {
+    pub async fn add(
+        &self,
+        name: &str,
+        data: Value,
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))] mut options: JobOptions,
+    ) -> Result<JobId> {
+        #[cfg(feature = "otel")]
+        let send = crate::otel::Send::start(self.name(), None);
+        #[cfg(feature = "otel")]
+        send.stamp(&mut options);
+        let added = self.add_routed(name, data, options).await;
+        #[cfg(feature = "otel")]
+        send.end(added.as_ref().map(|id| Some(*id)));
+        added
+    }
+
+    async fn add_routed(&self, name: &str, data: Value, mut options: JobOptions) -> Result<JobId> {
         if let Some(p) = self.spread() {
             let to = &p.members[self.route(p, &mut options)?];
             return to.add_here(name, data, options).await;
@@ -453,7 +469,23 @@ impl Queue {
 
     /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in
     /// order.
-    pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+    pub async fn add_bulk(
+        &self,
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))] mut jobs: Vec<NewJob>,
+    ) -> Result<Vec<JobId>> {
+        #[cfg(feature = "otel")]
+        let send = crate::otel::Send::start(self.name(), Some(jobs.len()));
+        #[cfg(feature = "otel")]
+        for j in &mut jobs {
+            send.stamp(&mut j.options);
+        }
+        let added = self.add_bulk_routed(jobs).await;
+        #[cfg(feature = "otel")]
+        send.end(added.as_ref().map(|_| None));
+        added
+    }
+
+    async fn add_bulk_routed(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         if let Some(p) = self.spread() {
             return (super::partitioned::add_bulk(self, p, jobs)).await;
         }

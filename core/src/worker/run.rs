@@ -77,6 +77,8 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                     as futures::future::BoxFuture<'static, HandlerResult>,
                 None => s.handler.handle(ctx),
             };
+            #[cfg(feature = "otel")]
+            let work = crate::otel::process(s.queue.name(), &job, work);
             let run = tokio::spawn(work.instrument(span));
             flight.abort = Some(run.abort_handle());
             run
