@@ -315,6 +315,22 @@ export interface QueueMetrics {
   leaseLost: number;
   /** Stalled jobs recovered. */
   stalled: number;
+  /** Completed runs' lengths over the queue's life. */
+  run: Histogram;
+  /** Completed first runs' waits (add or due time to the claim) over the queue's life. */
+  wait: Histogram;
+  /** [minute since the epoch, run lengths completed in it], oldest first, over the last hour. */
+  runPerMinute: [number, Histogram][];
+  /** [minute since the epoch, waits of the first runs completed in it], over the last hour. */
+  waitPerMinute: [number, Histogram][];
+  /** The buckets' upper bounds in ms (`Histogram.counts` has one more: above the last). */
+  latencyBucketsMs: number[];
+}
+
+/** A latency histogram: jobs per bucket (not cumulative) and the sum of the latencies in ms. */
+export interface Histogram {
+  counts: number[];
+  sumMs: number;
 }
 
 export interface Counts {

@@ -273,6 +273,14 @@ test('drain, clean, obliterate, retry, promote, changePriority, list, logs, metr
   assert.equal(m.counts.completed, 1);
   assert.equal(m.counts.failed, 1);
   assert.ok(m.added >= 6);
+  // The latency histograms (the core's emq::latency): one completed run, its first-run wait.
+  assert.equal(m.latencyBucketsMs.length, 16);
+  assert.equal(m.run.counts.length, 17);
+  assert.equal(m.run.counts.reduce((a, b) => a + b, 0), 1);
+  assert.equal(m.wait.counts.reduce((a, b) => a + b, 0), 1);
+  assert.equal(typeof m.run.sumMs, 'number');
+  assert.equal(m.runPerMinute.map(([, h]) => h.counts.reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0), 1);
+  assert.equal(m.waitPerMinute.length >= 1, true);
   assert.equal(await q.retry(bad), true);
   assert.equal((await q.get(bad)).state, 'waiting');
   assert.equal(await q.retryFailed(), 0);

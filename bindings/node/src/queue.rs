@@ -455,6 +455,11 @@ impl NativeQueue {
                 "deleted": m.deleted,
                 "leaseLost": m.lease_lost,
                 "stalled": m.stalled,
+                "run": histogram(&m.run),
+                "wait": histogram(&m.wait),
+                "runPerMinute": m.run_per_minute.iter().map(|(at, h)| json!([at, histogram(h)])).collect::<Vec<_>>(),
+                "waitPerMinute": m.wait_per_minute.iter().map(|(at, h)| json!([at, histogram(h)])).collect::<Vec<_>>(),
+                "latencyBucketsMs": emq::latency::LATENCY_BUCKETS_MS,
             })
             .to_string())
         })
@@ -544,4 +549,10 @@ impl NativeQueue {
     ) -> Result<NativeWorker> {
         crate::worker::start(vec![self.q.clone()], dispatcher, on_events, opts)
     }
+}
+
+/// A latency histogram as Node reads it: the counts per bucket of `latencyBucketsMs` (and one
+/// above them) and the sum in ms.
+fn histogram(h: &emq::latency::Histogram) -> serde_json::Value {
+    json!({ "counts": h.counts, "sumMs": h.sum_ms })
 }
