@@ -344,7 +344,26 @@ async function latency(name, n) {
     const a = stats(addRtt);
     const s = stats(toStart);
     const d = stats(toDone);
+    // The queue's own latency histograms (counted by the worker, emq::latency): the bucket bound
+    // holding each quantile, to set beside this measurement (issue 29: within a bucket).
+    const m = await q.metrics();
+    const bound = (h, p) => {
+      const n = h.counts.reduce((x, y) => x + y, 0);
+      let seen = 0;
+      for (let b = 0; b < h.counts.length; b++) {
+        seen += h.counts[b];
+        if (n && seen >= Math.ceil((p / 100) * n)) return b < m.latencyBucketsMs.length ? m.latencyBucketsMs[b] : Infinity;
+      }
+      return null;
+    };
+    const hist = m.wait ? {
+      hist_wait_p50_bound_ms: bound(m.wait, 50),
+      hist_wait_p99_bound_ms: bound(m.wait, 99),
+      hist_run_p50_bound_ms: bound(m.run, 50),
+      hist_wait_count: m.wait.counts.reduce((x, y) => x + y, 0),
+    } : {};
     return {
+      ...hist,
       add_rtt_p50_ms: a.p50,
       add_rtt_p99_ms: a.p99,
       start_p50_ms: s.p50,
