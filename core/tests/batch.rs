@@ -582,25 +582,74 @@ async fn measure_a_batched_bulk_add_against_a_plain_one() {
     let store = common::standalone().await;
     let q = queue_on(&store, "b-measure").await;
     let n = 20_000;
-    for round in 0..2 {
-        let plain_q = q.queue(&unique("b-measure-plain")).unwrap();
-        let t = std::time::Instant::now();
-        plain_q.add_bulk(common::jobs("p", n)).await.unwrap();
-        let plain = n as f64 / t.elapsed().as_secs_f64();
-        let batched_q = q.queue(&unique("b-measure-batched")).unwrap();
-        let batch = q.batch(BatchOptions::default()).await.unwrap();
-        let t = std::time::Instant::now();
-        batch
-            .add_bulk(batched_q.name().as_str(), common::jobs("b", n))
+    let rounds: usize = std::env::var("EMQ_MEASURE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    // The server's CPU (user + sys, µs) from INFO, read before and after each side.
+    async fn redis_cpu_us(store: &emq::Store) -> f64 {
+        let info: String = redis::cmd("INFO")
+            .arg("cpu")
+            .query_async(&mut store.conn())
             .await
             .unwrap();
-        let batched = n as f64 / t.elapsed().as_secs_f64();
-        println!(
-            "round {round}: plain {plain:.0} jobs/s, batched {batched:.0} jobs/s ({:.2}x)",
-            batched / plain
-        );
-        assert_eq!(batch.status(0, 0).await.unwrap().total, n as u64);
+        info.lines()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(k, _)| *k == "used_cpu_user" || *k == "used_cpu_sys")
+            .map(|(_, v)| v.trim().parse::<f64>().unwrap() * 1e6)
+            .sum()
     }
+    let (mut speed, mut cpu) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let mut plain = (0.0, 0.0);
+        let mut batched = (0.0, 0.0);
+        // Alternate which side goes first.
+        for side in if round % 2 == 0 { [0, 1] } else { [1, 0] } {
+            let c0 = redis_cpu_us(&store).await;
+            let t = std::time::Instant::now();
+            if side == 0 {
+                let plain_q = q.queue(&unique("b-measure-plain")).unwrap();
+                plain_q.add_bulk(common::jobs("p", n)).await.unwrap();
+            } else {
+                let batched_q = q.queue(&unique("b-measure-batched")).unwrap();
+                let batch = q.batch(BatchOptions::default()).await.unwrap();
+                batch
+                    .add_bulk(batched_q.name().as_str(), common::jobs("b", n))
+                    .await
+                    .unwrap();
+                assert_eq!(batch.status(0, 0).await.unwrap().total, n as u64);
+            }
+            let r = (
+                n as f64 / t.elapsed().as_secs_f64(),
+                (redis_cpu_us(&store).await - c0) / n as f64,
+            );
+            if side == 0 {
+                plain = r;
+            } else {
+                batched = r;
+            }
+        }
+        println!(
+            "round {round}: plain {:.0} jobs/s {:.2} µs Redis CPU/job, batched {:.0} jobs/s {:.2} µs ({:.2}x jobs/s, {:.2}x CPU)",
+            plain.0,
+            plain.1,
+            batched.0,
+            batched.1,
+            batched.0 / plain.0,
+            batched.1 / plain.1
+        );
+        speed.push(batched.0 / plain.0);
+        cpu.push(batched.1 / plain.1);
+    }
+    let summary = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        format!("{:.2} [{:.2}–{:.2}]", v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    println!(
+        "batched / plain over {rounds} rounds: jobs/s {}, Redis CPU per job {}",
+        summary(&mut speed),
+        summary(&mut cpu)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
