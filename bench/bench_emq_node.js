@@ -22,14 +22,19 @@ const { performance } = require('node:perf_hooks');
 const { Queue, Worker, tracing } = require(process.env.EMQ_NODE_PKG || path.join(__dirname, '..', 'node'));
 
 // BENCH_TRACE=1: spans on, exported in batches to an exporter that only counts them.
+// BENCH_TRACE=context: only the context manager a traced service registers (AsyncLocalStorage),
+// no tracer provider: what the process pays for context propagation alone, before any span.
 const TRACED = process.env.BENCH_TRACE === '1';
 let spansExported = 0;
+if (TRACED || process.env.BENCH_TRACE === 'context') {
+  const api = require('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+  if (!tracing.enabled) throw new Error('BENCH_TRACE set but emq did not find @opentelemetry/api (NODE_PATH)');
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+}
 if (TRACED) {
   const api = require('@opentelemetry/api');
   const { BasicTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
-  if (!tracing.enabled) throw new Error('BENCH_TRACE=1 but emq did not find @opentelemetry/api (NODE_PATH)');
-  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const exporter = {
     export(spans, done) {
       spansExported += spans.length;

@@ -99,8 +99,8 @@ export class Queue {
       const o = jobOptsJson(opts);
       return (await call(() => this[kNative].add(name, text, o))) as JobId;
     }
-    return producer(this.name, undefined, async () => {
-      const o = jobOptsJson(inject(opts));
+    return producer(this.name, undefined, async (span) => {
+      const o = jobOptsJson(inject(opts, span));
       return (await call(() => this[kNative].add(name, text, o))) as JobId;
     }, (id) => id);
   }
@@ -109,8 +109,8 @@ export class Queue {
   async addBulk<T = unknown>(jobs: BulkJob<T>[]): Promise<JobId[]> {
     if (!Array.isArray(jobs)) throw emqError('invalid_option', 'addBulk takes an array of { name, data, opts }');
     if (tracingOn) {
-      return producer(this.name, jobs.length, () =>
-        this.addBulkNow(jobs.map((j) => (j && typeof j === 'object' ? { ...j, opts: inject(j.opts) } : j))),
+      return producer(this.name, jobs.length, (span) =>
+        this.addBulkNow(jobs.map((j) => (j && typeof j === 'object' ? { ...j, opts: inject(j.opts, span) } : j))),
       );
     }
     return this.addBulkNow(jobs);
@@ -145,7 +145,7 @@ export class Queue {
    */
   async addFlow<T = unknown>(flow: FlowJob<T>): Promise<FlowIds> {
     if (tracingOn && flow && typeof flow === 'object') {
-      return producer(this.name, undefined, () => this.addFlowNow({ ...flow, opts: inject(flow.opts) }));
+      return producer(this.name, undefined, (span) => this.addFlowNow({ ...flow, opts: inject(flow.opts, span) }));
     }
     return this.addFlowNow(flow);
   }
