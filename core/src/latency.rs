@@ -91,6 +91,42 @@ impl Histogram {
         }
         self.counts[bucket.min(LATENCY_BUCKETS - 1)] += n;
     }
+
+    /// Adds `n` to one part: a bucket's count or the sum.
+    pub(crate) fn add_part(&mut self, part: Part, n: u64) {
+        match part {
+            Part::Bucket(b) => self.add(b, n),
+            Part::SumMs => self.sum_ms += n,
+        }
+    }
+}
+
+/// Which of a queue's two histograms a field of its `metrics` hash counts into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Which {
+    Run,
+    Wait,
+}
+
+/// What part of a histogram a field of the `metrics` hash counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    Bucket(usize),
+    SumMs,
+}
+
+/// A latency kind of the `metrics` hash's fields (`r<b>` / `w<b>`: bucket `b` of the run's or the
+/// wait's histogram; `rs` / `ws`: its sum in ms), or None for any other kind.
+pub(crate) fn field_kind(kind: &str) -> Option<(Which, Part)> {
+    let (which, rest) = match kind.split_at_checked(1)? {
+        ("r", rest) => (Which::Run, rest),
+        ("w", rest) => (Which::Wait, rest),
+        _ => return None,
+    };
+    if rest == "s" {
+        return Some((which, Part::SumMs));
+    }
+    rest.parse().ok().map(|b| (which, Part::Bucket(b)))
 }
 
 /// What one call of `complete.lua` adds: the runs and waits of the jobs it completes.

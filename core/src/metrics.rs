@@ -7,13 +7,32 @@
 
 use crate::error::Result;
 use crate::job::{Counts, JobState};
-use crate::latency::{Histogram, LATENCY_BUCKETS, LATENCY_BUCKETS_MS};
+use crate::latency::{self, Histogram, Which, LATENCY_BUCKETS, LATENCY_BUCKETS_MS};
 use crate::queue::Queue;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 /// Minutes of per-minute counts kept.
 pub const METRICS_WINDOW_MINUTES: u64 = 60;
+
+/// When a field of the queue's `metrics` hash counts: `<kind>:<minute>` (written per minute by
+/// `complete.lua`, `fail.lua`, `cancel.lua`, and the backlog by `metrics_rollup.lua`) or, once the
+/// trim folded it, `<kind>:h<hour>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum At {
+    Minute(u64),
+    Hour(u64),
+}
+
+/// A `metrics` field's kind and time, or None for a field of another shape.
+pub(crate) fn metrics_field(field: &str) -> Option<(&str, At)> {
+    let (kind, at) = field.split_once(':')?;
+    let at = match at.strip_prefix('h') {
+        Some(hour) => At::Hour(hour.parse().ok()?),
+        None => At::Minute(at.parse().ok()?),
+    };
+    Some((kind, at))
+}
 
 /// A snapshot of one queue's metrics.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -88,27 +107,22 @@ impl Queue {
         let mut runs: BTreeMap<u64, Histogram> = BTreeMap::new();
         let mut waits: BTreeMap<u64, Histogram> = BTreeMap::new();
         for (field, n) in per_minute {
-            let Some((kind, minute)) = field.split_once(':') else {
-                continue;
-            };
-            let Ok(minute) = minute.parse::<u64>() else {
+            // The window's minutes only (hours folded by the trim are `metrics_history.rs`'s).
+            let Some((kind, At::Minute(minute))) = metrics_field(&field) else {
                 continue;
             };
             match kind {
                 "c" => m.completed_per_minute.push((minute, n)),
                 "f" => m.failed_per_minute.push((minute, n)),
                 _ => {
-                    let (which, rest) = match kind.split_at_checked(1) {
-                        Some(("r", rest)) => (&mut runs, rest),
-                        Some(("w", rest)) => (&mut waits, rest),
-                        _ => continue,
+                    let Some((which, part)) = latency::field_kind(kind) else {
+                        continue;
                     };
-                    let h = which.entry(minute).or_default();
-                    if rest == "s" {
-                        h.sum_ms = n;
-                    } else if let Ok(b) = rest.parse::<usize>() {
-                        h.add(b, n);
-                    }
+                    let series = match which {
+                        Which::Run => &mut runs,
+                        Which::Wait => &mut waits,
+                    };
+                    series.entry(minute).or_default().add_part(part, n);
                 }
             }
         }

@@ -12,7 +12,8 @@
 //! per kind); nothing per job. Backlog samples exist only for minutes a worker of the queue ran.
 
 use crate::error::Result;
-use crate::latency::Histogram;
+use crate::latency::{self, Histogram, Which};
+use crate::metrics::{metrics_field, At};
 use crate::queue::Queue;
 use crate::script;
 use std::collections::{BTreeMap, HashMap};
@@ -88,23 +89,17 @@ fn from_fields(fields: HashMap<String, u64>) -> MetricsHistory {
     let mut hours: BTreeMap<u64, HourMetrics> = BTreeMap::new();
     let mut backlog = Vec::new();
     for (field, n) in fields {
-        let Some((kind, at)) = field.split_once(':') else {
+        let Some((kind, at)) = metrics_field(&field) else {
             continue;
         };
-        let hour = match at.strip_prefix('h') {
-            Some(h) => match h.parse::<u64>() {
-                Ok(h) => h,
-                Err(_) => continue,
-            },
-            None => match at.parse::<u64>() {
-                Ok(minute) => {
-                    if kind == "b" {
-                        backlog.push((minute, n));
-                    }
-                    minute / 60
+        let hour = match at {
+            At::Hour(hour) => hour,
+            At::Minute(minute) => {
+                if kind == "b" {
+                    backlog.push((minute, n));
                 }
-                Err(_) => continue,
-            },
+                minute / 60
+            }
         };
         let h = hours.entry(hour).or_insert_with(|| HourMetrics {
             hour,
@@ -114,18 +109,11 @@ fn from_fields(fields: HashMap<String, u64>) -> MetricsHistory {
             "c" => h.completed += n,
             "f" => h.failed += n,
             "b" => h.backlog_max = Some(h.backlog_max.unwrap_or(0).max(n)),
-            _ => {
-                let (which, rest) = match kind.split_at_checked(1) {
-                    Some(("r", rest)) => (&mut h.run, rest),
-                    Some(("w", rest)) => (&mut h.wait, rest),
-                    _ => continue,
-                };
-                if rest == "s" {
-                    which.sum_ms += n;
-                } else if let Ok(b) = rest.parse::<usize>() {
-                    which.add(b, n);
-                }
-            }
+            _ => match latency::field_kind(kind) {
+                Some((Which::Run, part)) => h.run.add_part(part, n),
+                Some((Which::Wait, part)) => h.wait.add_part(part, n),
+                None => {}
+            },
         }
     }
     backlog.sort();
