@@ -32,6 +32,8 @@
 -- ARGV[5] retry        "1" retry while attempts remain, "0" unrecoverable
 -- ARGV[6] keep         "1" keep the record in failed, "0" delete it
 -- ARGV[7] max_events   stream cap
+-- ARGV[8] attempts     the attempts the worker ran the job with, used when the record stores
+--                      none (the queue's default, core/src/job_defaults.rs; absent: 1)
 -- Returns 'retry', 'failed', or 'dead_letter' (failed for good, with a dead-letter queue to move
 -- to: core/src/dead_letter.rs), or a lease_lost error.
 -- The 'retrying' and 'failed' events carry the failure's code and its message, cut to
@@ -49,7 +51,7 @@ if ok and type(decoded) == 'table' then
   if type(decoded.code) == 'string' then fcode = decoded.code end
   if type(decoded.message) == 'string' then fmessage = string.sub(decoded.message, 1, EVENT_VALUE_CAP) end
 end
-local most = tonumber(call('HGET', K.record, 'attempts') or '1')
+local most = tonumber(call('HGET', K.record, 'attempts') or ARGV[8] or '1')
 call('HSET', K.record, 'failure', ARGV[3], 'processed_ms', string.match(lease, '|(%d+)'))
 if ARGV[5] == '1' and atts < most then
   -- The retry keeps the job's priority: at the front of it, or from when its backoff ends.

@@ -216,6 +216,7 @@ fn new_member(
         waiter,
         events,
         job_retention: JobRetention::default(),
+        defaults: Default::default(),
         completed_rx: Mutex::new(Some(completed_rx)),
     })
 }
@@ -234,6 +235,7 @@ fn start_tasks(shared: &Arc<Shared>) -> Vec<TaskHandle> {
         TaskHandle::spawn(renew_loop(shared.clone())),
         TaskHandle::spawn(sweep_loop(shared.clone())),
         TaskHandle::spawn(trim_loop(shared.clone())),
+        TaskHandle::spawn(defaults_loop(shared.clone())),
         TaskHandle::spawn(scheduler_loop(shared.clone())),
         TaskHandle::spawn(cancel_loop(shared.clone())),
         crate::worker_registry::heartbeat(

@@ -84,6 +84,21 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
     // After a marker-named claim there is nothing else to claim (`claim_id.lua` pushes a new
     // marker when wait still holds jobs), so the loop goes straight back to waiting.
     let mut just_named = false;
+    // The queue's job defaults before the first claim, so that no job runs without them.
+    while !s.stopping.load(Ordering::SeqCst) {
+        match s.refresh_defaults().await {
+            Ok(()) => break,
+            Err(e) => {
+                s.trouble("reading the queue's job defaults failed; retrying", &e);
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = s.stop.notified() => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    backoff = Duration::from_millis(100);
     while !s.stopping.load(Ordering::SeqCst) {
         let room = capacity(&s) > s.pool.held.load(Ordering::SeqCst);
         if std::mem::take(&mut just_named) && room && next_due.map_or(true, |t| t > Instant::now())

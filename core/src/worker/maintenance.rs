@@ -115,6 +115,17 @@ impl JobRetention {
     }
 }
 
+/// Reads the queue's job defaults again every [`crate::job_defaults::DEFAULTS_REFRESH`] (the
+/// fetch loop read them before its first claim).
+pub(super) async fn defaults_loop(s: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(crate::job_defaults::DEFAULTS_REFRESH).await;
+        if let Err(e) = s.refresh_defaults().await {
+            s.trouble("reading the queue's job defaults failed; will retry", &e);
+        }
+    }
+}
+
 /// Every `trim_interval`: the metrics trim, dedup expiry and the queue-wide retention; then, and
 /// soon after a job asking for one finished, the per-job retentions ([`JobRetention`]).
 pub(super) async fn trim_loop(s: Arc<Shared>) {

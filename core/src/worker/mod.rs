@@ -214,9 +214,27 @@ struct Shared {
     job_retention: JobRetention,
     /// The host's hook for this worker's events ([`WorkerBuilder::on_event`]).
     events: Option<WorkerEventHook>,
+    /// The queue's job defaults (`core/src/job_defaults.rs`): read before the first claim, then
+    /// every [`crate::job_defaults::DEFAULTS_REFRESH`]; filled into each job as it starts.
+    defaults: std::sync::RwLock<Arc<crate::JobDefaults>>,
 }
 
 impl Shared {
+    /// The queue's job defaults as last read.
+    fn defaults(&self) -> Arc<crate::JobDefaults> {
+        self.defaults
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Reads the queue's job defaults again.
+    async fn refresh_defaults(&self) -> crate::Result<()> {
+        let d = self.queue.job_defaults().await?;
+        *self.defaults.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(d);
+        Ok(())
+    }
+
     /// Logs a fault of the worker itself (it keeps trying) and reports it to the host's hook.
     fn trouble(&self, what: &str, e: &crate::Error) {
         tracing::warn!(error = %e, "{what}");

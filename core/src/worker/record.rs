@@ -113,6 +113,7 @@ pub(super) async fn finish_reporting(
                     "1"
                 })
                 .arg(q.max_events)
+                .arg(job.attempts)
                 .invoke::<String>(q.store())
                 .await;
             match r {

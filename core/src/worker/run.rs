@@ -9,6 +9,8 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
     while let Some((owner, job, token)) = next.take() {
         s = owner;
         let id = job.id;
+        let mut job = job;
+        s.defaults().apply(&mut job);
         let job = Arc::new(job);
         let began = Instant::now();
         // A job leased ahead reports its start (so that a crash from now on is charged): in the

@@ -1,0 +1,276 @@
+//! [`JobDefaults`]: a queue's defaults for the options most of its jobs share — attempts, backoff,
+//! jitter and retention (BullMQ's `defaultJobOptions`) — stored once, in the queue's `meta` hash
+//! (field `defaults`, the JSON of this type), instead of in every job's record: a job that leaves
+//! one of these options at its built-in default (attempts 1, no backoff, no jitter, kept under the
+//! queue's retention) gets the queue's default when it runs, so the common job carries no
+//! options at all (bench/RESULTS.md, "Memory per waiting job with the options users set").
+//!
+//! Where they apply: a worker reads the defaults before its first claim and every
+//! [`DEFAULTS_REFRESH`] after (`worker/maintenance.rs`), and fills them into each job as it starts
+//! ([`JobDefaults::apply`]): the handler sees them in `job.attempts` and the job's options, and
+//! the job's retry, backoff and retention follow them (`fail.lua` takes the attempts the worker
+//! applied when the record stores none). Changing the defaults changes them for the jobs already
+//! waiting; a worker sees a change within [`DEFAULTS_REFRESH`]. [`Queue::get`] shows a job's
+//! record as stored (its own options only).
+//!
+//! A job's own option wins, but only where it differs from the built-in default: a job added with
+//! `attempts: 1` on a queue whose default is 3 gets 3 (a record stores only what differs from the
+//! built-in defaults, so the two cannot be told apart).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::Job;
+use crate::options::{Backoff, JobOptions, Removal};
+use crate::queue::Queue;
+use crate::spec::JobSpec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::Duration;
+
+/// How often a running worker reads its queue's defaults again.
+pub const DEFAULTS_REFRESH: Duration = Duration::from_secs(2);
+
+/// The `meta` field that holds a queue's defaults (JSON).
+const FIELD: &str = "defaults";
+
+/// A queue's defaults (each `None`: the built-in default). Serialised as the same fields of a
+/// job's stored options, so [`JobDefaults::apply`] fills them in as a job's own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobDefaults {
+    /// Most attempts (at least 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// Wait between attempts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    /// Fraction (0..=1) of each backoff taken off at random.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<f64>,
+    /// What becomes of a job's record once it completes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remove_on_complete: Option<Removal>,
+    /// The same once it finally fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remove_on_fail: Option<Removal>,
+}
+
+impl JobDefaults {
+    /// The options a queue default can be given for (a binding's unknown-option error lists them).
+    pub const FIELDS: &'static [&'static str] = &[
+        "attempts",
+        "backoff",
+        "jitter",
+        "remove_on_complete",
+        "remove_on_fail",
+    ];
+
+    /// The defaults a binding passes in its job-options form (durations in ms): every value is
+    /// checked as a job's own option is; any other option is `invalid_option`.
+    pub fn from_spec(spec: JobSpec) -> Result<JobDefaults> {
+        let others = JobSpec {
+            attempts: None,
+            backoff: None,
+            jitter: None,
+            remove_on_complete: None,
+            remove_on_fail: None,
+            ..spec.clone()
+        };
+        if others != JobSpec::default() {
+            return Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!(
+                    "a queue's job defaults take only {}; other options are the job's own",
+                    Self::FIELDS.join(", ")
+                ),
+            ));
+        }
+        let given = (
+            spec.attempts.is_some(),
+            spec.backoff.is_some(),
+            spec.jitter.is_some(),
+            spec.remove_on_complete.is_some(),
+            spec.remove_on_fail.is_some(),
+        );
+        let o = JobOptions::try_from(spec)?;
+        o.validate()?;
+        Ok(JobDefaults {
+            attempts: given.0.then_some(o.attempts),
+            backoff: given.1.then_some(o.backoff),
+            jitter: given.2.then_some(o.jitter),
+            remove_on_complete: given.3.then_some(o.remove_on_complete),
+            remove_on_fail: given.4.then_some(o.remove_on_fail),
+        })
+    }
+
+    /// Whether no default is set.
+    pub fn is_empty(&self) -> bool {
+        *self == JobDefaults::default()
+    }
+
+    /// The defaults as a job's stored options show them (JSON; `{}` for none): what the bindings
+    /// return from `job_defaults()`.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Default::default()))
+    }
+
+    /// Fills the defaults into a job about to run, where the job left the option at its
+    /// built-in default.
+    pub fn apply(&self, job: &mut Job) {
+        if self.is_empty() {
+            return;
+        }
+        if let (Some(a), 1) = (self.attempts, job.attempts) {
+            job.attempts = a;
+        }
+        if !job.options.is_object() {
+            job.options = Value::Object(Default::default());
+        }
+        let Value::Object(own) = &mut job.options else {
+            return;
+        };
+        let Value::Object(defaults) = self.to_json() else {
+            return;
+        };
+        for (k, v) in defaults {
+            if k != "attempts" {
+                own.entry(k).or_insert(v);
+            }
+        }
+    }
+
+    /// Reads the defaults stored in `meta` (none stored, or a field this build cannot read: none).
+    pub(crate) fn parse(text: Option<&str>) -> JobDefaults {
+        text.and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Queue {
+    /// Sets the queue's job defaults ([`JobDefaults`]), replacing the ones before; empty
+    /// defaults remove them. On a partitioned queue, every partition's.
+    pub async fn set_job_defaults(&self, defaults: &JobDefaults) -> Result<()> {
+        if let Some(p) = self.spread() {
+            crate::queue::partitioned::each(p, |m| Box::pin(m.set_job_defaults_here(defaults)))
+                .await?;
+            return Ok(());
+        }
+        self.set_job_defaults_here(defaults).await
+    }
+
+    pub(crate) async fn set_job_defaults_here(&self, defaults: &JobDefaults) -> Result<()> {
+        let mut conn = self.store().conn();
+        let meta = &self.keys().meta;
+        if defaults.is_empty() {
+            let () = redis::cmd("HDEL")
+                .arg(meta)
+                .arg(FIELD)
+                .query_async(&mut conn)
+                .await?;
+        } else {
+            let () = redis::cmd("HSET")
+                .arg(meta)
+                .arg(FIELD)
+                .arg(defaults.to_json().to_string())
+                .query_async(&mut conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The queue's job defaults (none set: empty).
+    pub async fn job_defaults(&self) -> Result<JobDefaults> {
+        let here = match self.partitions() {
+            Some(p) => &p[0],
+            None => self,
+        };
+        let text: Option<String> = redis::cmd("HGET")
+            .arg(&here.keys().meta)
+            .arg(FIELD)
+            .query_async(&mut here.store().conn())
+            .await?;
+        Ok(JobDefaults::parse(text.as_deref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{BackoffSpec, Millis, RemovalSpec};
+
+    fn job(options: Value, attempts: u32) -> Job {
+        let mut map = std::collections::HashMap::new();
+        map.insert("name".to_string(), "j".to_string());
+        map.insert("data".to_string(), "1".to_string());
+        map.insert("opts".to_string(), options.to_string());
+        map.insert("attempts".to_string(), attempts.to_string());
+        Job::from_record(crate::JobId::from_parts(1_700_000_000_000, 3, 7), None, map)
+    }
+
+    #[test]
+    fn a_job_gets_the_defaults_it_left_at_the_built_in_ones() {
+        let d = JobDefaults {
+            attempts: Some(3),
+            backoff: Some(Backoff::Fixed { delay_ms: 500 }),
+            remove_on_complete: Some(Removal::Now),
+            ..Default::default()
+        };
+        let mut plain = job(serde_json::json!({}), 1);
+        d.apply(&mut plain);
+        assert_eq!(plain.attempts, 3);
+        let o = plain.job_options();
+        assert_eq!(o.backoff, Backoff::Fixed { delay_ms: 500 });
+        assert_eq!(o.remove_on_complete, Removal::Now);
+        assert_eq!(o.remove_on_fail, Removal::Keep);
+
+        let mut own = job(
+            serde_json::json!({"backoff": {"type": "none"}, "remove_on_complete": false}),
+            5,
+        );
+        d.apply(&mut own);
+        assert_eq!(own.attempts, 5, "the job's own attempts");
+        assert_eq!(own.job_options().backoff, Backoff::None, "its own backoff");
+    }
+
+    #[test]
+    fn defaults_are_checked_as_job_options_and_refuse_others() {
+        let spec = JobSpec {
+            attempts: Some(3.0),
+            backoff: Some(BackoffSpec {
+                kind: "exponential".into(),
+                delay: Some(Millis(1000.0)),
+                max: None,
+            }),
+            remove_on_complete: Some(RemovalSpec::Flag(true)),
+            ..Default::default()
+        };
+        let d = JobDefaults::from_spec(spec).unwrap();
+        assert_eq!(d.attempts, Some(3));
+        assert_eq!(
+            d.backoff,
+            Some(Backoff::Exponential {
+                delay_ms: 1000,
+                max_ms: 0
+            })
+        );
+        assert_eq!(d.remove_on_complete, Some(Removal::Now));
+        assert_eq!(d.jitter, None);
+        let back: JobDefaults = serde_json::from_value(d.to_json()).unwrap();
+        assert_eq!(back, d, "reads back exactly");
+
+        let bad = JobSpec {
+            attempts: Some(0.0),
+            ..Default::default()
+        };
+        assert_eq!(
+            JobDefaults::from_spec(bad).unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
+        let other = JobSpec {
+            priority: Some(2.0),
+            ..Default::default()
+        };
+        let e = JobDefaults::from_spec(other).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        assert!(e.message().contains("attempts, backoff"), "{}", e.message());
+    }
+}
