@@ -19,7 +19,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::Job;
-use crate::options::{Backoff, JobOptions, Removal};
+use crate::options::{Backoff, JobOptions, Removal, Retention};
 use crate::queue::Queue;
 use crate::spec::JobSpec;
 use serde::{Deserialize, Serialize};
@@ -111,6 +111,74 @@ impl JobDefaults {
     /// return from `job_defaults()`.
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Default::default()))
+    }
+
+    /// The defaults in the form a binding passes them (`attempts`, `backoff: {type, delay, max}`,
+    /// `jitter`, `remove_on_complete` / `remove_on_fail`: `true`, `false` or `{count, age}`), each
+    /// duration in ms, or in seconds when `seconds` (Python): what `job_defaults()` returns, so
+    /// that what was set reads back as it was given.
+    pub fn spec_json(&self, seconds: bool) -> Value {
+        let t = |ms: u64| -> Value {
+            if seconds {
+                serde_json::json!(ms as f64 / 1000.0)
+            } else {
+                serde_json::json!(ms)
+            }
+        };
+        let removal = |r: Removal| -> Value {
+            match r {
+                Removal::Keep => Value::Bool(false),
+                Removal::Now => Value::Bool(true),
+                Removal::Within(Retention {
+                    count: Some(c),
+                    age_ms: None,
+                }) => c.into(),
+                Removal::Within(k) => {
+                    let mut m = serde_json::Map::new();
+                    if let Some(c) = k.count {
+                        m.insert("count".into(), c.into());
+                    }
+                    if let Some(a) = k.age_ms {
+                        m.insert("age".into(), t(a));
+                    }
+                    Value::Object(m)
+                }
+            }
+        };
+        let mut out = serde_json::Map::new();
+        if let Some(a) = self.attempts {
+            out.insert("attempts".into(), a.into());
+        }
+        if let Some(b) = self.backoff {
+            out.insert(
+                "backoff".into(),
+                match b {
+                    Backoff::None => serde_json::json!({"type": "none"}),
+                    Backoff::Fixed { delay_ms } => {
+                        serde_json::json!({"type": "fixed", "delay": t(delay_ms)})
+                    }
+                    Backoff::Exponential {
+                        delay_ms,
+                        max_ms: 0,
+                    } => {
+                        serde_json::json!({"type": "exponential", "delay": t(delay_ms)})
+                    }
+                    Backoff::Exponential { delay_ms, max_ms } => serde_json::json!({
+                        "type": "exponential", "delay": t(delay_ms), "max": t(max_ms)
+                    }),
+                },
+            );
+        }
+        if let Some(j) = self.jitter {
+            out.insert("jitter".into(), j.into());
+        }
+        if let Some(r) = self.remove_on_complete {
+            out.insert("remove_on_complete".into(), removal(r));
+        }
+        if let Some(r) = self.remove_on_fail {
+            out.insert("remove_on_fail".into(), removal(r));
+        }
+        Value::Object(out)
     }
 
     /// Fills the defaults into a job about to run, where the job left the option at its
@@ -256,6 +324,20 @@ mod tests {
         assert_eq!(d.jitter, None);
         let back: JobDefaults = serde_json::from_value(d.to_json()).unwrap();
         assert_eq!(back, d, "reads back exactly");
+        for seconds in [false, true] {
+            let spec: JobSpec = serde_json::from_value(d.spec_json(seconds)).unwrap();
+            let spec = if seconds { spec.from_seconds() } else { spec };
+            assert_eq!(
+                JobDefaults::from_spec(spec).unwrap(),
+                d,
+                "the spec form, seconds {seconds}"
+            );
+        }
+        assert_eq!(
+            d.spec_json(true),
+            serde_json::json!({"attempts": 3, "backoff": {"type": "exponential", "delay": 1.0},
+                "remove_on_complete": true})
+        );
 
         let bad = JobSpec {
             attempts: Some(0.0),

@@ -23,6 +23,7 @@ export interface NativeQueue {
   batch(spec: string): Promise<NativeBatch>;
   openBatch(id: string, queue: string | null): NativeBatch;
   add(name: string, data: string, opts: string | undefined): Promise<string>;
+  addMany(names: string[], data: string[], opts: string[]): Promise<string[]>;
   addBulkJson(jobs: string): Promise<string>;
   addFlow(flow: string): Promise<string>;
   childrenResults(id: string): Promise<string>;
@@ -38,6 +39,8 @@ export interface NativeQueue {
   retryFailed(): Promise<number>;
   setDeadLetter(queue: string | null): Promise<void>;
   deadLetter(): Promise<string | null>;
+  setJobDefaults(opts: string | undefined): Promise<void>;
+  jobDefaults(): Promise<string>;
   deadLetters(limit: number): Promise<string>;
   replayDeadLetters(ids: string[] | null): Promise<string>;
   promote(id: string): Promise<boolean>;

@@ -14,7 +14,7 @@ import {
 import type {
   BulkJob, CancelOutcome, ConnectOptions, Counts, FlowIds, FlowJob, Job, JobId, JobOptions, JobState, Json, MigrateReport,
   QueueEvent, QueueMetrics, RateLimit, SchedulerInfo, SchedulerSpec, WorkerInfo, Failure, GroupInfo, DeadLetter, DeadLetterOrigin,
-  Replayed, BatchOptions,
+  Replayed, BatchOptions, JobDefaults,
 } from './types';
 
 const RATE_LIMIT_KEYS = ['max', 'window'];
@@ -42,10 +42,21 @@ function optionalGroup(group: unknown): string | null {
   return group === null || group === undefined ? null : groupName(group);
 }
 
+/** An add waiting for the end of its turn of the event loop (`Queue.addInTurn`). */
+interface PendingAdd {
+  name: string;
+  text: string;
+  opts: string | undefined;
+  resolve: (id: JobId) => void;
+  reject: (e: unknown) => void;
+}
+
 /** A handle on one queue. Get one with `await Queue.connect(url | urls, name)`. */
 export class Queue {
   /** @internal */
   readonly [kNative]: NativeQueue;
+  /** The adds of this turn of the event loop, not yet sent (`addInTurn`). */
+  private turn: PendingAdd[] | null = null;
 
   private constructor(token: symbol, nativeQueue: NativeQueue) {
     if (token !== kToken) {
@@ -95,14 +106,60 @@ export class Queue {
   async add<T = unknown>(name: string, data: T, opts?: JobOptions): Promise<JobId> {
     jobName(name, 'the job');
     const text = payloadJson('payload', data);
-    if (!tracingOn) {
-      const o = jobOptsJson(opts);
-      return (await call(() => this[kNative].add(name, text, o))) as JobId;
+    if (!tracingOn) return this.addInTurn(name, text, jobOptsJson(opts));
+    return producer(this.name, undefined, (span) => this.addInTurn(name, text, jobOptsJson(inject(opts, span))), (id) => id);
+  }
+
+  /**
+   * The adds of one turn of the event loop (a `Promise.all` of adds, a busy server's requests
+   * handled in one tick) cross into the addon together: the first add of a turn opens the turn's
+   * line and a microtask (no timer) sends it when the turn's synchronous code is done; a line of
+   * one is the plain one-job `add`, a longer one is `addMany`, each job still its own add (own id,
+   * own error) that the core's coalescer carries to the datastore in shared calls.
+   */
+  private addInTurn(name: string, text: string, opts: string | undefined): Promise<JobId> {
+    return new Promise<JobId>((resolve, reject) => {
+      let line = this.turn;
+      if (line === null) {
+        line = this.turn = [];
+        queueMicrotask(() => this.sendTurn());
+      }
+      line.push({ name, text, opts, resolve, reject });
+    });
+  }
+
+  private sendTurn(): void {
+    const line = this.turn as PendingAdd[];
+    this.turn = null;
+    const native = this[kNative];
+    if (line.length === 1) {
+      const a = line[0];
+      call(() => native.add(a.name, a.text, a.opts)).then((id) => a.resolve(id as JobId), a.reject);
+      return;
     }
-    return producer(this.name, undefined, async (span) => {
-      const o = jobOptsJson(inject(opts, span));
-      return (await call(() => this[kNative].add(name, text, o))) as JobId;
-    }, (id) => id);
+    const names = new Array<string>(line.length);
+    const data = new Array<string>(line.length);
+    const opts = new Array<string>(line.length);
+    for (let i = 0; i < line.length; i++) {
+      names[i] = line[i].name;
+      data[i] = line[i].text;
+      opts[i] = line[i].opts ?? '';
+    }
+    call(() => native.addMany(names, data, opts)).then(
+      (outcomes) => {
+        for (let i = 0; i < line.length; i++) {
+          const o = outcomes[i];
+          if (o.charCodeAt(0) !== 33 /* '!' */) line[i].resolve(o as JobId);
+          else {
+            const colon = o.indexOf(':');
+            line[i].reject(emqError(o.slice(1, colon), o.slice(colon + 1)));
+          }
+        }
+      },
+      (e) => {
+        for (const a of line) a.reject(e);
+      },
+    );
   }
 
   /** Adds many jobs `[{ name, data, opts }]` in pipelined round trips; resolves to their ids in order. */
@@ -220,6 +277,27 @@ export class Queue {
    */
   async setDeadLetter(queue: string | null): Promise<void> {
     return call(() => this[kNative].setDeadLetter(queue));
+  }
+
+  /**
+   * Sets the queue's job defaults, replacing the ones before (`{}`: removes them): `attempts`,
+   * `backoff`, `jitter`, `removeOnComplete`, `removeOnFail`, as `add` takes them (ms). Stored once
+   * with the queue, not in every job: a job that leaves one of them at its built-in default (1
+   * attempt, no backoff, no jitter, kept) runs with the queue's. Workers read them before their
+   * first job and every 2 s, so a change applies to jobs already waiting. Another option:
+   * `InvalidOption`.
+   */
+  async setJobDefaults(defaults: JobDefaults): Promise<void> {
+    const o = jobOptsJson(defaults);
+    return call(() => this[kNative].setJobDefaults(o));
+  }
+
+  /** The queue's job defaults, as `setJobDefaults` took them (`{}`: none; a numeric backoff reads back as `{ type: 'fixed', delay }`). */
+  async jobDefaults(): Promise<JobDefaults> {
+    const raw = JSON.parse(await call(() => this[kNative].jobDefaults())) as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(raw)) out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = v;
+    return out as JobDefaults;
   }
 
   /** This queue's default dead-letter queue, or null. */

@@ -98,6 +98,13 @@ export interface JobOptions {
 }
 
 /**
+ * A queue's job defaults (`Queue.setJobDefaults`): stored once with the queue, not in every job;
+ * a job that leaves one of these at its built-in default (1 attempt, no backoff, no jitter, kept)
+ * runs with the queue's. Times in ms.
+ */
+export type JobDefaults = Pick<JobOptions, 'attempts' | 'backoff' | 'jitter' | 'removeOnComplete' | 'removeOnFail'>;
+
+/**
  * What a flow child's final failure does to its parent: `fail` fails the parent; `ignore` counts the
  * child as done and records its failure for the parent (`{ failed: Failure }` in childrenResults);
  * `remove` drops the dependency.

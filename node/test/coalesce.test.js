@@ -2,13 +2,23 @@
 // Coalesced adds through the Node binding (core/src/queue/coalesce.rs), against real servers
 // (standalone and a 3-master cluster from emq-harness), guarded: 1,000 adds started at once on one
 // queue (Promise.all) each get their own id and read back with their own name, data and options; a
-// job past its group's cap among them fails alone, typed GroupFull.
+// job past its group's cap among them fails alone, typed GroupFull; the adds of one turn of the
+// event loop cross into the addon in one call, which the core carries in a handful of script calls.
 process.env.EMQ_GUARD = '1';
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, GroupFull } = require('..');
+const { execFileSync } = require('child_process');
 const { startServers, unique } = require('../testlib/harness');
+
+/** The server's EVALSHA + EVAL calls so far (INFO commandstats). */
+function scriptCalls(url) {
+  const info = execFileSync('redis-cli', ['-u', url, 'INFO', 'commandstats'], { timeout: 10000 }).toString();
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) calls += Number(m[2]);
+  return calls;
+}
 
 let servers;
 const open = [];
@@ -58,3 +68,47 @@ for (const topology of ['standalone', 'cluster']) {
     assert.equal(new Set(ok).size, 19);
   });
 }
+
+test('the adds of one turn cross into the addon together, and the core carries them in a handful of calls', async () => {
+  const q = await Queue.connect(servers.standalone, unique('coalesce-turn'));
+  open.push(q);
+  await q.add('warm', 0); // the scripts loaded, the connection up
+  // Count the addon's calls: the native handle is the queue's one symbol-keyed property.
+  const native = q[Object.getOwnPropertySymbols(q)[0]];
+  const crossings = { add: 0, addMany: [] };
+  const { add, addMany } = native;
+  native.add = (...a) => { crossings.add += 1; return add.apply(native, a); };
+  native.addMany = (names, ...a) => { crossings.addMany.push(names.length); return addMany.call(native, names, ...a); };
+  const n = 1000;
+  const before = scriptCalls(servers.standalone);
+  const ids = await Promise.all(Array.from({ length: n }, (_, i) => q.add('j', { i })));
+  const calls = scriptCalls(servers.standalone) - before;
+  // one crossing for the turn's 1,000 adds (one at a time, they made 1,000)
+  assert.deepEqual(crossings, { add: 0, addMany: [n] });
+  assert.equal(new Set(ids).size, n);
+  // the first alone, the rest in calls of up to 250 as they reach the core's line
+  assert.ok(calls >= 5 && calls <= 20, `${calls} script calls for ${n} concurrent adds`);
+  assert.equal((await q.counts()).waiting, n + 1);
+  // a lone add is the plain one-job add
+  await q.add('alone', 1);
+  assert.equal(crossings.add, 1);
+});
+
+test('a bad add among the adds of one turn fails alone, typed, and the others are added', async () => {
+  const q = await Queue.connect(servers.standalone, unique('coalesce-bad'));
+  open.push(q);
+  const out = await Promise.allSettled([
+    q.add('a', 1),
+    q.add('b', 2, { priority: -1 }),
+    q.add('c', 3, { id: 'not-a-job-id' }),
+    q.add('d', 4, { attempts: 2 }),
+  ]);
+  assert.equal(out[0].status, 'fulfilled');
+  assert.equal(out[1].status, 'rejected');
+  assert.equal(out[1].reason.code, 'invalid_option', String(out[1].reason));
+  assert.equal(out[2].status, 'rejected');
+  assert.equal(out[2].reason.code, 'invalid_job_id', String(out[2].reason));
+  assert.equal(out[3].status, 'fulfilled');
+  assert.equal((await q.get(out[3].value)).attempts, 2);
+  assert.equal((await q.counts()).waiting, 2);
+});

@@ -15,6 +15,7 @@ mod batch;
 mod children;
 mod dead_letters;
 mod events;
+mod job_defaults;
 mod limits;
 mod options;
 mod queue;

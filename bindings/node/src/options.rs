@@ -52,7 +52,15 @@ fn removal(v: Option<Removal>) -> Option<RemovalSpec> {
 pub(crate) fn job_options(opts: Option<&str>) -> emq::Result<JobOptions> {
     match opts {
         None => Ok(JobOptions::default()),
-        Some(text) => JobOptions::try_from(parse_spec::<JobSpec>("", text)?),
+        Some(_) => JobOptions::try_from(job_spec(opts)?),
+    }
+}
+
+/// A job's options as the JSON text of a `JobSpec` (none: the defaults), unconverted.
+pub(crate) fn job_spec(opts: Option<&str>) -> emq::Result<JobSpec> {
+    match opts {
+        None => Ok(JobSpec::default()),
+        Some(text) => parse_spec::<JobSpec>("", text),
     }
 }
 

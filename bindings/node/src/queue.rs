@@ -130,6 +130,44 @@ impl NativeQueue {
         .await
     }
 
+    /// Adds the one-job adds that `Queue.add` collected in one turn of the JS event loop, in one
+    /// crossing: each is its own `add` (same checks, own id, own outcome), started together so
+    /// that the core's coalescer carries them to the datastore in shared calls. `opts[i]` is the
+    /// JSON of job i's options, `""` for none. Outcome i is the job's id, or `!<code>:<message>`
+    /// for a job that failed on its own (a job id never starts with `!`).
+    #[napi]
+    pub async fn add_many(
+        &self,
+        names: Vec<String>,
+        data: Vec<String>,
+        opts: Vec<String>,
+    ) -> Settled<Vec<String>> {
+        Settled::of(async move {
+            if names.len() != data.len() || names.len() != opts.len() {
+                return Err(throw(invalid_option(
+                    "addMany: names, data and opts differ in length",
+                )));
+            }
+            let adds = names
+                .iter()
+                .zip(&data)
+                .zip(&opts)
+                .map(|((name, data), opts)| async move {
+                    let options = job_options((!opts.is_empty()).then_some(opts.as_str()))?;
+                    self.q.add_json(name, data, options).await
+                });
+            let outcomes = futures::future::join_all(adds).await;
+            Ok(outcomes
+                .into_iter()
+                .map(|o| match o {
+                    Ok(id) => id.to_string(),
+                    Err(e) => format!("!{}:{}", e.code().as_str(), e.message()),
+                })
+                .collect())
+        })
+        .await
+    }
+
     /// Adds many jobs given as one JSON array of `{name, data, opts}`, in pipelined round trips;
     /// returns their ids in order, comma-separated.
     #[napi]

@@ -513,6 +513,23 @@ awaitable_methods! {
             Ok(Box::pin(async move { Ok(Out::OptJson(q.dead_letter().await?.map(|n| Value::String(n).to_string()))) }))
         }
 
+        /// The queue's job defaults, as `add`'s keywords (`attempts`, `backoff`, `jitter`,
+        /// `remove_on_complete`, `remove_on_fail`; durations in seconds), checked by the core; none
+        /// removes them.
+        #[pyo3(signature = (options, blocking=false))]
+        fn set_job_defaults(&self, py, options: Option<&Bound<'_, PyDict>>) {
+            let q = self.core(py)?;
+            let d = emq::JobDefaults::from_spec(job_spec(py, options)?).map_err(|e| core_err(py, &e))?;
+            Ok(Box::pin(async move { q.set_job_defaults(&d).await.map(|_| Out::None) }))
+        }
+
+        /// The queue's job defaults as `set_job_defaults` takes them (JSON, seconds).
+        #[pyo3(signature = (blocking=false))]
+        fn job_defaults(&self, py) {
+            let q = self.core(py)?;
+            Ok(Box::pin(async move { Ok(Out::Json(q.job_defaults().await?.spec_json(true).to_string())) }))
+        }
+
         /// The dead-lettered jobs this queue holds: `[{id, name, state, origin}]`.
         #[pyo3(signature = (limit=100, blocking=false))]
         fn dead_letters(&self, py, limit: u64) {

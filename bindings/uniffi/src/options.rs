@@ -34,7 +34,7 @@ impl Backoff {
         }
     }
 
-    fn from_core(b: emq::Backoff) -> Option<Backoff> {
+    pub(crate) fn from_core(b: emq::Backoff) -> Option<Backoff> {
         match b {
             emq::Backoff::None => None,
             emq::Backoff::Fixed { delay_ms } => Some(Backoff::Fixed {
@@ -194,7 +194,7 @@ impl From<&emq::JobOptions> for JobOptions {
 }
 
 /// `remove_on_*` and `keep_*` (two fields of this record for the core's one option).
-fn removal(
+pub(crate) fn removal(
     what: &str,
     remove: bool,
     keep: Option<Retention>,

@@ -166,6 +166,10 @@ impl WorkerHandle {
                 )
                 .await;
         }
+        // Once more now that the fetch loop has ended: a registration it sent while the first
+        // withdrawal ran lands after it, and an add would hand a job to this closed worker (the
+        // job then waits in active for its lease to expire; CI saw a replayed job there).
+        withdraw(&s).await;
         wait_idle(&s, until).await;
         if !s.aborted.load(Ordering::SeqCst) && s.pool.running.load(Ordering::SeqCst) > 0 {
             // The grace period is over: tell the running handlers, and let them stop.

@@ -111,3 +111,17 @@ def _outcome(out: Dict[str, Any]) -> Any:
         return out["result"]
     raise HandlerFailed.from_failure(out["failure"])
 
+
+def _job_defaults(d: Dict[str, Any]) -> Dict[str, Any]:
+    """A queue's job defaults as the core returns them, with ``backoff`` in Python's shape (a
+    tuple ``(kind, seconds)`` or ``(kind, seconds, max_seconds)``; ``None``: no backoff), so
+    that they read back as :meth:`emq.Queue.set_job_defaults` took them."""
+    b = d.get("backoff")
+    if isinstance(b, dict):
+        if b.get("type") == "none":
+            d["backoff"] = None
+        elif "max" in b:
+            d["backoff"] = (b["type"], b["delay"], b["max"])
+        else:
+            d["backoff"] = (b["type"], b["delay"])
+    return d

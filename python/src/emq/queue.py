@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from . import _emq
 from . import tracing as _tracing
-from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
+from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _job_defaults, _options, _outcome, _tls, _urls
 from .batch import Batch, _callback
 from .events import EventStream
 
@@ -316,6 +316,19 @@ class Queue:
     async def dead_letter(self) -> Optional[str]:
         """This queue's default dead-letter queue, or ``None``."""
         return await self._native.dead_letter()
+
+    async def set_job_defaults(self, **defaults: Any) -> None:
+        """Sets the queue's job defaults, replacing the ones before (none: removes them):
+        ``attempts``, ``backoff``, ``jitter``, ``remove_on_complete``, ``remove_on_fail``, in
+        :meth:`add`'s forms (seconds). Stored once with the queue, not in every job: a job that
+        leaves one of them at its built-in default (attempts 1, no backoff, no jitter, kept) runs
+        with the queue's. Workers read them before their first job and every 2 s, so a change
+        applies to jobs already waiting. Another option is ``InvalidOption``."""
+        await self._native.set_job_defaults(defaults)
+
+    async def job_defaults(self) -> Dict[str, Any]:
+        """The queue's job defaults, as :meth:`set_job_defaults` took them (``{}``: none)."""
+        return _job_defaults(await self._native.job_defaults())
 
     async def dead_letters(self, limit: int = 100) -> List[Dict[str, Any]]:
         """The dead-lettered jobs this queue holds (as a dead-letter queue): ``id``, ``name``,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import _emq
 from . import tracing as _tracing
-from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _options, _outcome, _tls, _urls
+from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _job_defaults, _options, _outcome, _tls, _urls
 from .batch import _callback, _job_options
 from .job import Job
 from .worker import _natives
@@ -227,6 +227,12 @@ class Queue:
 
     def dead_letter(self) -> Optional[str]:
         return _blocking(self._native.dead_letter)
+
+    def set_job_defaults(self, **defaults: Any) -> None:
+        _blocking(self._native.set_job_defaults, defaults)
+
+    def job_defaults(self) -> Dict[str, Any]:
+        return _job_defaults(_blocking(self._native.job_defaults))
 
     def dead_letters(self, limit: int = 100) -> List[Dict[str, Any]]:
         return _blocking(self._native.dead_letters, limit)
