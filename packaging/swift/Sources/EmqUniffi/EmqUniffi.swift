@@ -1294,6 +1294,17 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func openBatch(id: String) throws  -> Batch
     
     /**
+     * This queue's job defaults (none set: all fields unset).
+     */
+    func jobDefaults() async throws  -> JobDefaults
+    
+    /**
+     * Replaces this queue's job defaults (all fields unset: removes them). Workers read them
+     * before their first job and every 2 s.
+     */
+    func setJobDefaults(defaults: JobDefaults) async throws 
+    
+    /**
      * Adds a job with a JSON payload; returns its id.
      */
     func add(name: String, dataJson: String, options: JobOptions?) async throws  -> String
@@ -1706,6 +1717,45 @@ open func openBatch(id: String)throws  -> Batch  {
         FfiConverterString.lower(id),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * This queue's job defaults (none set: all fields unset).
+     */
+open func jobDefaults()async throws  -> JobDefaults  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_job_defaults(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeJobDefaults_lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Replaces this queue's job defaults (all fields unset: removes them). Workers read them
+     * before their first job and every 2 s.
+     */
+open func setJobDefaults(defaults: JobDefaults)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_set_job_defaults(
+                        self.uniffiCloneHandle(),FfiConverterTypeJobDefaults_lower(defaults)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_void,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_void,
+            freeFunc: ffi_emq_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
 }
     
     /**
@@ -3396,6 +3446,127 @@ public func FfiConverterTypeFlowJob_lift(_ buf: RustBuffer) throws -> FlowJob {
 #endif
 public func FfiConverterTypeFlowJob_lower(_ value: FlowJob) -> RustBuffer {
     return FfiConverterTypeFlowJob.lower(value)
+}
+
+
+/**
+ * A queue's job defaults: stored once with the queue, not in every job; a job that leaves one
+ * of these at its built-in default (1 attempt, no backoff, no jitter, kept) runs with the
+ * queue's. Durations in milliseconds.
+ */
+public struct JobDefaults: Equatable, Hashable {
+    /**
+     * Most attempts (at least 1).
+     */
+    public var attempts: Int32?
+    /**
+     * Wait between attempts.
+     */
+    public var backoff: Backoff?
+    /**
+     * Fraction (0..=1) of each backoff taken off at random.
+     */
+    public var jitter: Double?
+    /**
+     * Delete a job as soon as it completes.
+     */
+    public var removeOnComplete: Bool
+    /**
+     * Delete a job as soon as it finally fails.
+     */
+    public var removeOnFail: Bool
+    /**
+     * Keep completed jobs within this.
+     */
+    public var keepCompleted: Retention?
+    /**
+     * Keep finally failed jobs within this.
+     */
+    public var keepFailed: Retention?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Most attempts (at least 1).
+         */attempts: Int32? = nil, 
+        /**
+         * Wait between attempts.
+         */backoff: Backoff? = nil, 
+        /**
+         * Fraction (0..=1) of each backoff taken off at random.
+         */jitter: Double? = nil, 
+        /**
+         * Delete a job as soon as it completes.
+         */removeOnComplete: Bool = false, 
+        /**
+         * Delete a job as soon as it finally fails.
+         */removeOnFail: Bool = false, 
+        /**
+         * Keep completed jobs within this.
+         */keepCompleted: Retention? = nil, 
+        /**
+         * Keep finally failed jobs within this.
+         */keepFailed: Retention? = nil) {
+        self.attempts = attempts
+        self.backoff = backoff
+        self.jitter = jitter
+        self.removeOnComplete = removeOnComplete
+        self.removeOnFail = removeOnFail
+        self.keepCompleted = keepCompleted
+        self.keepFailed = keepFailed
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension JobDefaults: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeJobDefaults: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> JobDefaults {
+        return
+            try JobDefaults(
+                attempts: FfiConverterOptionInt32.read(from: &buf), 
+                backoff: FfiConverterOptionTypeBackoff.read(from: &buf), 
+                jitter: FfiConverterOptionDouble.read(from: &buf), 
+                removeOnComplete: FfiConverterBool.read(from: &buf), 
+                removeOnFail: FfiConverterBool.read(from: &buf), 
+                keepCompleted: FfiConverterOptionTypeRetention.read(from: &buf), 
+                keepFailed: FfiConverterOptionTypeRetention.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: JobDefaults, into buf: inout [UInt8]) {
+        FfiConverterOptionInt32.write(value.attempts, into: &buf)
+        FfiConverterOptionTypeBackoff.write(value.backoff, into: &buf)
+        FfiConverterOptionDouble.write(value.jitter, into: &buf)
+        FfiConverterBool.write(value.removeOnComplete, into: &buf)
+        FfiConverterBool.write(value.removeOnFail, into: &buf)
+        FfiConverterOptionTypeRetention.write(value.keepCompleted, into: &buf)
+        FfiConverterOptionTypeRetention.write(value.keepFailed, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJobDefaults_lift(_ buf: RustBuffer) throws -> JobDefaults {
+    return try FfiConverterTypeJobDefaults.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJobDefaults_lower(_ value: JobDefaults) -> RustBuffer {
+    return FfiConverterTypeJobDefaults.lower(value)
 }
 
 
@@ -5472,6 +5643,30 @@ fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
+    typealias SwiftType = Int32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
     typealias SwiftType = UInt64?
 
@@ -6560,6 +6755,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_open_batch() != 27640) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_job_defaults() != 61385) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_set_job_defaults() != 25500) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_add() != 10114) {

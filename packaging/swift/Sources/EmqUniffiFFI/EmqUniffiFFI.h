@@ -368,6 +368,16 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_batch(uint64_t ptr, RustBuffer option
 uint64_t uniffi_emq_uniffi_fn_method_queue_open_batch(uint64_t ptr, RustBuffer id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_JOB_DEFAULTS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_JOB_DEFAULTS
+uint64_t uniffi_emq_uniffi_fn_method_queue_job_defaults(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_JOB_DEFAULTS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_SET_JOB_DEFAULTS
+uint64_t uniffi_emq_uniffi_fn_method_queue_set_job_defaults(uint64_t ptr, RustBuffer defaults
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_ADD
 uint64_t uniffi_emq_uniffi_fn_method_queue_add(uint64_t ptr, RustBuffer name, RustBuffer data_json, RustBuffer options
@@ -1047,6 +1057,18 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_batch(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_OPEN_BATCH
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_OPEN_BATCH
 uint16_t uniffi_emq_uniffi_checksum_method_queue_open_batch(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_JOB_DEFAULTS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_JOB_DEFAULTS
+uint16_t uniffi_emq_uniffi_checksum_method_queue_job_defaults(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_JOB_DEFAULTS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_SET_JOB_DEFAULTS
+uint16_t uniffi_emq_uniffi_checksum_method_queue_set_job_defaults(void
     
 );
 #endif
