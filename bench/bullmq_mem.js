@@ -2,7 +2,8 @@
 // Redis memory per waiting job for BullMQ (Node), the counterpart of emq-bench's `memory`
 // scenario (the anchors do not measure it). Usage: node bullmq_mem.js OUT.json
 // Needs the anchors' node_modules: ANCHORS_DIR (default /tmp/anchors).
-// FLUSHALL, open a Queue (defaultJobOptions {removeOnComplete: true}), read INFO memory
+// FLUSHALL, open a Queue (defaultJobOptions {removeOnComplete: true}; with MEM_TYPICAL=1 also
+// attempts 3 and an exponential backoff of 1 s), read INFO memory
 // used_memory, addBulk N_JOBS jobs `{i}` in chunks of 1000 (no worker), read used_memory again.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -19,6 +20,10 @@ const port = envInt('REDIS_PORT', 6390);
 const n = envInt('N_JOBS', 20000);
 const reps = envInt('REPS', 1);
 const connection = { host: '127.0.0.1', port };
+// MEM_TYPICAL=1: the options BullMQ users typically set (emq-bench's `memory_typical`).
+const defaultJobOptions = process.env.MEM_TYPICAL === '1'
+  ? { removeOnComplete: true, attempts: 3, backoff: { type: 'exponential', delay: 1000 } }
+  : { removeOnComplete: true };
 
 async function usedMemory(admin) {
   const info = await admin.info('memory');
@@ -33,7 +38,7 @@ async function main() {
   try {
     for (let rep = 0; rep < reps; rep++) {
       await admin.flushall();
-      const q = new Queue('bench-memory', { connection, defaultJobOptions: { removeOnComplete: true } });
+      const q = new Queue('bench-memory', { connection, defaultJobOptions });
       await q.waitUntilReady();
       const m0 = await usedMemory(admin);
       for (let start = 0; start < n; start += 1000) {

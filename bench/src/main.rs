@@ -277,6 +277,11 @@ async fn add_concurrent(
 }
 
 async fn add_bulk_chunks(cfg: &Cfg, q: &Queue, n: u64) -> BResult<()> {
+    add_bulk_chunks_with(cfg, q, n, rmc()).await
+}
+
+/// [`add_bulk_chunks`] with these options on every job.
+async fn add_bulk_chunks_with(cfg: &Cfg, q: &Queue, n: u64, options: JobOptions) -> BResult<()> {
     let mut start = 0;
     while start < n {
         let end = n.min(start + cfg.batch);
@@ -284,7 +289,7 @@ async fn add_bulk_chunks(cfg: &Cfg, q: &Queue, n: u64) -> BResult<()> {
             .map(|i| NewJob {
                 name: "j".into(),
                 data: json!({ "i": i }),
-                options: rmc(),
+                options: options.clone(),
             })
             .collect();
         q.add_bulk(jobs).await.map_err(e2s)?;
@@ -469,6 +474,56 @@ async fn memory(cfg: &Cfg, admin: &mut Admin, name: &str, n: u64) -> BResult<Map
     Ok(m)
 }
 
+/// The options BullMQ users typically set on every job (`defaultJobOptions`): 3 attempts, an
+/// exponential backoff from 1 s, removed on completion.
+fn typical() -> emq::JobDefaults {
+    emq::JobDefaults {
+        attempts: Some(3),
+        backoff: Some(emq::Backoff::Exponential {
+            delay_ms: 1000,
+            max_ms: 0,
+        }),
+        remove_on_complete: Some(emq::Removal::Now),
+        ..Default::default()
+    }
+}
+
+/// (g) memory per waiting job with the typical options: set once as the queue's job defaults
+/// (`queue_defaults`), the jobs carrying none; or in every job's own options.
+async fn memory_typical(
+    cfg: &Cfg,
+    admin: &mut Admin,
+    name: &str,
+    n: u64,
+    queue_defaults: bool,
+) -> BResult<Map<String, Value>> {
+    let q = open(cfg, name).await?;
+    let d = typical();
+    let own = if queue_defaults {
+        q.set_job_defaults(&d).await.map_err(e2s)?;
+        JobOptions::default()
+    } else {
+        JobOptions {
+            attempts: d.attempts.unwrap_or(1),
+            backoff: d.backoff.unwrap_or(emq::Backoff::None),
+            remove_on_complete: emq::Removal::Now,
+            ..JobOptions::default()
+        }
+    };
+    let m0 = admin.info_field("memory", "used_memory").await?;
+    add_bulk_chunks_with(cfg, &q, n, own).await?;
+    let m1 = admin.info_field("memory", "used_memory").await?;
+    let c = q.counts().await.map_err(e2s)?;
+    if c.waiting != n {
+        return Err(format!("memory: {} waiting, expected {n}", c.waiting));
+    }
+    q.close().await.map_err(e2s)?;
+    let mut m = Map::new();
+    m.insert("bytes_per_waiting_job".into(), json!((m1 - m0) / n as f64));
+    m.insert("used_memory_delta".into(), json!(m1 - m0));
+    Ok(m)
+}
+
 async fn run_scenario(cfg: &Cfg, admin: &mut Admin, id: &str) -> BResult<Map<String, Value>> {
     let name = format!("bench-{id}");
     let n = cfg.jobs;
@@ -481,6 +536,8 @@ async fn run_scenario(cfg: &Cfg, admin: &mut Admin, id: &str) -> BResult<Map<Str
         "process_c100" => process(cfg, admin, &name, n, 100).await,
         "latency" => latency(cfg, &name, cfg.latency_jobs).await,
         "memory" => memory(cfg, admin, &name, n).await,
+        "memory_typical" => memory_typical(cfg, admin, &name, n, true).await,
+        "memory_typical_own" => memory_typical(cfg, admin, &name, n, false).await,
         "cancel_latency" => control::cancel_latency(cfg, &name, cfg.latency_jobs).await,
         "wait_latency" => control::wait_latency(cfg, &name, cfg.latency_jobs).await,
         other => Err(format!("unknown scenario {other}")),
@@ -499,7 +556,12 @@ const SCENARIOS: [&str; 8] = [
 ];
 
 /// Scenarios run only when `SCENARIOS` names them (not part of the side-by-side table).
-const OPT_IN: [&str; 2] = ["cancel_latency", "wait_latency"];
+const OPT_IN: [&str; 4] = [
+    "cancel_latency",
+    "wait_latency",
+    "memory_typical",
+    "memory_typical_own",
+];
 
 #[tokio::main]
 async fn main() {
