@@ -112,18 +112,20 @@ export class Queue {
 
   /**
    * The adds of one turn of the event loop (a `Promise.all` of adds, a busy server's requests
-   * handled in one tick) cross into the addon together: the first add of a turn opens the turn's
-   * line and a microtask (no timer) sends it when the turn's synchronous code is done; a line of
-   * one is the plain one-job `add`, a longer one is `addMany`, each job still its own add (own id,
-   * own error) that the core's coalescer carries to the datastore in shared calls.
+   * handled in one tick) cross into the addon together: the first add of a turn goes at once, as
+   * the plain one-job `add`, and opens the turn's line; the adds after it in the same turn join
+   * the line, which a microtask (no timer) sends when the turn's synchronous code is done, as one
+   * `addMany` call (one of them alone: `add`). Each job is still its own add (own id, own error),
+   * which the core's coalescer carries to the datastore in shared calls.
    */
   private addInTurn(name: string, text: string, opts: string | undefined): Promise<JobId> {
+    const line = this.turn;
+    if (line === null) {
+      this.turn = [];
+      queueMicrotask(() => this.sendTurn());
+      return call(() => this[kNative].add(name, text, opts)) as Promise<JobId>;
+    }
     return new Promise<JobId>((resolve, reject) => {
-      let line = this.turn;
-      if (line === null) {
-        line = this.turn = [];
-        queueMicrotask(() => this.sendTurn());
-      }
       line.push({ name, text, opts, resolve, reject });
     });
   }
@@ -131,6 +133,7 @@ export class Queue {
   private sendTurn(): void {
     const line = this.turn as PendingAdd[];
     this.turn = null;
+    if (line.length === 0) return;
     const native = this[kNative];
     if (line.length === 1) {
       const a = line[0];
