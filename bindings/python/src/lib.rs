@@ -16,6 +16,7 @@ mod convert;
 mod dispatch;
 mod errors;
 mod extras;
+mod local;
 mod loop_bridge;
 mod options;
 mod queue;

@@ -42,6 +42,14 @@ fn queue_name_text(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
 pub(crate) struct Queue {
     pub(crate) inner: emq::Queue,
     pub(crate) pid: u32,
+    /// This handle's number in the process (a thread's own connection is kept by it: `local.rs`).
+    pub(crate) id: u64,
+}
+
+/// A number for a new native queue handle, unique in the process.
+pub(crate) fn next_queue_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// One TLS input: `bytes` are PEM, a `str` a path (or PEM text); the core reads and checks it.
@@ -223,6 +231,25 @@ awaitable_methods! {
         fn open_batch(&self, py: Python<'_>, id: String) -> PyResult<crate::batch::Batch> {
             let inner = self.core(py)?.open_batch(&id).map_err(|e| core_err(py, &e))?;
             Ok(crate::batch::Batch { inner })
+        }
+
+        /// `add`, blocking, on this thread's own connection (`local.rs`): the sync API's add.
+        #[pyo3(signature = (name, data, options=None))]
+        fn add_here(
+            &self,
+            py: Python<'_>,
+            name: &Bound<'_, PyAny>,
+            data: &Bound<'_, PyAny>,
+            options: Option<&Bound<'_, PyDict>>,
+        ) -> PyResult<Py<PyAny>> {
+            let a = add_args(py, name, data, options)?;
+            let q = self.core(py)?;
+            crate::local::block_here(py, self.id, &q, move |q| {
+                Box::pin(async move {
+                    let id = q.add_json(&a.name, &a.data, a.options).await?;
+                    Ok(Out::Str(id.to_string()))
+                })
+            })
         }
 
         /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries

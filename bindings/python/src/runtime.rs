@@ -85,6 +85,7 @@ impl Out {
                 Queue {
                     inner: q,
                     pid: std::process::id(),
+                    id: crate::queue::next_queue_id(),
                 },
             )?
             .into_any(),
@@ -135,7 +136,7 @@ pub(crate) fn run(py: Python<'_>, fut: CoreFuture, blocking: bool) -> PyResult<P
 }
 
 /// Runs `fut` to completion on the runtime with the GIL released.
-fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
+pub(crate) fn block(py: Python<'_>, fut: CoreFuture) -> PyResult<Py<PyAny>> {
     let rt = runtime()?;
     let outcome = py.detach(|| rt.block_on(fut));
     outcome.map_err(|e| core_err(py, &e))?.into_py(py)

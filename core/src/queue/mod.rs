@@ -204,6 +204,21 @@ impl Queue {
         ))
     }
 
+    /// The same queue (its name, id minter, partitions and events cap) on a connection of its own,
+    /// made now with this one's options on the current runtime, with handles of its own (add line,
+    /// waits): what a binding gives each thread of a blocking API, so that the thread's own
+    /// runtime drives that connection and a blocking call makes no thread hop (Python's
+    /// `emq.sync`). Ids stay unique: the minter, and its node-id lease, are shared.
+    pub async fn on_own_connection(&self) -> Result<Queue> {
+        let store = Store::connect(self.store.options().clone()).await?;
+        let mut q = Queue::from_parts(store, self.minter.clone(), self.name.clone());
+        q.max_events = self.max_events;
+        Ok(match &self.parts {
+            Some(p) => q.with_partitions(p.members.len() as u16),
+            None => q,
+        })
+    }
+
     /// Another queue on the same connection and id minter, opened with its stored partition
     /// count (one round trip): where the core adds to a queue it only knows by name (a flow's
     /// node, a dead-letter queue), so a partitioned one gets its jobs in its partitions.

@@ -95,10 +95,11 @@ class Queue:
     ) -> str:
         """Adds a job; returns its id (see :meth:`emq.Queue.add`)."""
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
+        # On this thread's own connection (bindings/python/src/local.rs): no hop to another thread.
         if not _tracing.ENABLED:
-            return _blocking(self._native.add, name, data, opts)
+            return self._native.add_here(name, data, opts)
         with _tracing.producer(self.name) as span:
-            job_id: str = _blocking(self._native.add, name, data, _tracing.inject(opts))
+            job_id: str = self._native.add_here(name, data, _tracing.inject(opts))
             if span is not None:
                 span.set_attribute("messaging.message.id", job_id)
             return job_id
