@@ -156,6 +156,44 @@ async fn adds_spread_and_keys_keep_to_one_partition() {
     }
 }
 
+/// A job without a key or an id of its own goes to the emptier of two partitions (power of two
+/// choices on the backlogs): with one partition 2,000 jobs behind, the next adds avoid it. By id
+/// alone (as before), it got a quarter of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adds_avoid_a_partition_with_a_backlog() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-backlog"), Some(4))
+            .await
+            .unwrap();
+        let deep = &q.partitions().unwrap()[0];
+        let backlog: Vec<NewJob> = (0..2000)
+            .map(|i| NewJob {
+                name: "old".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        deep.add_bulk(backlog).await.unwrap();
+        // The handle reads the backlogs on its first add (in the background), then every 250 ms.
+        q.add("first", json!(0), JobOptions::default())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = per_partition(&q).await;
+        for i in 0..400 {
+            q.add("new", json!(i), JobOptions::default()).await.unwrap();
+        }
+        let after = per_partition(&q).await;
+        let grew: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        assert_eq!(grew.iter().sum::<u64>(), 400, "{topology}");
+        assert!(grew[0] <= 20, "{topology}: the deep partition got {grew:?}");
+        for n in &grew[1..] {
+            assert!((90..=180).contains(n), "{topology}: {grew:?}");
+        }
+        q.obliterate(true).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_pause_drain_and_moves_span_the_partitions() {
     for (topology, store) in common::both().await {

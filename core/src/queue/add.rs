@@ -329,16 +329,19 @@ impl Queue {
     /// given) and the index of its partition.
     pub(super) fn route(
         &self,
-        p: &crate::queue::partition_set::Partitions,
+        p: &std::sync::Arc<crate::queue::partition_set::Partitions>,
         options: &mut JobOptions,
     ) -> Result<usize> {
         options.validate()?;
-        let id = match options.id {
-            Some(id) => id,
-            None => self.minter.mint()?,
+        let (id, own_id) = match options.id {
+            Some(id) => (id, true),
+            None => (self.minter.mint()?, false),
         };
         options.id = Some(id);
-        Ok(p.job_index(id, options))
+        if own_id || options.group.is_some() || options.dedup.is_some() {
+            return Ok(p.job_index(id, options));
+        }
+        Ok(p.by_backlog())
     }
 
     async fn add_text(&self, name: &str, data: String, options: JobOptions) -> Result<JobId> {

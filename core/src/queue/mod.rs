@@ -151,7 +151,7 @@ impl Queue {
             .into_iter()
             .map(|p| Queue::from_parts(self.store.clone(), self.minter.clone(), p))
             .collect();
-        self.parts = Some(Arc::new(partition_set::Partitions { members }));
+        self.parts = Some(Arc::new(partition_set::Partitions::new(members)));
         self
     }
 

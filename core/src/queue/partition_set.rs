@@ -10,6 +10,9 @@ use crate::job_id::JobId;
 use crate::keyspace::CoreKey;
 use crate::options::JobOptions;
 use crate::partitions::check_count;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The partition count stored for `name`, if it is a partitioned queue.
 pub(crate) async fn stored_count(q: &Queue) -> Result<Option<u16>> {
@@ -99,12 +102,35 @@ pub(crate) async fn forget_count(q: &Queue) -> Result<()> {
     Ok(())
 }
 
-/// The partitions of one partitioned queue, in index order.
+/// How old the backlogs a handle routes by may get before it reads them again.
+const BACKLOG_REFRESH: Duration = Duration::from_millis(250);
+
+/// The partitions of one partitioned queue, in index order, and this handle's estimate of each
+/// one's backlog (the jobs ready to run: wait, prioritized and the grouped ready ones), by which a
+/// job with neither a key nor an id of its own goes to the emptier of two partitions picked at
+/// random (power of two choices): a backlog read at most [`BACKLOG_REFRESH`] ago (in the
+/// background, one small pipeline per partition, started by an add that finds it stale), plus
+/// the jobs this handle routed to it since.
 pub(crate) struct Partitions {
     pub(crate) members: Vec<Queue>,
+    backlog: Vec<AtomicU64>,
+    /// When the backlogs were last read (ms since `epoch`), and whether a read is under way.
+    read_at_ms: AtomicU64,
+    reading: AtomicBool,
+    epoch: Instant,
 }
 
 impl Partitions {
+    pub(crate) fn new(members: Vec<Queue>) -> Partitions {
+        Partitions {
+            backlog: members.iter().map(|_| AtomicU64::new(0)).collect(),
+            members,
+            read_at_ms: AtomicU64::new(0),
+            reading: AtomicBool::new(false),
+            epoch: Instant::now(),
+        }
+    }
+
     /// The partition a key (a group, a dedup key) lives in.
     pub(crate) fn for_key(&self, key: &str) -> &Queue {
         &self.members[self.key_index(key)]
@@ -123,6 +149,54 @@ impl Partitions {
         }
     }
 
+    /// The partition for a job with neither a key nor an id given by its caller (a retried add
+    /// with its own id must find the same partition, so those go by id): the emptier of two
+    /// picked at random, by the backlogs as last read and what this handle sent since. Starts a
+    /// read of the backlogs when they are stale (on the current tokio runtime).
+    pub(crate) fn by_backlog(self: &Arc<Self>) -> usize {
+        self.refresh_if_stale();
+        let n = self.members.len();
+        let a = rand::random::<u64>() as usize % n;
+        let b = (a + 1 + rand::random::<u64>() as usize % (n - 1)) % n;
+        let (la, lb) = (
+            self.backlog[a].load(Ordering::Relaxed),
+            self.backlog[b].load(Ordering::Relaxed),
+        );
+        let pick = if lb < la { b } else { a };
+        self.backlog[pick].fetch_add(1, Ordering::Relaxed);
+        pick
+    }
+
+    fn refresh_if_stale(self: &Arc<Self>) {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let read_at = self.read_at_ms.load(Ordering::Relaxed);
+        if read_at != 0 && now.saturating_sub(read_at) < BACKLOG_REFRESH.as_millis() as u64 {
+            return;
+        }
+        if self.reading.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.reading.store(false, Ordering::Release);
+            return;
+        };
+        let p = self.clone();
+        rt.spawn(async move {
+            let read = futures::future::join_all(p.members.iter().map(backlog_of)).await;
+            for (slot, n) in p.backlog.iter().zip(read) {
+                // A partition that could not be read keeps its estimate.
+                if let Ok(n) = n {
+                    slot.store(n, Ordering::Relaxed);
+                }
+            }
+            p.read_at_ms.store(
+                p.epoch.elapsed().as_millis().max(1) as u64,
+                Ordering::Relaxed,
+            );
+            p.reading.store(false, Ordering::Release);
+        });
+    }
+
     fn key_index(&self, key: &str) -> usize {
         usize::from(crc16(key.as_bytes())) % self.members.len()
     }
@@ -135,4 +209,19 @@ impl Partitions {
         x ^= x >> 33;
         (x % self.members.len() as u64) as usize
     }
+}
+
+/// One partition's backlog: its wait list, its prioritized jobs and its grouped ready jobs.
+async fn backlog_of(q: &Queue) -> Result<u64> {
+    let k = q.keys();
+    let (wait, prioritized, grouped): (u64, u64, u64) = redis::pipe()
+        .cmd("LLEN")
+        .arg(&k.wait)
+        .cmd("ZCARD")
+        .arg(&k.prioritized)
+        .cmd("ZCARD")
+        .arg(&k.group_ready)
+        .query_async(&mut q.store().conn())
+        .await?;
+    Ok(wait + prioritized + grouped)
 }

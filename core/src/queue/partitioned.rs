@@ -3,7 +3,8 @@
 //! and comes here. Every partition is a plain queue in its own slot, so each step below is the
 //! plain call on one partition; nothing here spans two slots in one script.
 //!
-//! - adds go to the partition `Partitions::job_index` picks (an id minted first), a bulk add split
+//! - adds go to the partition `Partitions::job_index` picks for a key or a caller's id, else the
+//!   emptier of two (`Partitions::by_backlog`; an id minted first either way), a bulk add split
 //!   by partition and its ids given back in the order of the jobs;
 //! - counts are summed; a page of a state is merged by id (creation order: oldest first for the
 //!   waiting states, newest first for completed and failed), reading `offset + limit` ids of each
@@ -148,7 +149,11 @@ pub(crate) async fn list(
 
 /// A bulk add split by partition (each part one plain bulk add, all at once); the ids in the
 /// order of `jobs`.
-pub(crate) async fn add_bulk(q: &Queue, p: &Partitions, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+pub(crate) async fn add_bulk(
+    q: &Queue,
+    p: &Arc<Partitions>,
+    jobs: Vec<NewJob>,
+) -> Result<Vec<JobId>> {
     let n = p.members.len();
     let mut parts: Vec<Vec<NewJob>> = (0..n).map(|_| Vec::new()).collect();
     let mut at: Vec<(usize, usize)> = Vec::with_capacity(jobs.len());
