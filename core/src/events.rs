@@ -18,8 +18,10 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::job_id::JobId;
 use crate::keyspace::Key;
 use crate::store::Store;
+use crate::task::TaskHandle;
 use std::collections::HashMap;
 use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// Longest result (JSON text) or failure message, in bytes, an event carries (`lua/complete.lua`,
 /// `lua/fail.lua`).
@@ -97,35 +99,72 @@ pub(crate) fn expand(
     out
 }
 
-/// Reads a queue's events in order.
+/// Reads a queue's events in order: one stream, or (a partitioned queue) its partitions' streams
+/// merged ([`Merged`], below: in order per partition, each event's `stream_id` then a cursor
+/// over every partition).
 pub struct EventStream {
+    inner: Inner,
+}
+
+enum Inner {
+    One(OneStream),
+    Merged(Merged),
+}
+
+/// One stream's reader.
+pub(crate) struct OneStream {
     store: Store,
     key: Key,
-    last: String,
+    pub(crate) last: String,
     conn: Option<redis::aio::MultiplexedConnection>,
+}
+
+/// The id of a stream's newest entry, or `0-0`: "now", pinned so no event is missed between two
+/// reads.
+pub(crate) async fn newest_id(store: &Store, key: &Key) -> Result<String> {
+    let newest: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+        .arg(key)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut store.conn())
+        .await?;
+    Ok(newest
+        .first()
+        .map(|e| e.0.clone())
+        .unwrap_or_else(|| "0-0".into()))
 }
 
 impl EventStream {
     pub(crate) async fn new(store: Store, key: Key, after: Option<String>) -> Result<EventStream> {
+        Ok(EventStream {
+            inner: Inner::One(OneStream::new(store, key, after).await?),
+        })
+    }
+
+    pub(crate) fn merged(m: Merged) -> EventStream {
+        EventStream {
+            inner: Inner::Merged(m),
+        }
+    }
+
+    /// The next events, waiting up to `wait` for the first one; empty when none came.
+    pub async fn next_batch(&mut self, wait: Duration, count: usize) -> Result<Vec<Event>> {
+        match &mut self.inner {
+            Inner::One(s) => s.next_batch(wait, count).await,
+            Inner::Merged(m) => m.next_batch(wait, count).await,
+        }
+    }
+}
+
+impl OneStream {
+    pub(crate) async fn new(store: Store, key: Key, after: Option<String>) -> Result<OneStream> {
         let last = match after {
             Some(id) => id,
-            None => {
-                // Pin "now" to a concrete id, so no event is missed between two reads.
-                let newest: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
-                    .arg(&key)
-                    .arg("+")
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(1)
-                    .query_async(&mut store.conn())
-                    .await?;
-                newest
-                    .first()
-                    .map(|e| e.0.clone())
-                    .unwrap_or_else(|| "0-0".into())
-            }
+            None => newest_id(&store, &key).await?,
         };
-        Ok(EventStream {
+        Ok(OneStream {
             store,
             key,
             last,
@@ -133,8 +172,12 @@ impl EventStream {
         })
     }
 
-    /// The next events, waiting up to `wait` for the first one; empty when none came.
-    pub async fn next_batch(&mut self, wait: Duration, count: usize) -> Result<Vec<Event>> {
+    /// The next raw entries after `last` (which moves on), waiting up to `wait`.
+    pub(crate) async fn next_entries(
+        &mut self,
+        wait: Duration,
+        count: usize,
+    ) -> Result<Vec<(String, HashMap<String, String>)>> {
         if self.conn.is_none() {
             self.conn = Some(self.store.blocking_connection(&self.key).await?);
         }
@@ -158,8 +201,200 @@ impl EventStream {
         };
         let mut out = Vec::new();
         for (_, entries) in reply.unwrap_or_default() {
-            out.extend(expand(entries, Some(&mut self.last)));
+            if let Some((id, _)) = entries.last() {
+                self.last = id.clone();
+            }
+            out.extend(entries);
         }
         Ok(out)
     }
+
+    async fn next_batch(&mut self, wait: Duration, count: usize) -> Result<Vec<Event>> {
+        let entries = self.next_entries(wait, count).await?;
+        Ok(expand(entries, None))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A partitioned queue's events as one stream: [`Merged`] reads every partition's stream (each on
+// a blocking connection of its own, to the node that owns it, in a reader task per partition) and
+// hands their events on in order per partition; between partitions, in the order they arrived.
+//
+// The cursor: a merged event's `stream_id` is not one entry id but the position of every
+// partition when the event was handed on, `<id of partition 0>,<id of partition 1>,…` (the
+// event's own entry id at its partition's place). Passing it back as `after` resumes each
+// partition exactly there, so a follower that stops and resumes misses and repeats nothing. A
+// plain entry id is refused as `after` (it names one partition's place only). `recent_events`
+// gives the newest entries of all partitions merged by entry id (the masters' clocks), each with
+// the cursor of its place in that merge.
+
+/// Raw stream entries: (entry id, fields).
+type Entries = Vec<(String, HashMap<String, String>)>;
+
+/// How long a reader task blocks in one XREAD.
+const READ_BLOCK: Duration = Duration::from_millis(1000);
+
+/// The merged reader of a partitioned queue's events.
+pub(crate) struct Merged {
+    /// Each partition's place: the id of the last entry handed on.
+    last: Vec<String>,
+    rx: mpsc::Receiver<(usize, Entries)>,
+    /// Entries received and not yet handed on (a batch takes at most `count` events).
+    held: std::collections::VecDeque<(usize, Entries)>,
+    _readers: Vec<TaskHandle>,
+}
+
+/// The cursor of a place: every partition's id, comma-separated.
+fn cursor(last: &[String]) -> String {
+    last.join(",")
+}
+
+/// The places an `after` cursor names, one per partition.
+fn parse_after(after: &str, n: usize) -> Result<Vec<String>> {
+    let ids: Vec<String> = after.split(',').map(str::to_string).collect();
+    let well_formed = ids.len() == n
+        && ids.iter().all(|id| {
+            let mut it = id.splitn(2, '-');
+            let (ms, seq) = (it.next().unwrap_or(""), it.next().unwrap_or("0"));
+            !ms.is_empty()
+                && ms.bytes().all(|b| b.is_ascii_digit())
+                && seq.bytes().all(|b| b.is_ascii_digit())
+        });
+    if !well_formed {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "after must be a stream id this partitioned queue's events gave ({n} entry ids, comma-separated), got {after:?}"
+            ),
+        ));
+    }
+    Ok(ids)
+}
+
+impl Merged {
+    /// Follows the partitions' streams from now on, or from an `after` cursor.
+    pub(crate) async fn open(parts: &[(Store, Key)], after: Option<String>) -> Result<Merged> {
+        let last = match after {
+            Some(a) => parse_after(&a, parts.len())?,
+            None => {
+                futures::future::try_join_all(
+                    parts.iter().map(|(store, key)| newest_id(store, key)),
+                )
+                .await?
+            }
+        };
+        let (tx, rx) = mpsc::channel(64);
+        let mut readers = Vec::with_capacity(parts.len());
+        for (i, p) in parts.iter().enumerate() {
+            let mut one = OneStream::new(p.0.clone(), p.1.clone(), Some(last[i].clone())).await?;
+            let tx = tx.clone();
+            readers.push(TaskHandle::spawn(async move {
+                loop {
+                    match one.next_entries(READ_BLOCK, 500).await {
+                        Ok(entries) if entries.is_empty() => {}
+                        Ok(entries) => {
+                            if tx.send((i, entries)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, partition = i, "emq: reading a partition's events failed; retrying");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                }
+            }));
+        }
+        Ok(Merged {
+            last,
+            rx,
+            held: Default::default(),
+            _readers: readers,
+        })
+    }
+
+    /// The next events, waiting up to `wait` for the first one; empty when none came.
+    pub(crate) async fn next_batch(&mut self, wait: Duration, count: usize) -> Result<Vec<Event>> {
+        if self.held.is_empty() {
+            match tokio::time::timeout(wait, self.rx.recv()).await {
+                Ok(Some(got)) => self.held.push_back(got),
+                Ok(None) | Err(_) => return Ok(Vec::new()),
+            }
+        }
+        while let Ok(got) = self.rx.try_recv() {
+            self.held.push_back(got);
+        }
+        let mut out = Vec::new();
+        while out.len() < count.max(1) {
+            let Some((i, mut entries)) = self.held.pop_front() else {
+                break;
+            };
+            // An entry of a batch transition reads as many events; a batch may end inside it.
+            let mut taken = 0;
+            for (id, fields) in entries.iter() {
+                self.last[i] = id.clone();
+                let at = cursor(&self.last);
+                for mut e in expand(vec![(id.clone(), fields.clone())], None) {
+                    e.stream_id = at.clone();
+                    out.push(e);
+                }
+                taken += 1;
+                if out.len() >= count.max(1) {
+                    break;
+                }
+            }
+            if taken < entries.len() {
+                entries.drain(..taken);
+                self.held.push_front((i, entries));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The newest `limit` events of every partition, merged by entry id, oldest first; each with the
+/// cursor of its place in the merge (a partition with no entry before it: `0-0`).
+pub(crate) async fn recent(parts: &[(Store, Key)], limit: usize) -> Result<Vec<Event>> {
+    let per: Vec<Entries> =
+        futures::future::try_join_all(parts.iter().map(|(store, key)| async move {
+            let mut e: Entries = redis::cmd("XREVRANGE")
+                .arg(key)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit + 1)
+                .query_async(&mut store.conn())
+                .await?;
+            e.reverse();
+            Ok::<Entries, Error>(e)
+        }))
+        .await?;
+    let key = |id: &str| -> (u64, u64) {
+        let mut it = id.splitn(2, '-');
+        (
+            it.next().and_then(|m| m.parse().ok()).unwrap_or(0),
+            it.next().and_then(|s| s.parse().ok()).unwrap_or(0),
+        )
+    };
+    let mut all: Vec<(usize, String, HashMap<String, String>)> = per
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, es)| es.into_iter().map(move |(id, f)| (i, id, f)))
+        .collect();
+    all.sort_by_key(|(i, id, _)| (key(id), *i));
+    let skip = all.len().saturating_sub(limit);
+    let mut last = vec!["0-0".to_string(); parts.len()];
+    let mut out = Vec::new();
+    for (n, (i, id, fields)) in all.into_iter().enumerate() {
+        last[i] = id.clone();
+        if n < skip {
+            continue;
+        }
+        let at = cursor(&last);
+        for mut e in expand(vec![(id, fields)], None) {
+            e.stream_id = at.clone();
+            out.push(e);
+        }
+    }
+    Ok(out)
 }

@@ -17,11 +17,8 @@
 //! `attempts: 1` on a queue whose default is 3 gets 3 (a record stores only what differs from the
 //! built-in defaults, so the two cannot be told apart).
 
-use crate::error::{Error, ErrorCode, Result};
 use crate::job::Job;
-use crate::options::{Backoff, JobOptions, Removal, Retention};
-use crate::queue::Queue;
-use crate::spec::JobSpec;
+use crate::options::{Backoff, Removal, Retention};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
@@ -30,7 +27,7 @@ use std::time::Duration;
 pub const DEFAULTS_REFRESH: Duration = Duration::from_secs(2);
 
 /// The `meta` field that holds a queue's defaults (JSON).
-const FIELD: &str = "defaults";
+pub(crate) const FIELD: &str = "defaults";
 
 /// A queue's defaults (each `None`: the built-in default). Serialised as the same fields of a
 /// job's stored options, so [`JobDefaults::apply`] fills them in as a job's own.
@@ -63,44 +60,6 @@ impl JobDefaults {
         "remove_on_complete",
         "remove_on_fail",
     ];
-
-    /// The defaults a binding passes in its job-options form (durations in ms): every value is
-    /// checked as a job's own option is; any other option is `invalid_option`.
-    pub fn from_spec(spec: JobSpec) -> Result<JobDefaults> {
-        let others = JobSpec {
-            attempts: None,
-            backoff: None,
-            jitter: None,
-            remove_on_complete: None,
-            remove_on_fail: None,
-            ..spec.clone()
-        };
-        if others != JobSpec::default() {
-            return Err(Error::new(
-                ErrorCode::InvalidOption,
-                format!(
-                    "a queue's job defaults take only {}; other options are the job's own",
-                    Self::FIELDS.join(", ")
-                ),
-            ));
-        }
-        let given = (
-            spec.attempts.is_some(),
-            spec.backoff.is_some(),
-            spec.jitter.is_some(),
-            spec.remove_on_complete.is_some(),
-            spec.remove_on_fail.is_some(),
-        );
-        let o = JobOptions::try_from(spec)?;
-        o.validate()?;
-        Ok(JobDefaults {
-            attempts: given.0.then_some(o.attempts),
-            backoff: given.1.then_some(o.backoff),
-            jitter: given.2.then_some(o.jitter),
-            remove_on_complete: given.3.then_some(o.remove_on_complete),
-            remove_on_fail: given.4.then_some(o.remove_on_fail),
-        })
-    }
 
     /// Whether no default is set.
     pub fn is_empty(&self) -> bool {
@@ -213,57 +172,9 @@ impl JobDefaults {
     }
 }
 
-impl Queue {
-    /// Sets the queue's job defaults ([`JobDefaults`]), replacing the ones before; empty
-    /// defaults remove them. On a partitioned queue, every partition's.
-    pub async fn set_job_defaults(&self, defaults: &JobDefaults) -> Result<()> {
-        if let Some(p) = self.spread() {
-            crate::queue::partitioned::each(p, |m| Box::pin(m.set_job_defaults_here(defaults)))
-                .await?;
-            return Ok(());
-        }
-        self.set_job_defaults_here(defaults).await
-    }
-
-    pub(crate) async fn set_job_defaults_here(&self, defaults: &JobDefaults) -> Result<()> {
-        let mut conn = self.store().conn();
-        let meta = &self.keys().meta;
-        if defaults.is_empty() {
-            let () = redis::cmd("HDEL")
-                .arg(meta)
-                .arg(FIELD)
-                .query_async(&mut conn)
-                .await?;
-        } else {
-            let () = redis::cmd("HSET")
-                .arg(meta)
-                .arg(FIELD)
-                .arg(defaults.to_json().to_string())
-                .query_async(&mut conn)
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// The queue's job defaults (none set: empty).
-    pub async fn job_defaults(&self) -> Result<JobDefaults> {
-        let here = match self.partitions() {
-            Some(p) => &p[0],
-            None => self,
-        };
-        let text: Option<String> = redis::cmd("HGET")
-            .arg(&here.keys().meta)
-            .arg(FIELD)
-            .query_async(&mut here.store().conn())
-            .await?;
-        Ok(JobDefaults::parse(text.as_deref()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{BackoffSpec, Millis, RemovalSpec};
 
     fn job(options: Value, attempts: u32) -> Job {
         let mut map = std::collections::HashMap::new();
@@ -297,62 +208,5 @@ mod tests {
         d.apply(&mut own);
         assert_eq!(own.attempts, 5, "the job's own attempts");
         assert_eq!(own.job_options().backoff, Backoff::None, "its own backoff");
-    }
-
-    #[test]
-    fn defaults_are_checked_as_job_options_and_refuse_others() {
-        let spec = JobSpec {
-            attempts: Some(3.0),
-            backoff: Some(BackoffSpec {
-                kind: "exponential".into(),
-                delay: Some(Millis(1000.0)),
-                max: None,
-            }),
-            remove_on_complete: Some(RemovalSpec::Flag(true)),
-            ..Default::default()
-        };
-        let d = JobDefaults::from_spec(spec).unwrap();
-        assert_eq!(d.attempts, Some(3));
-        assert_eq!(
-            d.backoff,
-            Some(Backoff::Exponential {
-                delay_ms: 1000,
-                max_ms: 0
-            })
-        );
-        assert_eq!(d.remove_on_complete, Some(Removal::Now));
-        assert_eq!(d.jitter, None);
-        let back: JobDefaults = serde_json::from_value(d.to_json()).unwrap();
-        assert_eq!(back, d, "reads back exactly");
-        for seconds in [false, true] {
-            let spec: JobSpec = serde_json::from_value(d.spec_json(seconds)).unwrap();
-            let spec = if seconds { spec.from_seconds() } else { spec };
-            assert_eq!(
-                JobDefaults::from_spec(spec).unwrap(),
-                d,
-                "the spec form, seconds {seconds}"
-            );
-        }
-        assert_eq!(
-            d.spec_json(true),
-            serde_json::json!({"attempts": 3, "backoff": {"type": "exponential", "delay": 1.0},
-                "remove_on_complete": true})
-        );
-
-        let bad = JobSpec {
-            attempts: Some(0.0),
-            ..Default::default()
-        };
-        assert_eq!(
-            JobDefaults::from_spec(bad).unwrap_err().code(),
-            ErrorCode::InvalidOption
-        );
-        let other = JobSpec {
-            priority: Some(2.0),
-            ..Default::default()
-        };
-        let e = JobDefaults::from_spec(other).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidOption);
-        assert!(e.message().contains("attempts, backoff"), "{}", e.message());
     }
 }

@@ -18,17 +18,13 @@
 //! `emq.job.outcome`. The bindings do not turn this feature on: their packages make the spans in
 //! their own language.
 
-use crate::handler::HandlerResult;
-use crate::job::Job;
 use crate::job_id::JobId;
 use crate::keyspace::QueueName;
 use crate::options::JobOptions;
 use crate::trace::TraceContext;
-use futures::future::BoxFuture;
-use futures::FutureExt as _;
 use opentelemetry::trace::{
-    FutureExt as _, Link, Span, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
-    TraceId, TraceState, Tracer,
+    Span, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
+    Tracer,
 };
 use opentelemetry::{global, Context, KeyValue};
 use std::str::FromStr;
@@ -59,7 +55,7 @@ pub fn relation() -> Relation {
     }
 }
 
-fn messaging(queue: &QueueName, operation: &'static str) -> Vec<KeyValue> {
+pub(crate) fn messaging(queue: &QueueName, operation: &'static str) -> Vec<KeyValue> {
     vec![
         KeyValue::new("messaging.system", "emq"),
         KeyValue::new("messaging.destination.name", queue.as_str().to_string()),
@@ -89,7 +85,7 @@ pub(crate) fn current() -> Option<TraceContext> {
 }
 
 /// The span context a job's W3C context names (remote), or None when it has none or it is unusable.
-fn remote(trace: &TraceContext) -> Option<SpanContext> {
+pub(crate) fn remote(trace: &TraceContext) -> Option<SpanContext> {
     let trace_id = TraceId::from_hex(trace.trace_id()).ok()?;
     let span_id = SpanId::from_hex(trace.span_id()).ok()?;
     let flags = if trace.sampled() {
@@ -153,57 +149,4 @@ impl Send {
         }
         span.end();
     }
-}
-
-/// Runs `work` (one run of `job`) inside a `process <queue>` span.
-pub(crate) fn process(
-    queue: &QueueName,
-    job: &Job,
-    work: BoxFuture<'static, HandlerResult>,
-) -> BoxFuture<'static, HandlerResult> {
-    let tracer = global::tracer("emq");
-    let mut attributes = messaging(queue, "process");
-    attributes.push(KeyValue::new("messaging.message.id", job.id.to_string()));
-    attributes.push(KeyValue::new("emq.job.name", job.name.clone()));
-    attributes.push(KeyValue::new(
-        "emq.job.attempt",
-        i64::from(job.attempts_made) + 1,
-    ));
-    let mut builder = tracer
-        .span_builder(format!("process {queue}"))
-        .with_kind(SpanKind::Consumer)
-        .with_attributes(attributes);
-    let producer = job.trace().as_ref().and_then(remote);
-    let parent = match (producer, relation()) {
-        (Some(sc), Relation::Child) => Context::new().with_remote_span_context(sc),
-        (Some(sc), Relation::Link) => {
-            builder = builder.with_links(vec![Link::new(sc, Vec::new(), 0)]);
-            Context::new()
-        }
-        (None, _) => Context::new(),
-    };
-    let span = builder.start_with_context(&tracer, &parent);
-    let cx = Context::new().with_span(span);
-    let during = cx.clone();
-    async move {
-        let out = work.with_context(during).await;
-        let span = cx.span();
-        match &out {
-            Ok(_) => span.set_attribute(KeyValue::new("emq.job.outcome", "completed")),
-            Err(e) => {
-                span.set_attribute(KeyValue::new("emq.job.outcome", "failed"));
-                span.add_event(
-                    "exception",
-                    vec![
-                        KeyValue::new("exception.type", e.code.clone()),
-                        KeyValue::new("exception.message", e.message.clone()),
-                    ],
-                );
-                span.set_status(Status::error(e.message.clone()));
-            }
-        }
-        span.end();
-        out
-    }
-    .boxed()
 }

@@ -326,12 +326,104 @@ async fn a_worker_serves_every_partition_and_starves_none() {
     }
 }
 
+/// A partitioned queue's events read as one stream: every job's added, active and completed
+/// events arrive, in order per job; an event's stream id is a cursor that resumes every
+/// partition exactly (nothing missed or repeated); recent_events merges the partitions; a plain
+/// entry id as `after` is a typed refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_events_of_every_partition_read_as_one_stream() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-events"), Some(3)).await.unwrap();
+        let mut events = q.events(None).await.unwrap();
+        let mut ids = Vec::new();
+        for i in 0..30 {
+            ids.push(q.add("e", json!(i), JobOptions::default()).await.unwrap());
+        }
+        let w = Worker::builder(q.clone())
+            .handler(|_job: JobContext| async { Ok(json!(1)) })
+            .run()
+            .unwrap();
+        let mut seen: HashMap<emq::JobId, Vec<String>> = HashMap::new();
+        let mut cursor_after_20 = None;
+        let mut all = Vec::new();
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while seen
+            .values()
+            .filter(|k| k.contains(&"completed".to_string()))
+            .count()
+            < 30
+        {
+            assert!(std::time::Instant::now() < until, "{topology}: {seen:?}");
+            for e in events
+                .next_batch(Duration::from_millis(200), 7)
+                .await
+                .unwrap()
+            {
+                if let Some(id) = e.job_id {
+                    seen.entry(id).or_default().push(e.kind.clone());
+                }
+                all.push(e.clone());
+                if all.len() == 20 {
+                    cursor_after_20 = Some(e.stream_id.clone());
+                }
+            }
+        }
+        w.close().await.unwrap();
+        for id in &ids {
+            let kinds = &seen[id];
+            let at = |k: &str| kinds.iter().position(|x| x == k).unwrap();
+            assert!(
+                at("added") < at("active") && at("active") < at("completed"),
+                "{topology}: {kinds:?}"
+            );
+        }
+        // Resuming from the 20th event's cursor gives exactly the events after it.
+        let cursor = cursor_after_20.unwrap();
+        assert_eq!(cursor.split(',').count(), 3, "{cursor}");
+        let mut again = q.events(Some(cursor)).await.unwrap();
+        let mut rest = Vec::new();
+        while rest.len() < all.len() - 20 {
+            let got = again
+                .next_batch(Duration::from_millis(500), 100)
+                .await
+                .unwrap();
+            assert!(
+                !got.is_empty(),
+                "{topology}: {} of {}",
+                rest.len(),
+                all.len() - 20
+            );
+            rest.extend(got);
+        }
+        let key = |e: &emq::events::Event| (e.job_id, e.kind.clone());
+        let mut want: Vec<_> = all[20..].iter().map(key).collect();
+        let mut got: Vec<_> = rest.iter().map(key).collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{topology}: the same events after the cursor");
+        assert!(again
+            .next_batch(Duration::from_millis(300), 100)
+            .await
+            .unwrap()
+            .is_empty());
+        // The newest events of all partitions, merged.
+        let recent = q.recent_events(500).await.unwrap();
+        assert_eq!(
+            recent.iter().filter(|e| e.kind == "completed").count(),
+            30,
+            "{topology}"
+        );
+        let e = q.events(Some("1-0".into())).await.err().unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidOption, "{}", e.message());
+        q.obliterate(true).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_not_spread_yet_are_typed_refusals() {
     let store = common::standalone().await;
     let q = open(&store, &unique("part-refuse"), Some(3)).await.unwrap();
     let refused = [
-        q.events(None).await.err().map(|e| e.code()),
         q.set_rate_limit(None).await.err().map(|e| e.code()),
         q.set_global_concurrency(Some(2))
             .await

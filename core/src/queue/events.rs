@@ -7,14 +7,24 @@ use std::collections::HashMap;
 
 impl Queue {
     /// Follows the queue's events from now on (or after a stream id).
+    /// On a partitioned queue, the partitions' streams merged (`events.rs`: an event's
+    /// `stream_id` is then a cursor over every partition, which `after` takes back).
     pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
-        self.plain_only("the events stream")?;
+        if let Some(p) = self.spread() {
+            return Ok(EventStream::merged(
+                crate::events::Merged::open(&streams(&p.members), after).await?,
+            ));
+        }
         EventStream::new(self.store().clone(), self.keys().events.clone(), after).await
     }
 
     /// The newest `limit` events, oldest first (without waiting).
+    /// On a partitioned queue, every partition's newest merged by entry id (the masters'
+    /// clocks), each event's `stream_id` the cursor of its place.
     pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
-        self.plain_only("the events stream")?;
+        if let Some(p) = self.spread() {
+            return crate::events::recent(&streams(&p.members), limit).await;
+        }
         let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
             .arg(&self.keys().events)
             .arg("+")
@@ -26,4 +36,12 @@ impl Queue {
         entries.reverse();
         Ok(expand(entries, None))
     }
+}
+
+/// Each partition's events stream and the store it lives on.
+fn streams(parts: &[Queue]) -> Vec<(Store, crate::keyspace::Key)> {
+    parts
+        .iter()
+        .map(|p| (p.store().clone(), p.keys().events.clone()))
+        .collect()
 }

@@ -27,6 +27,7 @@ mod add;
 mod cleanup;
 mod coalesce;
 mod events;
+mod job_defaults;
 mod ops;
 pub(crate) mod partition_set;
 pub(crate) mod partitioned;

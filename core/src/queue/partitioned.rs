@@ -14,10 +14,11 @@
 //!   "not found" as a plain queue does);
 //! - pause, resume, drain, clean, trim, obliterate, retry_failed and dedup expiry run on each
 //!   partition and add up; `is_paused` is true when every partition is paused;
-//! - a group's settings go to the group's partition; the queue's dead-letter default to every one.
+//! - a group's settings go to the group's partition; the queue's dead-letter default to every one;
+//! - the events stream is every partition's, merged (`events.rs`).
 //!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
-//! keys, which no worker serves): the events stream, schedulers, flows, and the queue-wide rate
+//! keys, which no worker serves): schedulers, flows, and the queue-wide rate
 //! limit and global concurrency (which need a count shared across slots).
 
 use super::{NewJob, Queue};

@@ -32,6 +32,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::time::Duration;
 
+mod job_defaults;
 mod json;
 mod worker;
 pub use json::{from_json_text, from_json_value};

@@ -82,6 +82,8 @@ mod order;
 mod pool;
 mod record;
 mod run;
+#[cfg(feature = "otel")]
+mod span;
 
 pub use crate::options::{QueueOrder, MAX_QUEUE_WEIGHT};
 pub use crate::options::{WorkerOptions, PREFETCH_MAX_JOB};

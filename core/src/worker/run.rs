@@ -80,7 +80,7 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                 None => s.handler.handle(ctx),
             };
             #[cfg(feature = "otel")]
-            let work = crate::otel::process(s.queue.name(), &job, work);
+            let work = span::process(s.queue.name(), &job, work);
             let run = tokio::spawn(work.instrument(span));
             flight.abort = Some(run.abort_handle());
             run
