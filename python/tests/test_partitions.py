@@ -1,7 +1,8 @@
 """Partitioned queues (`partitions=`), on real servers (standalone and the 3-master cluster): the
 count reads back and is the queue's (found without it, another one refused with
 `InvalidOption`), bad counts refused, adds spread and read back through the one handle, a
-worker (async and sync) runs every job of every partition."""
+worker (async and sync) runs every job of every partition; the events of every partition read as
+one stream, each stream id a cursor over them all."""
 
 from __future__ import annotations
 
@@ -59,3 +60,25 @@ def test_the_sync_api_takes_partitions(standalone, qname):
     assert q.partitions == 3
     q.add("x", {"n": 1})
     assert q.counts()["waiting"] == 1
+
+
+async def test_a_partitioned_queues_events_read_as_one_stream(cluster, qname):
+    q = await emq.Queue.connect(cluster, qname, partitions=3)
+    stream = await q.events()
+    ids = [await q.add("e", {"i": i}) for i in range(12)]
+    added = {}
+    deadline = time.monotonic() + 20
+    while len(added) < 12:
+        assert time.monotonic() < deadline, added
+        for e in await stream.next_batch(0.2, 50):
+            if e["kind"] == "added":
+                added[e["job_id"]] = e["stream_id"]
+    assert set(added) == set(ids)
+    # each stream id is a cursor over the 3 partitions, which `after` takes back
+    last = added[ids[-1]]
+    assert last.count(",") == 2, last
+    recent = await q.recent_events(100)
+    assert {e["job_id"] for e in recent if e["kind"] == "added"} == set(ids)
+    with pytest.raises(InvalidOption):
+        await q.events(after="1-0")
+    del stream
