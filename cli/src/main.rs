@@ -150,6 +150,10 @@ enum Command {
     /// of every group).
     Groups(commands::groups::Args),
 
+    /// A queue's job defaults (attempts, backoff, jitter, retention): printed, `--set '<JSON>'`
+    /// (job options, times in ms) or `--clear`.
+    Defaults(commands::defaults::Args),
+
     /// Dead-letter queues: `list <dlq>` the jobs that failed for good elsewhere and wait there,
     /// `replay <dlq> --ids a,b | --all` them back to their queues, `set <queue> <dlq|none>` a
     /// queue's default dead-letter queue.
@@ -222,6 +226,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Queues(args) => commands::queues::run_queues(&cli.urls, &args).await,
         Command::Workers(args) => commands::queues::run_workers(&cli.urls, &args).await,
         Command::Groups(args) => commands::groups::run(&cli.urls, &args).await,
+        Command::Defaults(args) => commands::defaults::run(&cli.urls, &args).await,
         Command::Dlq(args) => commands::dlq::run(&cli.urls, &args).await,
         Command::Batches(args) => commands::batches::run(&cli.urls, &args).await,
         Command::Ui(args) => commands::ui::run(&cli.urls, &args).await,

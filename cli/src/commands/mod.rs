@@ -4,6 +4,7 @@ pub mod add;
 pub mod admin;
 pub mod audit;
 pub mod batches;
+pub mod defaults;
 pub mod demo;
 pub mod dev;
 pub mod dlq;
