@@ -459,19 +459,7 @@ async fn latency(cfg: &Cfg, name: &str, n: u64) -> BResult<Map<String, Value>> {
 
 /// (f) Redis memory per waiting job: INFO memory used_memory before/after adding n jobs, no worker.
 async fn memory(cfg: &Cfg, admin: &mut Admin, name: &str, n: u64) -> BResult<Map<String, Value>> {
-    let q = open(cfg, name).await?;
-    let m0 = admin.info_field("memory", "used_memory").await?;
-    add_bulk_chunks(cfg, &q, n).await?;
-    let m1 = admin.info_field("memory", "used_memory").await?;
-    let c = q.counts().await.map_err(e2s)?;
-    if c.waiting != n {
-        return Err(format!("memory: {} waiting, expected {n}", c.waiting));
-    }
-    q.close().await.map_err(e2s)?;
-    let mut m = Map::new();
-    m.insert("bytes_per_waiting_job".into(), json!((m1 - m0) / n as f64));
-    m.insert("used_memory_delta".into(), json!(m1 - m0));
-    Ok(m)
+    memory_with(cfg, admin, name, n, None, rmc()).await
 }
 
 /// The options BullMQ users typically set on every job (`defaultJobOptions`): 3 attempts, an
@@ -497,19 +485,32 @@ async fn memory_typical(
     n: u64,
     queue_defaults: bool,
 ) -> BResult<Map<String, Value>> {
-    let q = open(cfg, name).await?;
     let d = typical();
-    let own = if queue_defaults {
-        q.set_job_defaults(&d).await.map_err(e2s)?;
-        JobOptions::default()
-    } else {
-        JobOptions {
-            attempts: d.attempts.unwrap_or(1),
-            backoff: d.backoff.unwrap_or(emq::Backoff::None),
-            remove_on_complete: emq::Removal::Now,
-            ..JobOptions::default()
-        }
+    if queue_defaults {
+        return memory_with(cfg, admin, name, n, Some(d), JobOptions::default()).await;
+    }
+    let own = JobOptions {
+        attempts: d.attempts.unwrap_or(1),
+        backoff: d.backoff.unwrap_or(emq::Backoff::None),
+        remove_on_complete: emq::Removal::Now,
+        ..JobOptions::default()
     };
+    memory_with(cfg, admin, name, n, None, own).await
+}
+
+/// Memory per waiting job: `n` jobs with options `own` bulk-added to a queue with `defaults`.
+async fn memory_with(
+    cfg: &Cfg,
+    admin: &mut Admin,
+    name: &str,
+    n: u64,
+    defaults: Option<emq::JobDefaults>,
+    own: JobOptions,
+) -> BResult<Map<String, Value>> {
+    let q = open(cfg, name).await?;
+    if let Some(d) = defaults {
+        q.set_job_defaults(&d).await.map_err(e2s)?;
+    }
     let m0 = admin.info_field("memory", "used_memory").await?;
     add_bulk_chunks_with(cfg, &q, n, own).await?;
     let m1 = admin.info_field("memory", "used_memory").await?;
