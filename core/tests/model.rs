@@ -147,6 +147,7 @@ async fn fail(q: &Queue, id: JobId, token: &str, retry: bool) -> String {
         .arg(if retry { "1" } else { "0" })
         .arg("1")
         .arg(MAX_EVENTS)
+        .arg(1) // the attempts the worker ran with (the record's own win)
         .invoke(q.store())
         .await
         .unwrap()
