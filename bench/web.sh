@@ -41,7 +41,10 @@
 # /tmp/web-venv/bin/python), EMQ_NODE_PKG (emq's built Node package; default ./node), ANCHORS_DIR
 # (bullmq 6.7.0 + ioredis in node_modules; default /tmp/anchors), WEB_LOADGEN (a built
 # emq-webload; default: build bench/web/loadgen with cargo into WEB_LOADGEN_TARGET, default
-# /tmp/web-loadgen-target; it depends on libc only), WEB_OUT (bench/out-web), WEB_WRITE_RESULTS (1).
+# /tmp/web-loadgen-target; it depends on libc only), WEB_OUT (bench/out-web), WEB_WRITE_RESULTS (1),
+# WEB_LIBS (the libraries of phase 2, "bullmq emq"; "none" is the services' handler answering without
+# enqueuing, the HTTP part's own cost), WEB_SAT_FROM (a directory with an earlier run's
+# sat_LANG_PIN.txt: phase 1 is skipped and its rates are used).
 # Smoke (~4 min): WEB_WRITE_RESULTS=0 WEB_REPS=1 WEB_DURATION=3 WEB_WARMUP=1 WEB_SAT_REPS=1 WEB_SAT_DURATION=2 WEB_SAT_PROBE=2 bash bench/web.sh
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -60,6 +63,8 @@ SAT_DURATION="${WEB_SAT_DURATION:-3}"
 SAT_PROBE="${WEB_SAT_PROBE:-4}"
 SAT_P99_MS="${WEB_SAT_P99_MS:-50}"
 GEN_RT="${WEB_GEN_RT:-1}"
+LIBS="${WEB_LIBS:-bullmq emq}"
+SAT_FROM="${WEB_SAT_FROM:-}"
 SAT_REPS="${WEB_SAT_REPS:-2}"
 RPORT="${WEB_REDIS_PORT:-6401}"
 HPORT="${WEB_HTTP_PORT:-18431}"
@@ -93,6 +98,7 @@ fi
 [ -x "$LOADGEN" ] || die "no load generator at $LOADGEN"
 
 redis-cli -h 127.0.0.1 -p "$RPORT" ping >/dev/null 2>&1 && die "something already answers on 127.0.0.1:$RPORT"
+[ -n "$SAT_FROM" ] && [ "$SAT_FROM" -ef "$OUT" ] && die "WEB_SAT_FROM must not be WEB_OUT (it is emptied first)"
 rm -rf "$OUT" && mkdir -p "$OUT"
 RDIR="$(mktemp -d)"
 REDIS_PID=""
@@ -127,7 +133,7 @@ REDIS_PID="$(cat "$RDIR/redis.pid")"
 [ -n "$REDIS_PID" ] || die "no redis pid"
 
 {
-  echo "command=WEB_REPS=$REPS WEB_DURATION=$DURATION WEB_WARMUP=$WARMUP WEB_LOADS=\"$LOADS\" WEB_PIN=\"$PINS\" WEB_LANGS=\"$LANGS\" WEB_CONNS=$CONNS WEB_SAT_CONNS=$SAT_CONNS WEB_SAT_DURATION=$SAT_DURATION WEB_SAT_PROBE=$SAT_PROBE WEB_SAT_P99_MS=$SAT_P99_MS WEB_SAT_REPS=$SAT_REPS WEB_GEN_RT=$GEN_RT bash bench/web.sh"
+  echo "command=${SAT_FROM:+WEB_SAT_FROM=$SAT_FROM }WEB_LIBS=\"$LIBS\" WEB_REPS=$REPS WEB_DURATION=$DURATION WEB_WARMUP=$WARMUP WEB_LOADS=\"$LOADS\" WEB_PIN=\"$PINS\" WEB_LANGS=\"$LANGS\" WEB_CONNS=$CONNS WEB_SAT_CONNS=$SAT_CONNS WEB_SAT_DURATION=$SAT_DURATION WEB_SAT_PROBE=$SAT_PROBE WEB_SAT_P99_MS=$SAT_P99_MS WEB_SAT_REPS=$SAT_REPS WEB_GEN_RT=$GEN_RT bash bench/web.sh"
   echo "date_start=$(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "uptime_start=$(uptime)"
   echo "nproc=$NCPU"
@@ -192,7 +198,14 @@ other() { if [ "$1" = bullmq ]; then echo emq; else echo bullmq; fi; }
 # Phase 1: saturation. Per side: its closed-loop maximum C, then open-loop probes at 100 %, 90 %,
 # 80 %, ... of C (WEB_SAT_PROBE s measured after 1 s); the first with p99 under WEB_SAT_P99_MS and
 # no error is the side's saturation rate (the highest rate it sustains, to 10 % of C).
-for pin in $PINS; do
+[ -n "$SAT_FROM" ] && SAT_PINS="" || SAT_PINS="$PINS"
+if [ -n "$SAT_FROM" ]; then
+  for pin in $PINS; do for lang in $LANGS; do
+    cp "$SAT_FROM/sat_${lang}_${pin}.txt" "$OUT/" || die "no sat_${lang}_${pin}.txt in $SAT_FROM"
+    log "saturation pin=$pin $lang: $(cat "$OUT/sat_${lang}_${pin}.txt") req/s, from $SAT_FROM"
+  done; done
+fi
+for pin in $SAT_PINS; do
   pin_mode "$pin"
   for lang in $LANGS; do
     for r in $(seq 1 "$SAT_REPS"); do
@@ -235,13 +248,14 @@ done
 
 # Phase 2: the open-loop runs.
 for rep in $(seq 1 "$REPS"); do
-  first=bullmq
-  [ $((rep % 2)) -eq 0 ] && first=emq
+  # The libraries in WEB_LIBS' order in odd repetitions, reversed in even ones.
+  order="$LIBS"
+  [ $((rep % 2)) -eq 0 ] && order="$(echo "$LIBS" | tr ' ' '\n' | tac | tr '\n' ' ')"
   for pin in $PINS; do
     pin_mode "$pin"
     for lang in $LANGS; do
       sat="$(cat "$OUT/sat_${lang}_${pin}.txt")"
-      for lib in "$first" "$(other "$first")"; do
+      for lib in $order; do
         start_service "$lang" "$lib"
         warm
         for load in $LOADS; do

@@ -27,7 +27,7 @@ BEGIN = "<!-- web: begin (bench/web/report.py writes this section; bench/web.sh)
 END = "<!-- web: end -->"
 HAND_MARK = "<!-- measured by hand below this line: bench/report.py keeps it -->"
 LIBS = ("bullmq", "emq")
-NAME = {"bullmq": "BullMQ", "emq": "emq"}
+NAME = {"bullmq": "BullMQ", "emq": "emq", "none": "none (no enqueue)"}
 LANG = {"node": "Node (`node:http`)", "python": "Python (aiohttp)"}
 PIN = {1: "pinned", 0: "unpinned"}
 TARGET = 0.8
@@ -125,7 +125,7 @@ for r in load:
 for pin in pins:
     for lang in langs:
         for lo in loads:
-            for lib in LIBS:
+            for lib in LIBS + ("none",):
                 g = groups.get((pin, lang, lo, lib), [])
                 if not g:
                     continue

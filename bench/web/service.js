@@ -2,7 +2,8 @@
 // The Node side of bench/web.sh (issue 30 item 1): a `node:http` service whose every request
 // enqueues one job and answers with its id. The same code runs emq or BullMQ behind it.
 //
-// Usage: node bench/web/service.js emq|bullmq HTTP_PORT REDIS_PORT
+// Usage: node bench/web/service.js emq|bullmq|none HTTP_PORT REDIS_PORT ("none": the same handler
+// answering without enqueuing anything, the baseline of what the HTTP part alone costs)
 // Env: EMQ_NODE_PKG (emq's Node package; default ../../node), ANCHORS_DIR (where bullmq and
 // ioredis are installed; default /tmp/anchors), WEB_QUEUE (queue name; default "web").
 // Prints "ready <pid>" on stdout once it listens; SIGTERM closes the queue and exits.
@@ -13,13 +14,14 @@ const http = require('node:http');
 const path = require('node:path');
 
 const [lib, httpPort, redisPort] = process.argv.slice(2);
-if (!['emq', 'bullmq'].includes(lib) || !httpPort || !redisPort) {
-  console.error('usage: node service.js emq|bullmq HTTP_PORT REDIS_PORT');
+if (!['emq', 'bullmq', 'none'].includes(lib) || !httpPort || !redisPort) {
+  console.error('usage: node service.js emq|bullmq|none HTTP_PORT REDIS_PORT');
   process.exit(2);
 }
 const name = process.env.WEB_QUEUE || 'web';
 
 async function openQueue() {
+  if (lib === 'none') return { add: async () => '0', close: async () => {} };
   if (lib === 'emq') {
     const { Queue } = require(process.env.EMQ_NODE_PKG || path.join(__dirname, '..', '..', 'node'));
     const q = await Queue.connect(`redis://127.0.0.1:${redisPort}`, name);

@@ -2,7 +2,8 @@
 every request enqueues one job and answers with its id. The same code runs emq or BullMQ
 (Python, bullmq 3.4.4) behind it.
 
-Usage: python bench/web/service.py emq|bullmq HTTP_PORT REDIS_PORT
+Usage: python bench/web/service.py emq|bullmq|none HTTP_PORT REDIS_PORT ("none": the same handler
+answering without enqueuing anything, the baseline of what the HTTP part alone costs)
 Env: WEB_QUEUE (queue name; default "web"). Prints "ready <pid>" on stdout once it listens;
 SIGTERM closes the queue and exits. The event loop is asyncio's default one (no uvloop), the
 access log is off.
@@ -21,6 +22,15 @@ from aiohttp import web
 
 async def open_queue(lib, redis_port, name):
     url = f"redis://127.0.0.1:{redis_port}"
+    if lib == "none":
+
+        async def nothing(data):
+            return 0
+
+        async def no_close():
+            pass
+
+        return nothing, no_close
     if lib == "emq":
         import emq
 
@@ -42,8 +52,8 @@ async def open_queue(lib, redis_port, name):
 
 
 async def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("emq", "bullmq"):
-        print("usage: service.py emq|bullmq HTTP_PORT REDIS_PORT", file=sys.stderr)
+    if len(sys.argv) != 4 or sys.argv[1] not in ("emq", "bullmq", "none"):
+        print("usage: service.py emq|bullmq|none HTTP_PORT REDIS_PORT", file=sys.stderr)
         sys.exit(2)
     lib, http_port, redis_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     add, close = await open_queue(lib, redis_port, os.environ.get("WEB_QUEUE", "web"))
