@@ -8,6 +8,7 @@
 # EMQ_BENCH_BIN (use this emq-bench binary instead of building one with cargo),
 # EMQ_PY_VENV (venv for emq's Python package; default /tmp/emq-bench-venv),
 # BENCH_KOTLIN=1 (also run bindings/uniffi's Kotlin BenchTest each repetition; off by default),
+# WEB=1 (after everything else, the open-loop web benchmark bench/web.sh; off by default),
 # BENCH_PIN=1 (redis-server on core 0 and every benchmark client on the other cores, `taskset`;
 # default 0: unpinned, as the anchors' run.sh runs them). On this kind of virtual machine a request
 # and its reply between processes on two cores cost each side ~25-30 us more CPU than on one core
@@ -199,4 +200,20 @@ BENCH_COMMAND="$COMMAND" BENCH_T0="$T0" BENCH_REPS="$REPS" BENCH_KOTLIN="$BENCH_
   BENCH_PIN="$BENCH_PIN" python3 "$HERE/report.py" "$OUT" "$RESULTS"
 rc=$?
 echo "bench/run.sh: wrote ${RESULTS#"$ROOT"/} ($(( $(date +%s) - T0 ))s)" >&2
+
+# WEB=1 (opt-in; off by default): then the open-loop web benchmark, bench/web.sh, on its own Redis
+# (this one stopped first), with the Node addon and the Python package built above; it needs
+# aiohttp and the anchors' bullmq in EMQ_PY_VENV (installed here if missing) and writes its own
+# section of RESULTS.md. Its WEB_* knobs pass through.
+if [ "${WEB:-0}" = 1 ]; then
+  stop_redis
+  REDIS_PID=""
+  if ! "$EMQ_PY_VENV/bin/python" -c 'import aiohttp, bullmq' >/dev/null 2>&1; then
+    echo "bench/run.sh: pip install aiohttp and the anchors' requirements into $EMQ_PY_VENV (WEB=1)" >&2
+    timeout 300 "$EMQ_PY_VENV/bin/pip" install -q aiohttp -r "$ANCHORS/requirements.txt" >&2 || die "pip install for WEB=1 failed"
+  fi
+  echo "bench/run.sh: WEB=1: bash bench/web.sh" >&2
+  WEB_PY="${WEB_PY:-$EMQ_PY_VENV/bin/python}" EMQ_NODE_PKG="${EMQ_NODE_PKG:-$ROOT/node}" ANCHORS_DIR="$ANCHORS" \
+    bash "$HERE/web.sh" >&2 || { echo "bench/run.sh: bench/web.sh failed" >&2; rc=1; }
+fi
 exit $rc
