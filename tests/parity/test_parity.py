@@ -86,6 +86,10 @@ PROVIDED_AS = {
 # (op, lang) pairs absent on purpose, with the reason.
 ABSENT = {
     ("Queue.migrate_from_bullmq", "uniffi"): "an operator's one-off step, from a server or script: `emq migrate`, Python, Node and Rust",
+    # A facility for bindings, not a user's call: Python's sync add uses it inside the native
+    # module (bindings/python/src/local.rs), every language's users get its effect, none calls it.
+    **{("Queue.on_own_connection", lang): "a binding's own facility (the sync API's per-thread connection), not a user's call"
+       for lang in ("python", "python_sync", "node", "uniffi")},
 }
 
 # The core's spec types (core/src/spec/mod.rs) a binding fills, and where each binding fills them: the
@@ -96,7 +100,7 @@ READS_JSON = re.compile(r"(from_json_value|from_json_text|parse_spec)::<JobSpec>
 SPEC_FILLERS = {
     "JobSpec": {
         "python": ("bindings/python/src/options.rs", "job_spec"),
-        "node": ("bindings/node/src/options.rs", "job_options"),
+        "node": ("bindings/node/src/options.rs", "job_spec"),
         "uniffi": ("bindings/uniffi/src/options.rs", "to_spec(&self) -> Result<JobSpec"),
     },
     "WorkerSpec": {
