@@ -100,7 +100,7 @@ pub(crate) fn expand(
 }
 
 /// Reads a queue's events in order: one stream, or (a partitioned queue) its partitions' streams
-/// merged ([`Merged`], below: in order per partition, each event's `stream_id` then a cursor
+/// merged (`Merged`, below: in order per partition, each event's `stream_id` then a cursor
 /// over every partition).
 pub struct EventStream {
     inner: Inner,
