@@ -115,24 +115,35 @@ enum Inner {
 pub(crate) struct OneStream {
     store: Store,
     key: Key,
-    pub(crate) last: String,
+    last: String,
     conn: Option<redis::aio::MultiplexedConnection>,
+}
+
+/// A stream's newest `count` entries, oldest first.
+pub(crate) async fn newest_entries(
+    store: &Store,
+    key: &Key,
+    count: usize,
+) -> Result<Vec<(String, HashMap<String, String>)>> {
+    let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+        .arg(key)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(count)
+        .query_async(&mut store.conn())
+        .await?;
+    entries.reverse();
+    Ok(entries)
 }
 
 /// The id of a stream's newest entry, or `0-0`: "now", pinned so no event is missed between two
 /// reads.
 pub(crate) async fn newest_id(store: &Store, key: &Key) -> Result<String> {
-    let newest: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
-        .arg(key)
-        .arg("+")
-        .arg("-")
-        .arg("COUNT")
-        .arg(1)
-        .query_async(&mut store.conn())
-        .await?;
-    Ok(newest
-        .first()
-        .map(|e| e.0.clone())
+    Ok(newest_entries(store, key, 1)
+        .await?
+        .pop()
+        .map(|e| e.0)
         .unwrap_or_else(|| "0-0".into()))
 }
 
@@ -326,26 +337,25 @@ impl Merged {
         }
         let mut out = Vec::new();
         while out.len() < count.max(1) {
-            let Some((i, mut entries)) = self.held.pop_front() else {
+            let Some((i, entries)) = self.held.pop_front() else {
                 break;
             };
             // An entry of a batch transition reads as many events; a batch may end inside it.
-            let mut taken = 0;
-            for (id, fields) in entries.iter() {
-                self.last[i] = id.clone();
+            let mut rest = entries.into_iter();
+            for entry in rest.by_ref() {
+                self.last[i] = entry.0.clone();
                 let at = cursor(&self.last);
-                for mut e in expand(vec![(id.clone(), fields.clone())], None) {
+                for mut e in expand(vec![entry], None) {
                     e.stream_id = at.clone();
                     out.push(e);
                 }
-                taken += 1;
                 if out.len() >= count.max(1) {
                     break;
                 }
             }
-            if taken < entries.len() {
-                entries.drain(..taken);
-                self.held.push_front((i, entries));
+            let rest: Entries = rest.collect();
+            if !rest.is_empty() {
+                self.held.push_front((i, rest));
             }
         }
         Ok(out)
@@ -355,20 +365,12 @@ impl Merged {
 /// The newest `limit` events of every partition, merged by entry id, oldest first; each with the
 /// cursor of its place in the merge (a partition with no entry before it: `0-0`).
 pub(crate) async fn recent(parts: &[(Store, Key)], limit: usize) -> Result<Vec<Event>> {
-    let per: Vec<Entries> =
-        futures::future::try_join_all(parts.iter().map(|(store, key)| async move {
-            let mut e: Entries = redis::cmd("XREVRANGE")
-                .arg(key)
-                .arg("+")
-                .arg("-")
-                .arg("COUNT")
-                .arg(limit + 1)
-                .query_async(&mut store.conn())
-                .await?;
-            e.reverse();
-            Ok::<Entries, Error>(e)
-        }))
-        .await?;
+    let per: Vec<Entries> = futures::future::try_join_all(
+        parts
+            .iter()
+            .map(|(store, key)| newest_entries(store, key, limit + 1)),
+    )
+    .await?;
     let key = |id: &str| -> (u64, u64) {
         let mut it = id.splitn(2, '-');
         (

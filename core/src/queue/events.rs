@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::events::{expand, Event, EventStream};
-use std::collections::HashMap;
 
 impl Queue {
     /// Follows the queue's events from now on (or after a stream id).
@@ -25,15 +24,8 @@ impl Queue {
         if let Some(p) = self.spread() {
             return crate::events::recent(&streams(&p.members), limit).await;
         }
-        let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
-            .arg(&self.keys().events)
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(limit)
-            .query_async(&mut self.store().conn())
-            .await?;
-        entries.reverse();
+        let entries =
+            crate::events::newest_entries(self.store(), &self.keys().events, limit).await?;
         Ok(expand(entries, None))
     }
 }
