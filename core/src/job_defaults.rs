@@ -7,7 +7,7 @@
 //!
 //! Where they apply: a worker reads the defaults before its first claim and every
 //! [`DEFAULTS_REFRESH`] after (`worker/maintenance.rs`), and fills them into each job as it starts
-//! ([`JobDefaults::apply`]): the handler sees them in `job.attempts` and the job's options, and
+//! (`JobFill::apply`): the handler sees them in `job.attempts` and the job's options, and
 //! the job's retry, backoff and retention follow them (`fail.lua` takes the attempts the worker
 //! applied when the record stores none). Changing the defaults changes them for the jobs already
 //! waiting; a worker sees a change within [`DEFAULTS_REFRESH`]. [`Queue::get`] shows a job's
@@ -30,7 +30,7 @@ pub const DEFAULTS_REFRESH: Duration = Duration::from_secs(2);
 pub(crate) const FIELD: &str = "defaults";
 
 /// A queue's defaults (each `None`: the built-in default). Serialised as the same fields of a
-/// job's stored options, so [`JobDefaults::apply`] fills them in as a job's own.
+/// job's stored options, so `JobFill::apply` fills them in as a job's own.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JobDefaults {
@@ -140,35 +140,52 @@ impl JobDefaults {
         Value::Object(out)
     }
 
-    /// Fills the defaults into a job about to run, where the job left the option at its
-    /// built-in default.
-    pub fn apply(&self, job: &mut Job) {
-        if self.is_empty() {
-            return;
-        }
-        if let (Some(a), 1) = (self.attempts, job.attempts) {
-            job.attempts = a;
-        }
-        if !job.options.is_object() {
-            job.options = Value::Object(Default::default());
-        }
-        let Value::Object(own) = &mut job.options else {
-            return;
-        };
-        let Value::Object(defaults) = self.to_json() else {
-            return;
-        };
-        for (k, v) in defaults {
-            if k != "attempts" {
-                own.entry(k).or_insert(v);
-            }
-        }
-    }
-
     /// Reads the defaults stored in `meta` (none stored, or a field this build cannot read: none).
     pub(crate) fn parse(text: Option<&str>) -> JobDefaults {
         text.and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_default()
+    }
+}
+
+/// Defaults ready to fill into jobs (made once per read of the defaults, not per job): the
+/// attempts, and the other options as the fields of a job's stored options.
+#[derive(Debug, Default)]
+pub(crate) struct JobFill {
+    attempts: Option<u32>,
+    fields: serde_json::Map<String, Value>,
+}
+
+impl From<&JobDefaults> for JobFill {
+    fn from(d: &JobDefaults) -> JobFill {
+        let Value::Object(mut fields) = d.to_json() else {
+            return JobFill::default();
+        };
+        fields.remove("attempts");
+        JobFill {
+            attempts: d.attempts,
+            fields,
+        }
+    }
+}
+
+impl JobFill {
+    /// Fills the defaults into a job about to run, where the job left the option at its
+    /// built-in default.
+    pub(crate) fn apply(&self, job: &mut Job) {
+        if let (Some(a), 1) = (self.attempts, job.attempts) {
+            job.attempts = a;
+        }
+        if self.fields.is_empty() {
+            return;
+        }
+        if !job.options.is_object() {
+            job.options = Value::Object(Default::default());
+        }
+        if let Value::Object(own) = &mut job.options {
+            for (k, v) in &self.fields {
+                own.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
     }
 }
 
@@ -194,7 +211,7 @@ mod tests {
             ..Default::default()
         };
         let mut plain = job(serde_json::json!({}), 1);
-        d.apply(&mut plain);
+        JobFill::from(&d).apply(&mut plain);
         assert_eq!(plain.attempts, 3);
         let o = plain.job_options();
         assert_eq!(o.backoff, Backoff::Fixed { delay_ms: 500 });
@@ -205,7 +222,7 @@ mod tests {
             serde_json::json!({"backoff": {"type": "none"}, "remove_on_complete": false}),
             5,
         );
-        d.apply(&mut own);
+        JobFill::from(&d).apply(&mut own);
         assert_eq!(own.attempts, 5, "the job's own attempts");
         assert_eq!(own.job_options().backoff, Backoff::None, "its own backoff");
     }

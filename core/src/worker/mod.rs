@@ -218,12 +218,12 @@ struct Shared {
     events: Option<WorkerEventHook>,
     /// The queue's job defaults (`core/src/job_defaults.rs`): read before the first claim, then
     /// every [`crate::job_defaults::DEFAULTS_REFRESH`]; filled into each job as it starts.
-    defaults: std::sync::RwLock<Arc<crate::JobDefaults>>,
+    defaults: std::sync::RwLock<Arc<crate::job_defaults::JobFill>>,
 }
 
 impl Shared {
     /// The queue's job defaults as last read.
-    fn defaults(&self) -> Arc<crate::JobDefaults> {
+    fn defaults(&self) -> Arc<crate::job_defaults::JobFill> {
         self.defaults
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -233,7 +233,7 @@ impl Shared {
     /// Reads the queue's job defaults again.
     async fn refresh_defaults(&self) -> crate::Result<()> {
         let d = self.queue.job_defaults().await?;
-        *self.defaults.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(d);
+        *self.defaults.write().unwrap_or_else(|p| p.into_inner()) = Arc::new((&d).into());
         Ok(())
     }
 
