@@ -772,3 +772,226 @@ async fn a_queue_lists_its_batches_newest_first_with_their_counts() {
         q.drain(true).await.unwrap();
     }
 }
+
+/// The callback jobs in `cb` made for batch `id`.
+async fn callbacks_of(cb: &Queue, id: emq::JobId) -> Vec<String> {
+    callbacks(cb)
+        .await
+        .into_iter()
+        .filter(|c| c.batch_done().unwrap().id == id.to_string())
+        .map(|c| c.name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_inside_a_batch_counts_as_one_job_of_its_parent() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-nest").await;
+        let jobs = q.queue(&unique("b-nest-jobs")).unwrap();
+        let cb = q.queue(&unique("b-nest-cb")).unwrap();
+        let parent = q.batch(both_callbacks(&cb)).await.unwrap();
+        parent
+            .add(
+                jobs.name().as_str(),
+                "work",
+                json!({}),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+        let child = parent.batch(both_callbacks(&cb)).await.unwrap();
+        let ids = child
+            .add_bulk(jobs.name().as_str(), plain(2, &[1]))
+            .await
+            .unwrap();
+        parent.seal().await.unwrap();
+        let st = parent.status(0, 10).await.unwrap();
+        assert_eq!(
+            (st.total, st.pending),
+            (2, 2),
+            "{topology}: the child is one job"
+        );
+        assert!(st.parent.is_none());
+        let cst = child.status(0, 10).await.unwrap();
+        let up = cst.parent.expect("the child names its parent");
+        assert_eq!(
+            (up.queue.as_str(), up.id.clone()),
+            (q.name().as_str(), parent.id().to_string())
+        );
+        let failing = Arc::new(AtomicBool::new(true));
+        let w = worker(&jobs, failing.clone());
+        wait_until("the child's jobs", Duration::from_secs(20), || async {
+            let c = child.status(0, 0).await.unwrap();
+            c.completed == 1 && c.failed == 1
+        })
+        .await;
+        // The child is not sealed: its parent still waits for it.
+        assert_eq!(parent.status(0, 0).await.unwrap().pending, 1, "{topology}");
+        assert!(callbacks_of(&cb, parent.id()).await.is_empty());
+        child.seal().await.unwrap();
+        wait_until("the parent done", Duration::from_secs(20), || async {
+            parent.status(0, 0).await.unwrap().done
+        })
+        .await;
+        let st = parent.status(0, 10).await.unwrap();
+        assert_eq!(
+            (st.completed, st.failed),
+            (1, 1),
+            "{topology}: the child failed"
+        );
+        assert_eq!(st.failed_jobs[0].id, child.id());
+        assert_eq!(callbacks_of(&cb, child.id()).await, ["complete"]);
+        assert_eq!(callbacks_of(&cb, parent.id()).await, ["complete"]);
+        // Its failed job retried to success: the child turns completed, and so does its parent.
+        failing.store(false, Ordering::SeqCst);
+        jobs.retry(ids[1]).await.unwrap();
+        wait_until(
+            "the parent's on_success",
+            Duration::from_secs(20),
+            || async { callbacks_of(&cb, parent.id()).await.len() == 2 },
+        )
+        .await;
+        w.close().await.unwrap();
+        let st = parent.status(0, 10).await.unwrap();
+        assert_eq!(
+            (st.completed, st.failed, st.pending),
+            (2, 0, 0),
+            "{topology}"
+        );
+        assert!(st.failed_jobs.is_empty());
+        assert_eq!(callbacks_of(&cb, child.id()).await, ["complete", "success"]);
+        assert_eq!(
+            callbacks_of(&cb, parent.id()).await,
+            ["complete", "success"]
+        );
+        assert_eq!(q.record_batch_outcomes().await.unwrap(), 0);
+        assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 0);
+        assert_eq!(
+            callbacks(&cb).await.len(),
+            4,
+            "{topology}: each callback once"
+        );
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+        // A done parent takes no child; a missing one is not found.
+        let e = parent.batch(BatchOptions::default()).await.err().unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidState, "{topology}");
+        let ghost = q.open_batch(&q.mint_id().unwrap().to_string()).unwrap();
+        let e = ghost.batch(BatchOptions::default()).await.err().unwrap();
+        assert_eq!(e.code(), ErrorCode::JobNotFound, "{topology}");
+        let long = BatchOptions {
+            description: Some("x".repeat(emq::options::MAX_DESCRIPTION + 1)),
+            ..BatchOptions::default()
+        };
+        let open = q.batch(BatchOptions::default()).await.unwrap();
+        let e = open.batch(long).await.err().unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        assert_eq!(
+            open.status(0, 0).await.unwrap().total,
+            0,
+            "nothing counted in"
+        );
+        // Three deep: an empty grandchild sealed at once settles up the chain.
+        let mid = open.batch(BatchOptions::default()).await.unwrap();
+        let leaf = mid.batch(BatchOptions::default()).await.unwrap();
+        open.seal().await.unwrap();
+        mid.seal().await.unwrap();
+        assert_eq!(open.status(0, 0).await.unwrap().pending, 1);
+        leaf.seal().await.unwrap();
+        let st = open.status(0, 0).await.unwrap();
+        assert!(st.done && st.completed == 1, "{topology} {st:?}");
+        audit_ok(&q).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_parent_cancels_its_children_and_a_child_alone_counts_failed() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-nest-cancel").await;
+        let jobs = q.queue(&unique("b-nest-cancel-jobs")).unwrap();
+        let cb = q.queue(&unique("b-nest-cancel-cb")).unwrap();
+        let parent = q.batch(both_callbacks(&cb)).await.unwrap();
+        let child = parent.batch(both_callbacks(&cb)).await.unwrap();
+        child
+            .add_bulk(jobs.name().as_str(), plain(3, &[]))
+            .await
+            .unwrap();
+        child.seal().await.unwrap();
+        parent.seal().await.unwrap();
+        assert_eq!(
+            parent.cancel().await.unwrap(),
+            3,
+            "{topology}: the child's jobs"
+        );
+        assert!(child.status(0, 0).await.unwrap().cancelled);
+        assert_eq!(jobs.counts().await.unwrap().get(JobState::Failed), 3);
+        let st = parent.status(0, 10).await.unwrap();
+        assert!(
+            st.cancelled && st.failed == 1 && st.pending == 0,
+            "{topology} {st:?}"
+        );
+        assert!(callbacks(&cb).await.is_empty());
+        // A child cancelled on its own fails in its live parent, which then completes.
+        let parent = q.batch(both_callbacks(&cb)).await.unwrap();
+        let child = parent.batch(BatchOptions::default()).await.unwrap();
+        parent
+            .add(jobs.name().as_str(), "w", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        parent.seal().await.unwrap();
+        child.cancel().await.unwrap();
+        child.cancel().await.unwrap();
+        let st = parent.status(0, 10).await.unwrap();
+        assert_eq!((st.failed, st.pending), (1, 1), "{topology}");
+        let e = child.batch(BatchOptions::default()).await.err().unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidState);
+        let w = worker(&jobs, Arc::new(AtomicBool::new(false)));
+        wait_until("on_complete", Duration::from_secs(20), || async {
+            callbacks_of(&cb, parent.id()).await == ["complete"]
+        })
+        .await;
+        w.close().await.unwrap();
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_outcome_cut_by_a_crash_reaches_its_parent_once() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-nest-crash").await;
+        let jobs = q.queue(&unique("b-nest-crash-jobs")).unwrap();
+        let cb = q.queue(&unique("b-nest-crash-cb")).unwrap();
+        let parent = q.batch(both_callbacks(&cb)).await.unwrap();
+        let child = parent.batch(BatchOptions::default()).await.unwrap();
+        child
+            .add(jobs.name().as_str(), "x", json!({}), JobOptions::default())
+            .await
+            .unwrap();
+        child.seal().await.unwrap();
+        parent.seal().await.unwrap();
+        // The child's note for its parent sits in its own queue's set; stop before it is read.
+        emq::testing::stop_batch_steps_after(q.name().as_str(), 1);
+        let w = worker(&jobs, Arc::new(AtomicBool::new(false)));
+        wait_until("the child done", Duration::from_secs(20), || async {
+            child.status(0, 0).await.unwrap().done
+        })
+        .await;
+        w.close().await.unwrap();
+        assert_eq!(parent.status(0, 0).await.unwrap().pending, 1, "{topology}");
+        emq::testing::stop_batch_steps_after(q.name().as_str(), 0);
+        assert_eq!(q.record_batch_outcomes().await.unwrap(), 1, "{topology}");
+        assert_eq!(q.record_batch_outcomes().await.unwrap(), 0);
+        let st = parent.status(0, 0).await.unwrap();
+        assert!(st.done && st.completed == 1, "{topology} {st:?}");
+        assert_eq!(
+            callbacks_of(&cb, parent.id()).await,
+            ["complete", "success"]
+        );
+        for x in [&q, &jobs, &cb] {
+            audit_ok(x).await;
+        }
+    }
+}

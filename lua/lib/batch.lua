@@ -1,6 +1,8 @@
 -- batch (library): the callbacks of a batch that fall due (core/src/batch/), in the batch's
--- slot. Used by batch_record.lua and batch_seal.lua.
--- KEYS: none of its own; the function reads the caller's k.batch. ARGV: none of its own.
+-- slot, and the note a batch inside a batch leaves for its parent. Used by batch_record.lua,
+-- batch_seal.lua and batch_cancel.lua.
+-- KEYS: none of its own; the functions read the caller's k.batch (and k.batch_pending). ARGV: none
+-- of its own.
 
 -- The callbacks of the batch k.batch due now and not yet added: a sealed, uncancelled batch whose
 -- every job has an outcome is due `complete` (its on_complete, if any), and `success` (on_success)
@@ -36,4 +38,32 @@ local function emq_batch_due(k, complete_id, success_id, now)
     end
   end
   return out
+end
+
+-- The note a child batch (batch_nest.lua) leaves for its parent once it is done, in
+-- k.batch_pending (the child's queue's; read as a job's outcome is: core/src/batch/steps.rs
+-- settle): 'c' when every job of it completed, 'f' when one failed for good or it was cancelled;
+-- once per outcome (`parent_noted`), so 'f' then 'c' when its failed jobs are retried to success.
+-- Returns the note while it waits in k.batch_pending, else ''.
+local function emq_batch_note_parent(k, now)
+  local b = call('HMGET', k.batch, 'total', 'completed', 'failed', 'sealed', 'cancelled',
+    'parent_note', 'parent_noted')
+  local note, noted = b[6], b[7]
+  if not note then return '' end
+  local total, completed, failed = tonumber(b[1] or '0'), tonumber(b[2] or '0'), tonumber(b[3] or '0')
+  local o
+  if b[5] == '1' then
+    o = 'f'
+  elseif b[4] == '1' and completed + failed >= total then
+    o = (completed == total) and 'c' or 'f'
+  end
+  if o and (not noted or (noted == 'f' and o == 'c')) then
+    call('HSET', k.batch, 'parent_noted', o)
+    call('ZADD', k.batch_pending, now, o .. '|' .. note)
+    return o .. '|' .. note
+  end
+  if noted and call('ZSCORE', k.batch_pending, noted .. '|' .. note) then
+    return noted .. '|' .. note
+  end
+  return ''
 end

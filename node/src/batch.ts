@@ -5,8 +5,8 @@
 
 import { call, emqError } from './errors';
 import type { NativeBatch } from './loader';
-import { batchData, batchJson, jobName, jobOpts, jobOptsJson, payloadJson, queueName } from './payload';
-import type { BatchCallback, BatchStatus, BulkJob, JobId, JobOptions } from './types';
+import { batchData, batchJson, checkKeys, jobName, jobOpts, jobOptsJson, payloadJson, queueName } from './payload';
+import type { BatchCallback, BatchOptions, BatchStatus, BulkJob, JobId, JobOptions } from './types';
 
 const native = Symbol('native');
 
@@ -20,6 +20,16 @@ export function callbackSpec(what: string, c: BatchCallback | undefined): object
     data: batchData(`payload of ${what}`, c.data, true),
     opts: jobOpts(c.opts) ?? {},
   };
+}
+
+/** `queue.batch`'s options as the addon takes them (JSON text), checked. */
+export function batchSpec(opts: BatchOptions): string {
+  checkKeys('batch options', opts, ['onComplete', 'onSuccess', 'description']);
+  return JSON.stringify({
+    onComplete: callbackSpec('onComplete', opts.onComplete),
+    onSuccess: callbackSpec('onSuccess', opts.onSuccess),
+    description: opts.description,
+  });
 }
 
 /** A handle on one batch: add jobs on any queue, seal it, read its status, cancel it. */
@@ -78,6 +88,18 @@ export class Batch {
     const raw = JSON.parse(await call(() => this[native].status(offset, limit)));
     const { failed_jobs, ...rest } = raw;
     return { ...rest, failedJobs: failed_jobs } as BatchStatus;
+  }
+
+  /**
+   * Creates a batch inside this one (the options of `queue.batch`), held by the same queue. It
+   * counts here as one job: pending until it is done, then completed when every job of it
+   * completed and failed otherwise (completed later, if its failed jobs are retried to success).
+   * Seal it as any batch. Cancelling this batch cancels it; cancelling it alone counts it failed
+   * here. Its `status()` names this batch as `parent`.
+   */
+  async batch(opts: BatchOptions = {}): Promise<Batch> {
+    const spec = batchSpec(opts);
+    return new Batch(await call(() => this[native].batch(spec)));
   }
 
   /** Cancels the batch (no more jobs, no callback) and its jobs without an outcome; how many. */

@@ -13,6 +13,7 @@ export interface NativeBatch {
   seal(): Promise<void>;
   status(offset: number, limit: number): Promise<string>;
   cancel(): Promise<number>;
+  batch(spec: string): Promise<NativeBatch>;
 }
 
 /** A native queue (bindings/node/src/queue.rs). */

@@ -3,7 +3,7 @@
 
 import { call, callSync, emqError } from './errors';
 import type { HandlerFailed } from './errors';
-import { Batch, callbackSpec } from './batch';
+import { Batch, batchSpec } from './batch';
 import { EventStream } from './events';
 import { ENABLED as tracingOn, inject, producer } from './tracing';
 import { kNative, kToken, native } from './loader';
@@ -341,12 +341,7 @@ export class Queue {
    * and its counts in its options' `batch_done`.
    */
   async batch(opts: BatchOptions = {}): Promise<Batch> {
-    checkKeys('batch options', opts, ['onComplete', 'onSuccess', 'description']);
-    const spec = JSON.stringify({
-      onComplete: callbackSpec('onComplete', opts.onComplete),
-      onSuccess: callbackSpec('onSuccess', opts.onSuccess),
-      description: opts.description,
-    });
+    const spec = batchSpec(opts);
     return new Batch(await call(() => this[kNative].batch(spec)));
   }
 

@@ -226,6 +226,8 @@ export interface BatchStatus {
   sealed: boolean;
   cancelled: boolean;
   done: boolean;
+  /** The batch it sits inside (`batch.batch(...)`), or null. */
+  parent: { queue: string; id: string } | null;
   /** One page of the failed jobs, oldest failure first. */
   failedJobs: Array<{ queue: string; id: JobId }>;
 }

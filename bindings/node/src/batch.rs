@@ -1,5 +1,6 @@
 //! [`NativeBatch`]: one batch's operations (core/src/batch/), wrapped by `Batch` in
-//! `node/src/batch.ts`: adds (one, or a bulk as one JSON string), seal, status, cancel. Each
+//! `node/src/batch.ts`: adds (one, or a bulk as one JSON string), batches inside it, seal,
+//! status, cancel. Each
 //! method converts its arguments, calls the core, and converts the reply; the core checks them.
 
 use crate::options::{job_options, parse_spec, payload, BulkEntry};
@@ -130,6 +131,17 @@ impl NativeBatch {
             let limit = emq::spec::whole("limit", limit, u32::MAX as u64).map_err(throw)?;
             let st = self.b.status(offset, limit).await.map_err(throw)?;
             Ok(serde_json::to_string(&st).unwrap_or_else(|_| "{}".into()))
+        })
+        .await
+    }
+
+    /// Creates a batch inside this one (`spec`: `queue.batch`'s JSON text).
+    #[napi]
+    pub async fn batch(&self, spec: String) -> Settled<NativeBatch> {
+        Settled::of(async move {
+            let options = batch_options(&spec).map_err(throw)?;
+            let b = self.b.batch(options).await.map_err(throw)?;
+            Ok(NativeBatch { b })
         })
         .await
     }

@@ -1,5 +1,5 @@
 //! `Batch`: the native half of `emq.Batch` (core/src/batch/), a handle on one batch: adds,
-//! seal, status, cancel, each awaitable or blocking (`awaitable_methods!`). It converts values
+//! batches inside it, seal, status, cancel, each awaitable or blocking (`awaitable_methods!`). It converts values
 //! only; the core checks them.
 
 use crate::queue::{add_args, new_jobs};
@@ -108,6 +108,21 @@ awaitable_methods! {
             Ok(Box::pin(async move {
                 Ok(Out::Json(serde_json::to_string(&b.status(offset, limit).await?)?))
             }))
+        }
+
+        /// Creates a batch inside this one (callbacks: `{queue, name, data, options}` dicts).
+        #[pyo3(signature = (on_complete=None, on_success=None, description=None, blocking=false))]
+        fn batch(
+            &self, py, on_complete: Option<&Bound<'_, PyDict>>,
+            on_success: Option<&Bound<'_, PyDict>>, description: Option<String>
+        ) {
+            let options = emq::BatchOptions {
+                on_complete: callback(py, on_complete)?,
+                on_success: callback(py, on_success)?,
+                description,
+            };
+            let b = self.inner.clone();
+            Ok(Box::pin(async move { Ok(Out::Batch(b.batch(options).await?)) }))
         }
 
         /// Cancels the batch and its jobs without an outcome; how many were cancelled or told.

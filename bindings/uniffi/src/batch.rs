@@ -106,6 +106,16 @@ impl Batch {
         on_runtime(async move { b.status(offset, limit).await }).await
     }
 
+    /// Creates a batch inside this one (in its queue's slot): it counts here as one job,
+    /// completed when every job of it completed, failed otherwise.
+    #[uniffi::method(default(options = None))]
+    pub async fn batch(&self, options: Option<BatchOptions>) -> Result<Arc<Batch>, EmqException> {
+        let core = BatchOptions::to_core(options)?;
+        let b = self.inner.clone();
+        let inner = on_runtime(async move { b.batch(core).await }).await?;
+        Ok(Arc::new(Batch { inner }))
+    }
+
     /// Cancels it: its waiting jobs are cancelled and no callback is added; the jobs cancelled.
     pub async fn cancel(&self) -> Result<u64, EmqException> {
         let b = self.inner.clone();
@@ -113,13 +123,10 @@ impl Batch {
     }
 }
 
-#[uniffi::export(async_runtime = "tokio")]
-impl Queue {
-    /// Creates a batch held by this queue (its keys in this queue's slot).
-    #[uniffi::method(default(options = None))]
-    pub async fn batch(&self, options: Option<BatchOptions>) -> Result<Arc<Batch>, EmqException> {
+impl BatchOptions {
+    fn to_core(options: Option<BatchOptions>) -> Result<emq::BatchOptions, EmqException> {
         let o = options.unwrap_or_default();
-        let core = emq::BatchOptions {
+        Ok(emq::BatchOptions {
             on_complete: o
                 .on_complete
                 .as_ref()
@@ -131,7 +138,16 @@ impl Queue {
                 .map(BatchCallback::to_core)
                 .transpose()?,
             description: o.description,
-        };
+        })
+    }
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Queue {
+    /// Creates a batch held by this queue (its keys in this queue's slot).
+    #[uniffi::method(default(options = None))]
+    pub async fn batch(&self, options: Option<BatchOptions>) -> Result<Arc<Batch>, EmqException> {
+        let core = BatchOptions::to_core(options)?;
         let q = self.inner.clone();
         let inner = on_runtime(async move { q.batch(core).await }).await?;
         Ok(Arc::new(Batch { inner }))

@@ -26,10 +26,17 @@
 //!    a crash finds the pinned id and adds the same job, so each callback is added once.
 //!    `on_success` falls due when the last failed job is retried to success, if that happens.
 //!
+//! 4. **A batch inside a batch** ([`Batch::batch`], `batch_nest.lua`): created in its parent's
+//!    slot and counted in the parent as one pending job under its own id. Once it is done (or
+//!    cancelled), the step that saw it notes its outcome for the parent in its queue's
+//!    `batch-pending` set, as a job's finish does (`lib/batch.lua` `emq_batch_note_parent`:
+//!    completed when every job of it completed, failed otherwise; once per outcome, so a child
+//!    whose failed jobs are retried to success turns completed in its parent too), and the parent
+//!    records it as step 2 does, with the same crash recovery.
+//!
 //! A job cancelled before it ran (`cancel.lua`) has its failure noted the same way. Not built:
-//! nested batches (a batch inside a batch); a job of a batch removed while it waits is never
-//! counted out (its batch stays open); a batch's keys are not
-//! trimmed (they go with [`Queue::obliterate`] of the queue that created it).
+//! a job of a batch removed while it waits is never counted out (its batch stays open); a batch's
+//! keys are not trimmed (they go with [`Queue::obliterate`] of the queue that created it).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::Job;
@@ -47,9 +54,9 @@ mod steps;
 mod types;
 
 pub use marks::{BatchDone, BatchRef};
-use steps::add_callbacks;
 #[cfg(feature = "testing")]
 pub use steps::stop_batch_steps_after;
+use steps::{add_callbacks, settle_parent_note};
 pub(crate) use steps::{audit, delete_all, pending_entry, settle, settle_due};
 pub use types::{BatchCallback, BatchJob, BatchOptions, BatchStatus};
 
@@ -66,6 +73,25 @@ const COUNT_CHUNK: usize = 500;
 pub struct Batch {
     queue: Queue,
     id: JobId,
+}
+
+/// `options` checked (the description's length, each callback's queue and options); the
+/// callbacks as the batch's record stores them (JSON, '' for none).
+fn check_batch_options(options: &BatchOptions) -> Result<(String, String)> {
+    if options
+        .description
+        .as_ref()
+        .is_some_and(|d| d.len() > MAX_DESCRIPTION)
+    {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("description must be at most {MAX_DESCRIPTION} bytes"),
+        ));
+    }
+    Ok((
+        check_callback("on_complete", &options.on_complete)?,
+        check_callback("on_success", &options.on_success)?,
+    ))
 }
 
 fn bad_callback(what: &str, e: Error) -> Error {
@@ -105,18 +131,7 @@ impl Queue {
     /// options, `invalid_queue_name` for a callback's bad queue.
     pub async fn batch(&self, options: BatchOptions) -> Result<Batch> {
         self.plain_only("creating a batch (create it on a plain queue; its jobs may go to any)")?;
-        if options
-            .description
-            .as_ref()
-            .is_some_and(|d| d.len() > MAX_DESCRIPTION)
-        {
-            return Err(Error::new(
-                ErrorCode::InvalidOption,
-                format!("description must be at most {MAX_DESCRIPTION} bytes"),
-            ));
-        }
-        let on_complete = check_callback("on_complete", &options.on_complete)?;
-        let on_success = check_callback("on_success", &options.on_success)?;
+        let (on_complete, on_success) = check_batch_options(&options)?;
         let id = self.mint_id()?;
         let _: i64 = script::BATCH_CREATE
             .on(self.name(), Some(id))?
@@ -246,13 +261,45 @@ impl Batch {
     /// counted in has its outcome (at once, for a batch whose jobs all finished), and its callbacks
     /// are added then. Idempotent. `job_not_found` when there is no such batch.
     pub async fn seal(&self) -> Result<()> {
-        let due: Vec<String> = script::BATCH_SEAL
+        let reply: Vec<String> = script::BATCH_SEAL
             .on(self.queue.name(), Some(self.id))?
             .arg(self.queue.mint_id()?)
             .arg(self.queue.mint_id()?)
             .invoke(self.queue.store())
             .await?;
-        add_callbacks(&self.queue, self.id, &due).await
+        add_callbacks(&self.queue, self.id, reply.get(1..).unwrap_or_default()).await?;
+        settle_parent_note(&self.queue, reply.first()).await
+    }
+
+    /// Creates a batch inside this one, in the same queue's slot: it counts in this batch as one
+    /// job (under its own id), pending until it is done, then completed when every job of it
+    /// completed and failed otherwise (completed later, when its failed jobs are retried to
+    /// success). Seal it as any batch; its callbacks run as any batch's. Cancelling this batch
+    /// cancels it; cancelling it alone counts it failed here. `job_not_found` when there is no
+    /// such batch, `invalid_state` when it was cancelled or is done, and the checks of
+    /// [`Queue::batch`].
+    pub async fn batch(&self, options: BatchOptions) -> Result<Batch> {
+        let (on_complete, on_success) = check_batch_options(&options)?;
+        let name = self.queue.name();
+        let id = self.queue.mint_id()?;
+        let _: i64 = script::BATCH_NEST
+            .prepare()
+            .key(&name.batch_key(id, BatchPart::Record))
+            .key(&self.queue.keys().batches)
+            .key(&name.batch_key(self.id, BatchPart::Record))
+            .key(&name.batch_key(self.id, BatchPart::Jobs))
+            .arg(id)
+            .arg(options.description.as_deref().unwrap_or(""))
+            .arg(on_complete)
+            .arg(on_success)
+            .arg(name.as_str())
+            .arg(self.id)
+            .invoke(self.queue.store())
+            .await?;
+        Ok(Batch {
+            queue: self.queue.clone(),
+            id,
+        })
     }
 
     /// Its counts and one page of its failed jobs (`offset`, at most `limit`, oldest failure
@@ -298,6 +345,14 @@ impl Batch {
             sealed: flag("sealed"),
             cancelled: flag("cancelled"),
             done: record.contains_key("done_ms"),
+            parent: record.get("parent_note").and_then(|n| {
+                let (_, rest) = n.split_once('|')?;
+                let (queue, id) = rest.rsplit_once('|')?;
+                Some(BatchRef {
+                    queue: queue.to_string(),
+                    id: id.to_string(),
+                })
+            }),
             failed_jobs: page
                 .iter()
                 .filter_map(|m| {
@@ -316,13 +371,19 @@ impl Batch {
     /// running one's worker is told). Returns how many jobs were cancelled or told. Idempotent.
     /// `job_not_found` when there is no such batch.
     pub async fn cancel(&self) -> Result<u64> {
-        let r: String = script::BATCH_CANCEL
+        Box::pin(self.cancel_inner()).await
+    }
+
+    async fn cancel_inner(&self) -> Result<u64> {
+        let (r, note): (String, String) = script::BATCH_CANCEL
             .on(self.queue.name(), Some(self.id))?
             .invoke(self.queue.store())
             .await?;
         if r == "missing" {
             return Err(Error::new(ErrorCode::JobNotFound, "no such batch"));
         }
+        // A batch inside a batch counts failed in its parent (unless its parent is cancelling it).
+        settle_parent_note(&self.queue, Some(&note)).await?;
         let key = self.queue.name().batch_key(self.id, BatchPart::Jobs);
         let mut cursor: u64 = 0;
         let mut told = 0;
@@ -353,7 +414,13 @@ impl Batch {
                         touched.insert(queue.to_string(), q);
                     }
                     CancelOutcome::Requested => told += 1,
-                    CancelOutcome::Finished | CancelOutcome::NotFound => {}
+                    CancelOutcome::Finished => {}
+                    // Not a job: a batch inside this one, cancelled with its jobs.
+                    CancelOutcome::NotFound => {
+                        if let Ok(n) = Box::pin(Batch::of(q, id).cancel_inner()).await {
+                            told += n;
+                        }
+                    }
                 }
             }
             cursor = next;

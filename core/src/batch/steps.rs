@@ -1,6 +1,6 @@
 //! A batch's steps after its jobs run: adding the callbacks that fell due, recording a batched
-//! job's outcome from its queue's `batch-pending` note (now, or by maintenance after
-//! [`super::BATCH_GRACE`]), the test stops between steps, deleting and auditing a queue's batches.
+//! job's outcome (or a batch inside a batch's) from its queue's `batch-pending` note (now, or by
+//! maintenance after [`super::BATCH_GRACE`]), the test stops between steps, deleting and auditing a queue's batches.
 
 use super::{BatchCallback, BatchDone, BatchRef};
 use crate::error::Result;
@@ -124,10 +124,21 @@ pub(crate) async fn settle(q: &Queue, entry: &str) -> Result<bool> {
         if stopped_at(q, Step::Recorded) {
             return Ok(counted);
         }
-        add_callbacks(&bq, bid, reply.get(1..).unwrap_or_default()).await?;
+        add_callbacks(&bq, bid, reply.get(2..).unwrap_or_default()).await?;
+        settle_parent_note(&bq, reply.get(1)).await?;
     }
     drop_entry(q, entry).await?;
     Ok(counted)
+}
+
+/// Settles `note`, the outcome a batch inside a batch left for its parent in `q`'s (its own
+/// queue's) batch-pending set when the step that called this saw it done ('' or none: nothing to
+/// do). A crash before this leaves the note for the maintenance loop.
+pub(super) async fn settle_parent_note(q: &Queue, note: Option<&String>) -> Result<()> {
+    match note {
+        Some(n) if !n.is_empty() => Box::pin(settle(q, n)).await.map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 async fn drop_entry(q: &Queue, entry: &str) -> Result<()> {

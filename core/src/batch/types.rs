@@ -63,6 +63,8 @@ pub struct BatchStatus {
     pub cancelled: bool,
     /// Whether every job had its outcome once it was sealed (no job is counted in any more).
     pub done: bool,
+    /// The batch it sits inside ([`super::Batch::batch`]), if any.
+    pub parent: Option<super::BatchRef>,
     /// One page of the failed jobs, oldest failure first.
     pub failed_jobs: Vec<BatchJob>,
 }

@@ -250,6 +250,8 @@ scripts! {
     DEAD_LETTERS_DUE => "dead_letters_due",
     /// Creates a batch in its queue's slot (core/src/batch/).
     BATCH_CREATE => "batch_create",
+    /// A batch inside a batch: created, and counted in its parent.
+    BATCH_NEST => "batch_nest",
     /// Counts jobs into a batch before they are added (a batched add's first step).
     BATCH_COUNT => "batch_count",
     /// Seals a batch: done once every job counted in has its outcome.

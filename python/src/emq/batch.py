@@ -93,9 +93,26 @@ class Batch:
 
     async def status(self, offset: int = 0, limit: int = 100) -> Dict[str, Any]:
         """``id``, ``description``, ``total``, ``pending``, ``completed``, ``failed``, ``sealed``,
-        ``cancelled``, ``done`` and one page of ``failed_jobs`` (``[{queue, id}]``, oldest
+        ``cancelled``, ``done``, ``parent`` (``{queue, id}`` of the batch it sits inside, or
+        ``None``) and one page of ``failed_jobs`` (``[{queue, id}]``, oldest
         failure first, from ``offset``, at most ``limit``)."""
         return await self._native.status(offset, limit)
+
+    async def batch(
+        self,
+        *,
+        on_complete: Optional[Dict[str, Any]] = None,
+        on_success: Optional[Dict[str, Any]] = None,
+        description: Optional[str] = None,
+    ) -> "Batch":
+        """Creates a batch inside this one (the arguments of :meth:`emq.Queue.batch`), held by
+        the same queue. It counts here as one job: pending until it is done, then completed when
+        every job of it completed and failed otherwise (completed later, if its failed jobs are
+        retried to success). Seal it as any batch. Cancelling this batch cancels it; cancelling it
+        alone counts it failed here. Its ``status()`` names this batch as ``parent``."""
+        return Batch(
+            await self._native.batch(_callback(on_complete), _callback(on_success), description)
+        )
 
     async def cancel(self) -> int:
         """Cancels the batch (no more jobs, no callback) and its jobs that have no outcome yet;

@@ -492,5 +492,16 @@ class Batch:
     def status(self, offset: int = 0, limit: int = 100) -> Dict[str, Any]:
         return _blocking(self._native.status, offset, limit)
 
+    def batch(
+        self,
+        *,
+        on_complete: Optional[Dict[str, Any]] = None,
+        on_success: Optional[Dict[str, Any]] = None,
+        description: Optional[str] = None,
+    ) -> "Batch":
+        return Batch(
+            _blocking(self._native.batch, _callback(on_complete), _callback(on_success), description)
+        )
+
     def cancel(self) -> int:
         return _blocking(self._native.cancel)
