@@ -298,17 +298,18 @@ async fn a_worker_serves_every_partition_and_starves_none() {
         assert_eq!(starts.len(), 1200);
         // While every partition has work, each gets its share of the starts. The first ones go
         // to the members that woke first, as far as the pool's capacity (prefetch) lets them
-        // lease at once; from the 300th start (every partition still holding work) each gets its
-        // share of the next 120.
+        // lease at once; from the 300th start (every partition still holding work) each gets at
+        // least half its share of the next 480. (A window of 120 was too short: on a loaded CI
+        // machine one member, held up for a moment, started 4 of them, then caught up.)
         let mut window: HashMap<&str, u32> = HashMap::new();
-        for s in &starts[300..420] {
+        for s in &starts[300..780] {
             *window.entry(s.as_str()).or_default() += 1;
         }
         assert_eq!(window.len(), 6, "{topology}: {window:?}");
         for (p, n) in &window {
             assert!(
-                *n >= 10,
-                "{topology}: partition {p} started {n} of starts 300-419"
+                *n >= 40,
+                "{topology}: partition {p} started {n} of starts 300-779: {window:?}"
             );
         }
         // Strict order with a partitioned queue is refused.
