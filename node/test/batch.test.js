@@ -82,3 +82,50 @@ test('status, cancel and bad input', async () => {
   assert.throws(() => q.openBatch('nope'), InvalidJobId);
   await assert.rejects(q.openBatch(q.mintId()).status(), JobNotFound);
 });
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`${topology}: a batch inside a batch counts as one job of its parent`, async () => {
+    const url = servers[topology];
+    const name = unique('batch-nest');
+    const q = await Queue.connect(url, name);
+    const jobs = await Queue.connect(url, `${name}-jobs`);
+    const cb = await Queue.connect(url, `${name}-cb`);
+    open.push(q, jobs, cb);
+    const parent = await q.batch({ onComplete: { queue: cb.name, name: 'parent-done' } });
+    await parent.add(jobs.name, 'direct', 1);
+    const child = await parent.batch({ onSuccess: { queue: cb.name, name: 'child-ok' }, description: 'pages' });
+    assert.ok(child instanceof Batch);
+    await child.addBulk(jobs.name, [0, 1, 2].map((i) => ({ name: 'page', data: i })));
+    await child.seal();
+    await parent.seal();
+    assert.equal((await parent.status()).total, 2);
+    const cst = await child.status();
+    assert.deepEqual(cst.parent, { queue: name, id: parent.id });
+    assert.equal(cst.description, 'pages');
+    assert.equal((await parent.status()).parent, null);
+    const w = new Worker(jobs, async () => 'ok', { concurrency: 2, blockTimeout: 200 });
+    await waitFor('the parent batch done', async () => (await parent.status()).done);
+    await w.close();
+    const st = await parent.status();
+    assert.deepEqual([st.total, st.completed, st.failed, st.pending], [2, 2, 0, 0], JSON.stringify(st));
+    assert.ok((await child.status()).done);
+    const names = (await cb.list('waiting')).map((j) => j.name).sort();
+    assert.deepEqual(names, ['child-ok', 'parent-done']);
+  });
+}
+
+test('a child batch cancelled alone counts failed in its parent; bad options are refused', async () => {
+  const name = unique('batch-nest-cancel');
+  const q = await Queue.connect(servers.standalone, name);
+  open.push(q);
+  const parent = await q.batch();
+  const child = await parent.batch({ description: 'inner' });
+  await child.add(name, 'one', 1);
+  await child.seal();
+  await parent.seal();
+  assert.equal(await child.cancel(), 1);
+  const st = await parent.status();
+  assert.deepEqual([st.total, st.failed, st.done], [1, 1, true], JSON.stringify(st));
+  await assert.rejects(parent.batch({ description: 'x'.repeat(1025) }), InvalidOption);
+  await assert.rejects(parent.batch({ bogus: 1 }), InvalidOption);
+});

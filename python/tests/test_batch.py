@@ -121,3 +121,54 @@ def test_the_sync_api_runs_a_batch(standalone, qname):
     assert success["name"] == "all-good" and success["options"]["batch_done"]["kind"] == "success"
     q.close()
     cb.close()
+
+
+@pytest.mark.parametrize("topology", ["standalone", "cluster"])
+async def test_a_batch_inside_a_batch_counts_as_one_job_of_its_parent(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    q = await emq.Queue.connect(url, qname)
+    jobs = await emq.Queue.connect(url, qname + "-jobs")
+    cb = await emq.Queue.connect(url, qname + "-cb")
+    parent = await q.batch(on_complete={"queue": cb.name, "name": "parent-done", "data": None})
+    await parent.add(jobs.name, "direct", 1)
+    child = await parent.batch(
+        on_success={"queue": cb.name, "name": "child-ok", "data": None}, description="pages"
+    )
+    await child.add_bulk(jobs.name, [("page", i) for i in range(3)])
+    await child.seal()
+    await parent.seal()
+    assert (await parent.status())["total"] == 2
+    cst = await child.status()
+    assert cst["parent"] == {"queue": qname, "id": parent.id}, cst
+    assert cst["description"] == "pages"
+    assert (await parent.status())["parent"] is None
+
+    worker = emq.Worker(jobs, lambda job: asyncio.sleep(0, "ok"), concurrency=2)
+    try:
+        async def done() -> bool:
+            return (await parent.status())["done"]
+
+        await wait_until("the parent batch done", done)
+    finally:
+        await worker.close()
+    st = await parent.status()
+    assert (st["total"], st["completed"], st["failed"], st["pending"]) == (2, 2, 0, 0), st
+    assert (await child.status())["done"]
+    names = sorted(j["name"] for j in await cb.list("waiting"))
+    assert names == ["child-ok", "parent-done"], names
+    for x in (q, jobs, cb):
+        await x.close()
+
+
+def test_the_sync_api_nests_a_batch(standalone, qname):
+    q = emq.sync.Queue.connect(standalone, qname)
+    parent = q.batch()
+    child = parent.batch(description="inner")
+    child.add(qname, "one", 1)
+    child.seal()
+    parent.seal()
+    assert child.status()["parent"] == {"queue": qname, "id": parent.id}
+    assert child.cancel() == 1
+    st = parent.status()
+    assert (st["total"], st["failed"], st["done"]) == (1, 1, True), st
+    q.close()

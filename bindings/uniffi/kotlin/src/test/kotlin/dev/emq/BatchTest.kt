@@ -116,5 +116,55 @@ class BatchTest {
         assertFalse(open.status().done, "an unsealed batch is not done")
     }
 
+    @Test
+    fun `a batch inside a batch counts as one job of its parent`() = withQueue("kt-batch") { q ->
+        val jobs = Queue.connect(Harness.standaloneUrl(), q.name() + "-jobs")
+        val cb = Queue.connect(Harness.standaloneUrl(), q.name() + "-cb")
+        try {
+            val parent = q.batch(BatchOptions(onComplete = BatchCallback(cb.name(), "parent-done", "null")))
+            parent.add(jobs.name(), "direct", "1")
+            val child = parent.batch(
+                BatchOptions(onSuccess = BatchCallback(cb.name(), "child-ok", "null"), description = "pages"),
+            )
+            child.addBulk(jobs.name(), (0 until 3).map { NewJob("page", "$it") })
+            child.seal()
+            parent.seal()
+            assertEquals(2uL, parent.status().total, "one job and one batch")
+            val cst = child.status()
+            assertEquals(BatchRef(q.name(), parent.id()), cst.parent)
+            assertEquals("pages", cst.description)
+            assertNull(parent.status().parent)
+
+            val handler = object : JobHandler {
+                override suspend fun handle(job: JobRecord): String = "\"ok\""
+            }
+            val w = jobs.startWorker(handler, 2, 5_000.0)
+            try {
+                eventually(20_000, "the parent batch done") { parent.status().takeIf { it.done } }
+            } finally {
+                w.shutdown(); w.close()
+            }
+            val st = parent.status()
+            assertEquals(listOf(2uL, 2uL, 0uL, 0uL), listOf(st.total, st.completed, st.failed, st.pending), "$st")
+            assertTrue(child.status().done)
+            assertEquals(listOf("child-ok", "parent-done"), cb.list(JobState.WAITING).map { it.name }.sorted())
+
+            val lone = q.batch()
+            val inner = lone.batch()
+            inner.add(jobs.name(), "one", "1")
+            inner.seal()
+            lone.seal()
+            assertEquals(1uL, inner.cancel())
+            val ls = lone.status()
+            assertEquals(listOf(1uL, 1uL), listOf(ls.total, ls.failed), "a child cancelled alone counts failed: $ls")
+            assertTrue(ls.done)
+            assertCode(ErrorCode.INVALID_OPTION, "a description over 1,024 bytes") {
+                runBlocking { lone.batch(BatchOptions(description = "x".repeat(1025))) }
+            }
+        } finally {
+            jobs.close(); cb.close()
+        }
+    }
+
     private suspend fun open0(q: Queue): Batch = q.batch()
 }
