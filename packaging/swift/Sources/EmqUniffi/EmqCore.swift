@@ -854,6 +854,10 @@ public struct BatchStatus: Equatable, Hashable {
      */
     public var done: Bool
     /**
+     * The batch it sits inside ([`super::Batch::batch`]), if any.
+     */
+    public var parent: BatchRef?
+    /**
      * One page of the failed jobs, oldest failure first.
      */
     public var failedJobs: [BatchJob]
@@ -889,6 +893,9 @@ public struct BatchStatus: Equatable, Hashable {
          * Whether every job had its outcome once it was sealed (no job is counted in any more).
          */done: Bool, 
         /**
+         * The batch it sits inside ([`super::Batch::batch`]), if any.
+         */parent: BatchRef?, 
+        /**
          * One page of the failed jobs, oldest failure first.
          */failedJobs: [BatchJob]) {
         self.id = id
@@ -900,6 +907,7 @@ public struct BatchStatus: Equatable, Hashable {
         self.sealed = sealed
         self.cancelled = cancelled
         self.done = done
+        self.parent = parent
         self.failedJobs = failedJobs
     }
 
@@ -928,6 +936,7 @@ public struct FfiConverterTypeBatchStatus: FfiConverterRustBuffer {
                 sealed: FfiConverterBool.read(from: &buf), 
                 cancelled: FfiConverterBool.read(from: &buf), 
                 done: FfiConverterBool.read(from: &buf), 
+                parent: FfiConverterOptionTypeBatchRef.read(from: &buf), 
                 failedJobs: FfiConverterSequenceTypeBatchJob.read(from: &buf)
         )
     }
@@ -942,6 +951,7 @@ public struct FfiConverterTypeBatchStatus: FfiConverterRustBuffer {
         FfiConverterBool.write(value.sealed, into: &buf)
         FfiConverterBool.write(value.cancelled, into: &buf)
         FfiConverterBool.write(value.done, into: &buf)
+        FfiConverterOptionTypeBatchRef.write(value.parent, into: &buf)
         FfiConverterSequenceTypeBatchJob.write(value.failedJobs, into: &buf)
     }
 }
@@ -2324,6 +2334,30 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeBatchRef: FfiConverterRustBuffer {
+    typealias SwiftType = BatchRef?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeBatchRef.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeBatchRef.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

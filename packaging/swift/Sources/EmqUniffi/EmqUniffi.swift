@@ -653,6 +653,12 @@ public protocol BatchProtocol: AnyObject, Sendable {
     func addBulk(queue: String, jobs: [NewJob]) async throws  -> [String]
     
     /**
+     * Creates a batch inside this one (in its queue's slot): it counts here as one job,
+     * completed when every job of it completed, failed otherwise.
+     */
+    func batch(options: BatchOptions?) async throws  -> Batch
+    
+    /**
      * Cancels it: its waiting jobs are cancelled and no callback is added; the jobs cancelled.
      */
     func cancel() async throws  -> UInt64
@@ -764,6 +770,26 @@ open func addBulk(queue: String, jobs: [NewJob])async throws  -> [String]  {
             completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Creates a batch inside this one (in its queue's slot): it counts here as one job,
+     * completed when every job of it completed, failed otherwise.
+     */
+open func batch(options: BatchOptions? = nil)async throws  -> Batch  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_batch_batch(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeBatchOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_emq_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeBatch_lift,
             errorHandler: FfiConverterTypeEmqException_lift
         )
 }
@@ -6728,6 +6754,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_batch_add_bulk() != 41333) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_batch_batch() != 6256) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_batch_cancel() != 34992) {

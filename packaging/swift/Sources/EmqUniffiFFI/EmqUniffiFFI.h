@@ -278,6 +278,11 @@ uint64_t uniffi_emq_uniffi_fn_method_batch_add(uint64_t ptr, RustBuffer queue, R
 uint64_t uniffi_emq_uniffi_fn_method_batch_add_bulk(uint64_t ptr, RustBuffer queue, RustBuffer jobs
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_BATCH
+uint64_t uniffi_emq_uniffi_fn_method_batch_batch(uint64_t ptr, RustBuffer options
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_BATCH_CANCEL
 uint64_t uniffi_emq_uniffi_fn_method_batch_cancel(uint64_t ptr
@@ -1003,6 +1008,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_batch_add(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ADD_BULK
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_ADD_BULK
 uint16_t uniffi_emq_uniffi_checksum_method_batch_add_bulk(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_BATCH
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_BATCH_BATCH
+uint16_t uniffi_emq_uniffi_checksum_method_batch_batch(void
     
 );
 #endif
