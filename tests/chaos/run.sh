@@ -12,7 +12,7 @@ export EMQ_GUARD=1 EMQ_CHAOS="$profile" CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DE
 export EMQ_CHAOS_REPORT="$PWD/target/chaos-report.jsonl"
 mkdir -p target && rm -f "$EMQ_CHAOS_REPORT"
 # One scenario at a time: the recovery figures are timings.
-cargo test -p emq --test chaos_faults --test chaos_failover -- --test-threads=1
+cargo test -p emq --test chaos_faults --test chaos_failover --test chaos_batch -- --test-threads=1
 python3 tests/chaos/render.py "$EMQ_CHAOS_REPORT" --summary
 if [ "$profile" = long ]; then
   python3 tests/chaos/render.py "$EMQ_CHAOS_REPORT" --into RELIABILITY.md

@@ -115,6 +115,17 @@ impl RedisCluster {
         &self.slots
     }
 
+    /// Starts the node on `port` again (same port and dir, so the same `nodes.conf`), after it
+    /// was stopped or killed: a master that a failover replaced comes back as a replica of its
+    /// successor, with its data from it. `NotFound` when no node has that port.
+    pub fn restart_node(&mut self, port: u16) -> io::Result<()> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.port() == port)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no node on {port}")))?
+            .restart()
+    }
+
     pub fn stop(&mut self) {
         for n in &mut self.nodes {
             n.stop();
