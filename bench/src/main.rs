@@ -5,7 +5,8 @@
 //! [REDIS_URL]` runs the fair-groups benchmark instead (`fairness.rs`, driven by bench/fairness.sh);
 //! `emq-bench multiqueue [REDIS_URL]` the multi-queue worker's (`multiqueue.rs`, bench/multiqueue.sh).
 //! `emq-bench partitions SEEDS` one queue plain or partitioned on a cluster (`partitions.rs`,
-//! bench/partitions.sh).
+//! bench/partitions.sh). `emq-bench batch [REDIS_URL]` a batched job against a plain one
+//! (`batch.rs`, bench/batch.sh).
 //! Knobs (environment, like the anchors): REPS (default 1), N_JOBS (20000), N_LATENCY (1000),
 //! SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (default 1: CONFIG RESETSTAT before and INFO
 //! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all but the
@@ -14,6 +15,7 @@
 //! Prints one JSON object per scenario run on stdout (one line each); progress goes to stderr.
 //! FLUSHALL runs before every scenario run, so point it at a throwaway Redis only.
 
+mod batch;
 mod control;
 mod fairness;
 mod multiqueue;
@@ -581,7 +583,8 @@ async fn bench_main() -> i32 {
     }
     let fairness = args.first().is_some_and(|a| a == "fairness");
     let multiqueue = args.first().is_some_and(|a| a == "multiqueue");
-    if fairness || multiqueue {
+    let batched = args.first().is_some_and(|a| a == "batch");
+    if fairness || multiqueue || batched {
         args.remove(0);
     }
     let url = args
@@ -617,6 +620,9 @@ async fn bench_main() -> i32 {
     }
     if multiqueue {
         return multiqueue::multiqueue_main(cfg, &mut admin).await;
+    }
+    if batched {
+        return batch::batch_main(cfg, &mut admin).await;
     }
     let t_start = Instant::now();
     let mut errors = 0;
