@@ -4,7 +4,8 @@
 # alternating first. Run by hand, never in CI. Raw lines go to bench/out/batch/ (git-ignored); the
 # summary (median and range, and the batched/plain ratio of each repetition) is printed for
 # bench/RESULTS.md's section "Batches".
-# Knobs: REPS, BATCH_JOBS (20000), BATCH_PORT (6397), EMQ_BENCH_BIN (skip the cargo build).
+# Knobs: REPS, BATCH_JOBS (20000), BATCH_PORT (6397), BATCH_ADD_ONLY=1 (the add scenarios only),
+# EMQ_BENCH_BIN (skip the cargo build).
 # The redis-server is stopped by the pid this script started.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -13,15 +14,10 @@ PORT="${BATCH_PORT:-6397}"
 REPS="${REPS:-5}"
 OUT="$HERE/out/batch"
 mkdir -p "$OUT"
-BIN="${EMQ_BENCH_BIN:-}"
-if [ -z "$BIN" ]; then
-  (cd "$ROOT" && cargo build -q --release -p emq-bench)
-  BIN="$ROOT/target/release/emq-bench"
-fi
-redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-  --pidfile "/tmp/bench-batch-redis-$PORT.pid" >/dev/null
-trap 'kill "$(cat /tmp/bench-batch-redis-$PORT.pid)" 2>/dev/null || true' EXIT
-sleep 0.3
+# shellcheck source=bench/private_redis.sh
+. "$HERE/private_redis.sh"
+bench_bin
+start_private_redis "$PORT" batch
 : >"$OUT/lines.jsonl"
 for rep in $(seq 0 $((REPS - 1))); do
   BATCH_REP=$rep "$BIN" batch "redis://127.0.0.1:$PORT" | tee -a "$OUT/lines.jsonl"
@@ -35,6 +31,8 @@ def show(label, v, fmt="{:.4g}"):
     print(f"{label}: median {fmt.format(statistics.median(v))} "
           f"[{fmt.format(min(v))}-{fmt.format(max(v))}] (n={len(v)})")
 for step in ("add", "process"):
+    if not col(f"{step}_plain", "jobs_per_s"):
+        continue  # BATCH_ADD_ONLY=1
     for key in ("jobs_per_s", "redis_cpu_us_per_job"):
         for s in ("plain", "batched"):
             show(f"{step}_{s} {key}", col(f"{step}_{s}", key))

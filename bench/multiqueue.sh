@@ -12,15 +12,10 @@ PORT="${MQ_PORT:-6396}"
 REPS="${REPS:-5}"
 OUT="$HERE/out/multiqueue"
 mkdir -p "$OUT"
-BIN="${EMQ_BENCH_BIN:-}"
-if [ -z "$BIN" ]; then
-  (cd "$ROOT" && cargo build -q --release -p emq-bench)
-  BIN="$ROOT/target/release/emq-bench"
-fi
-redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-  --pidfile "/tmp/bench-mq-redis-$PORT.pid" >/dev/null
-trap 'kill "$(cat /tmp/bench-mq-redis-$PORT.pid)" 2>/dev/null || true' EXIT
-sleep 0.3
+# shellcheck source=bench/private_redis.sh
+. "$HERE/private_redis.sh"
+bench_bin
+start_private_redis "$PORT" mq
 : >"$OUT/lines.jsonl"
 for rep in $(seq 0 $((REPS - 1))); do
   MQ_REP=$rep "$BIN" multiqueue "redis://127.0.0.1:$PORT" | tee -a "$OUT/lines.jsonl"

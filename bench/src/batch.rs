@@ -157,19 +157,5 @@ pub async fn batch_main(cfg: Cfg, admin: &mut Admin) -> i32 {
             lines.push(process_run(&cfg, admin, n, batched).await);
         }
     }
-    let mut code = 0;
-    for l in lines {
-        match l {
-            Ok(mut v) => {
-                v["impl"] = json!("emq");
-                v["rep"] = json!(rep);
-                println!("{v}");
-            }
-            Err(e) => {
-                eprintln!("emq-bench batch: {e}");
-                code = 1;
-            }
-        }
-    }
-    code
+    crate::print_lines("batch", rep, lines)
 }

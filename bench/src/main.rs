@@ -226,6 +226,26 @@ async fn open(cfg: &Cfg, name: &str) -> BResult<Queue> {
         .map_err(|e| format!("connect: {e}"))
 }
 
+/// Prints each scenario's line of repetition `rep` (tagged `impl` emq and `rep`) as JSON on stdout,
+/// each error on stderr as `emq-bench <tool>: …`; the exit code: 1 when any scenario failed.
+fn print_lines(tool: &str, rep: u64, lines: Vec<BResult<Value>>) -> i32 {
+    let mut code = 0;
+    for l in lines {
+        match l {
+            Ok(mut v) => {
+                v["impl"] = json!("emq");
+                v["rep"] = json!(rep);
+                println!("{v}");
+            }
+            Err(e) => {
+                eprintln!("emq-bench {tool}: {e}");
+                code = 1;
+            }
+        }
+    }
+    code
+}
+
 fn e2s(e: emq::Error) -> String {
     e.to_string()
 }

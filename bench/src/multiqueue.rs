@@ -134,19 +134,5 @@ pub async fn multiqueue_main(cfg: Cfg, admin: &mut Admin) -> i32 {
         lines.push(wake(&cfg, admin, multi, wakes).await);
     }
     lines.push(weights(&cfg, admin, jobs).await);
-    let mut code = 0;
-    for l in lines {
-        match l {
-            Ok(mut v) => {
-                v["impl"] = json!("emq");
-                v["rep"] = json!(rep);
-                println!("{v}");
-            }
-            Err(e) => {
-                eprintln!("emq-bench multiqueue: {e}");
-                code = 1;
-            }
-        }
-    }
-    code
+    crate::print_lines("multiqueue", rep, lines)
 }
