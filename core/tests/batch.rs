@@ -995,3 +995,50 @@ async fn a_child_outcome_cut_by_a_crash_reaches_its_parent_once() {
         }
     }
 }
+
+/// Counting in (batch_count.lua, one HMGET and one HSET per call, the calls of one add in one
+/// pipeline): 1,200 jobs span three calls; an id given twice in one add and an add repeated with
+/// the same ids are counted once, and every job is added once, under its id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_given_again_are_counted_in_once_across_calls() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-count").await;
+        let jobs = q.queue(&unique("b-count-jobs")).unwrap();
+        let batch = q.batch(BatchOptions::default()).await.unwrap();
+        let ids: Vec<_> = (0..1_200).map(|_| jobs.mint_id().unwrap()).collect();
+        let pinned = |range: std::ops::Range<usize>| -> Vec<NewJob> {
+            range
+                .map(|i| NewJob {
+                    name: "work".into(),
+                    data: json!({ "i": i }),
+                    options: JobOptions {
+                        id: Some(ids[i]),
+                        ..JobOptions::default()
+                    },
+                })
+                .collect()
+        };
+        // The first add gives job 0 twice: at the start and again after the 500th job, in the
+        // second call of the pipeline.
+        let mut first = pinned(0..700);
+        first.insert(600, pinned(0..1).pop().unwrap());
+        let got = batch.add_bulk(jobs.name().as_str(), first).await.unwrap();
+        assert_eq!(got.len(), 701, "{topology}");
+        assert_eq!(batch.status(0, 0).await.unwrap().total, 700, "{topology}");
+        // Again from job 300: the 400 already counted are not counted again.
+        let got = batch
+            .add_bulk(jobs.name().as_str(), pinned(300..1_200))
+            .await
+            .unwrap();
+        assert_eq!(got, ids[300..1_200].to_vec(), "{topology}");
+        let st = batch.status(0, 0).await.unwrap();
+        assert_eq!((st.total, st.pending), (1_200, 1_200), "{topology}");
+        assert_eq!(jobs.counts().await.unwrap().waiting, 1_200, "{topology}");
+        for &i in &[0usize, 499, 500, 1_199] {
+            let job = jobs.get(ids[i]).await.unwrap().expect("added under its id");
+            assert_eq!(job.data, json!({ "i": i }), "{topology}");
+        }
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+    }
+}

@@ -232,8 +232,8 @@ impl Batch {
             .ok_or_else(|| Error::new(ErrorCode::Internal, "add_bulk returned no id"))
     }
 
-    /// Adds jobs to `queue` as part of this batch ([`Batch::add`] for each, counted in by 500 per
-    /// call, then one bulk add).
+    /// Adds jobs to `queue` as part of this batch ([`Batch::add`] for each: counted in by 500 per
+    /// call, the calls in one pipeline, then one bulk add).
     pub async fn add_bulk(&self, queue: &str, mut jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         // A partitioned queue's jobs go to its partitions (its stored count, one round trip).
         let target = self.queue.queue_opened(queue).await?;
@@ -245,14 +245,25 @@ impl Batch {
             }
             j.options.batch = Some(self.reference());
         }
-        for chunk in jobs.chunks(COUNT_CHUNK) {
-            let mut inv = script::BATCH_COUNT.on(self.queue.name(), Some(self.id))?;
-            for j in chunk {
-                inv = inv
-                    .arg(j.options.id.unwrap_or(self.id))
-                    .arg(target.name().as_str());
-            }
-            let _: i64 = inv.invoke(self.queue.store()).await?;
+        // Every chunk's count goes out in one pipeline (one round trip, in the batch's slot), and
+        // only then are the jobs added: a job is counted in before it can have an outcome.
+        let counts = jobs
+            .chunks(COUNT_CHUNK)
+            .map(|chunk| {
+                // The ids end to end, one argument (batch_count.lua cuts them).
+                let mut ids = String::with_capacity(chunk.len() * crate::job_id::TEXT_LEN);
+                for j in chunk {
+                    use std::fmt::Write;
+                    let _ = write!(ids, "{}", j.options.id.unwrap_or(self.id));
+                }
+                Ok(script::BATCH_COUNT
+                    .on(self.queue.name(), Some(self.id))?
+                    .arg(target.name().as_str())
+                    .arg(ids))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if !counts.is_empty() {
+            let _: Vec<i64> = script::pipeline(self.queue.store(), &counts).await?;
         }
         target.add_bulk(jobs).await
     }
