@@ -105,28 +105,59 @@ pub(crate) async fn forget_count(q: &Queue) -> Result<()> {
 /// How old the backlogs a handle routes by may get before it reads them again.
 const BACKLOG_REFRESH: Duration = Duration::from_millis(250);
 
+/// A backlog read still unanswered after this long marks its partition unreachable (a dead master
+/// before the cluster notices: the read hangs rather than fails).
+const READ_SUSPECT: Duration = Duration::from_millis(500);
+
+/// Longest one backlog read may take before it counts as failed (its partition stays unreachable
+/// until a later read is answered).
+const READ_LIMIT: Duration = Duration::from_secs(2);
+
 /// The partitions of one partitioned queue, in index order, and this handle's estimate of each
 /// one's backlog (the jobs ready to run: wait, prioritized and the grouped ready ones), by which a
 /// job with neither a key nor an id of its own goes to the emptier of two partitions picked at
-/// random (power of two choices): a backlog read at most [`BACKLOG_REFRESH`] ago (in the
-/// background, one small pipeline per partition, started by an add that finds it stale), plus
-/// the jobs this handle routed to it since.
+/// random (power of two choices) among those reachable: a backlog read at most
+/// [`BACKLOG_REFRESH`] ago (in the background, one small pipeline per partition, each partition's
+/// read on its own, started by an add that finds it stale), plus the jobs this handle routed to it
+/// since. A partition whose last read failed, or whose read has gone unanswered for
+/// [`READ_SUSPECT`] (its master died, say, and no replica has taken over yet), is not picked until
+/// a read is answered again: such jobs go to the live partitions meanwhile (a job with a key or
+/// an id of its own still goes to its partition, and waits for it).
 pub(crate) struct Partitions {
     pub(crate) members: Vec<Queue>,
-    backlog: Vec<AtomicU64>,
-    /// When the backlogs were last read (ms since `epoch`), and whether a read is under way.
-    read_at_ms: AtomicU64,
-    reading: AtomicBool,
+    health: Vec<Health>,
     epoch: Instant,
+}
+
+/// One partition's backlog estimate and the state of its reads (times in ms since `epoch`, 0 for
+/// never).
+#[derive(Default)]
+struct Health {
+    backlog: AtomicU64,
+    /// When its last read started; whether one is under way.
+    started_ms: AtomicU64,
+    reading: AtomicBool,
+    /// Whether the last read that ended failed.
+    failed: AtomicBool,
+}
+
+impl Health {
+    /// False while the last read failed, or one has gone unanswered for [`READ_SUSPECT`].
+    fn reachable(&self, now_ms: u64) -> bool {
+        if self.failed.load(Ordering::Relaxed) {
+            return false;
+        }
+        !(self.reading.load(Ordering::Acquire)
+            && now_ms.saturating_sub(self.started_ms.load(Ordering::Relaxed))
+                > READ_SUSPECT.as_millis() as u64)
+    }
 }
 
 impl Partitions {
     pub(crate) fn new(members: Vec<Queue>) -> Partitions {
         Partitions {
-            backlog: members.iter().map(|_| AtomicU64::new(0)).collect(),
+            health: members.iter().map(|_| Health::default()).collect(),
             members,
-            read_at_ms: AtomicU64::new(0),
-            reading: AtomicBool::new(false),
             epoch: Instant::now(),
         }
     }
@@ -149,52 +180,79 @@ impl Partitions {
         }
     }
 
+    fn now_ms(&self) -> u64 {
+        (self.epoch.elapsed().as_millis() as u64).max(1)
+    }
+
     /// The partition for a job with neither a key nor an id given by its caller (a retried add
     /// with its own id must find the same partition, so those go by id): the emptier of two
-    /// picked at random, by the backlogs as last read and what this handle sent since. Starts a
-    /// read of the backlogs when they are stale (on the current tokio runtime).
+    /// picked at random among the reachable partitions (all of them when none is), by the
+    /// backlogs as last read and what this handle sent since. Starts a read of the backlogs that
+    /// are stale (on the current tokio runtime).
     pub(crate) fn by_backlog(self: &Arc<Self>) -> usize {
-        self.refresh_if_stale();
+        let now = self.now_ms();
+        self.refresh_stale(now);
         let n = self.members.len();
-        let a = rand::random::<u64>() as usize % n;
-        let b = (a + 1 + rand::random::<u64>() as usize % (n - 1)) % n;
-        let (la, lb) = (
-            self.backlog[a].load(Ordering::Relaxed),
-            self.backlog[b].load(Ordering::Relaxed),
-        );
-        let pick = if lb < la { b } else { a };
-        self.backlog[pick].fetch_add(1, Ordering::Relaxed);
+        let mut live: Vec<usize> = (0..n).filter(|&i| self.health[i].reachable(now)).collect();
+        if live.is_empty() {
+            live = (0..n).collect();
+        }
+        let m = live.len();
+        let a = live[rand::random::<u64>() as usize % m];
+        let pick = if m == 1 {
+            a
+        } else {
+            let b = live[(live.iter().position(|&i| i == a).unwrap()
+                + 1
+                + rand::random::<u64>() as usize % (m - 1))
+                % m];
+            let (la, lb) = (
+                self.health[a].backlog.load(Ordering::Relaxed),
+                self.health[b].backlog.load(Ordering::Relaxed),
+            );
+            if lb < la {
+                b
+            } else {
+                a
+            }
+        };
+        self.health[pick].backlog.fetch_add(1, Ordering::Relaxed);
         pick
     }
 
-    fn refresh_if_stale(self: &Arc<Self>) {
-        let now = self.epoch.elapsed().as_millis() as u64;
-        let read_at = self.read_at_ms.load(Ordering::Relaxed);
-        if read_at != 0 && now.saturating_sub(read_at) < BACKLOG_REFRESH.as_millis() as u64 {
-            return;
-        }
-        if self.reading.swap(true, Ordering::AcqRel) {
-            return;
-        }
+    /// Starts a read of each partition's backlog whose last read is older than
+    /// [`BACKLOG_REFRESH`] and that has none under way; each partition's read is its own task, so
+    /// one that hangs holds back no other.
+    fn refresh_stale(self: &Arc<Self>, now: u64) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            self.reading.store(false, Ordering::Release);
             return;
         };
-        let p = self.clone();
-        rt.spawn(async move {
-            let read = futures::future::join_all(p.members.iter().map(backlog_of)).await;
-            for (slot, n) in p.backlog.iter().zip(read) {
-                // A partition that could not be read keeps its estimate.
-                if let Ok(n) = n {
-                    slot.store(n, Ordering::Relaxed);
-                }
+        for i in 0..self.members.len() {
+            let h = &self.health[i];
+            let started = h.started_ms.load(Ordering::Relaxed);
+            if started != 0 && now.saturating_sub(started) < BACKLOG_REFRESH.as_millis() as u64 {
+                continue;
             }
-            p.read_at_ms.store(
-                p.epoch.elapsed().as_millis().max(1) as u64,
-                Ordering::Relaxed,
-            );
-            p.reading.store(false, Ordering::Release);
-        });
+            if h.reading.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            h.started_ms.store(now, Ordering::Relaxed);
+            let p = self.clone();
+            rt.spawn(async move {
+                let read = tokio::time::timeout(READ_LIMIT, backlog_of(&p.members[i])).await;
+                let h = &p.health[i];
+                match read {
+                    Ok(Ok(n)) => {
+                        h.backlog.store(n, Ordering::Relaxed);
+                        h.failed.store(false, Ordering::Relaxed);
+                    }
+                    // A partition that could not be read keeps its estimate, and is not picked
+                    // until a read is answered.
+                    _ => h.failed.store(true, Ordering::Relaxed),
+                }
+                h.reading.store(false, Ordering::Release);
+            });
+        }
     }
 
     fn key_index(&self, key: &str) -> usize {
