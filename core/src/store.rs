@@ -343,7 +343,43 @@ fn tls_hint(url: &str, opts: &ConnectOptions, e: Error) -> Error {
     Error::new(e.code(), format!("TLS: {}{hint}", e.message()))
 }
 
+/// A new cluster connection with `options` (its own slot map and node connections).
+async fn cluster_connection(options: &ConnectOptions) -> Result<Conn> {
+    let mut builder = ClusterClient::builder(options.urls.clone())
+        .response_timeout(options.response_timeout)
+        .connection_timeout(options.connect_timeout);
+    if options.has_tls_material() {
+        builder = builder.certs(options.certificates());
+    }
+    let client = builder.build().map_err(|e| {
+        Error::new(
+            ErrorCode::InvalidOption,
+            format!("cannot use the cluster seeds: {e}"),
+        )
+    })?;
+    let conn = client
+        .get_async_connection()
+        .await
+        .map_err(|e| tls_hint(&options.urls[0], options, e.into()))?;
+    Ok(Conn::Cluster(conn))
+}
+
 impl Store {
+    /// This store (its options, topology and durable pool) on a cluster connection of its own: a
+    /// lane. The cluster client stops every request on a connection while it rebuilds its slot
+    /// map, which it does again and again while a master is down and not yet replaced; work for
+    /// the slots of other masters on a lane of its own goes on meanwhile (a partitioned queue
+    /// gives each master's partitions one, see `Queue::open`). Standalone: this store itself.
+    pub(crate) async fn lane(&self) -> Result<Store> {
+        match self.inner.topology {
+            Topology::Standalone => Ok(self.clone()),
+            Topology::Cluster => Ok(Store {
+                inner: self.inner.clone(),
+                conn: cluster_connection(&self.inner.options).await?,
+            }),
+        }
+    }
+
     /// Connects and detects the topology; [`Store::connect`] (in `connect.rs`) adds the wire-version
     /// check.
     pub(crate) async fn open(options: ConnectOptions) -> Result<Store> {
@@ -392,24 +428,7 @@ impl Store {
                     return Err(not_tls(plain));
                 }
             }
-            let mut builder = ClusterClient::builder(options.urls.clone())
-                .response_timeout(options.response_timeout)
-                .connection_timeout(options.connect_timeout);
-            if options.has_tls_material() {
-                builder = builder.certs(options.certificates());
-            }
-            let client = builder.build().map_err(|e| {
-                Error::new(
-                    ErrorCode::InvalidOption,
-                    format!("cannot use the cluster seeds: {e}"),
-                )
-            })?;
-            conn = Some(Conn::Cluster(
-                client
-                    .get_async_connection()
-                    .await
-                    .map_err(|e| tls_hint(first, &options, e.into()))?,
-            ));
+            conn = Some(cluster_connection(&options).await?);
         }
         let store = Store {
             inner: Arc::new(Inner {

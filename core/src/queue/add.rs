@@ -284,8 +284,10 @@ impl Queue {
 
     async fn add_routed(&self, name: &str, data: Value, mut options: JobOptions) -> Result<JobId> {
         if let Some(p) = self.spread() {
-            let to = &p.members[self.route(p, &mut options)?];
-            return to.add_here(name, data, options).await;
+            let i = self.route(p, &mut options)?;
+            return p
+                .watched(i, p.members[i].add_here(name, data, options))
+                .await;
         }
         self.add_here(name, data, options).await
     }
@@ -308,8 +310,10 @@ impl Queue {
     /// bits).
     pub async fn add_json(&self, name: &str, data: &str, mut options: JobOptions) -> Result<JobId> {
         if let Some(p) = self.spread() {
-            let to = &p.members[self.route(p, &mut options)?];
-            return to.add_json_here(name, data, options).await;
+            let i = self.route(p, &mut options)?;
+            return p
+                .watched(i, p.members[i].add_json_here(name, data, options))
+                .await;
         }
         self.add_json_here(name, data, options).await
     }

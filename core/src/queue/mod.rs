@@ -142,8 +142,44 @@ impl Queue {
         let plain = Queue::from_parts(store, minter, QueueName::new(name)?);
         match partition_set::settle_count(&plain, queue.partitions).await? {
             None => Ok(plain),
-            Some(n) => Ok(plain.with_partitions(n)),
+            Some(n) => plain.with_partitions(n).on_lanes().await,
         }
+    }
+
+    /// A partitioned handle whose partitions talk over one cluster connection per master they live
+    /// on now ([`Store::lane`]): while a master is down, the cluster client stalls each connection
+    /// that has requests for it, so the partitions of the other masters (their adds, and a
+    /// worker's claims, completions and renewals) keep going on theirs. A partition whose slot
+    /// moves later keeps its lane (correct, only less isolated). Standalone: unchanged.
+    async fn on_lanes(mut self) -> Result<Queue> {
+        let Some(parts) = self.parts.clone() else {
+            return Ok(self);
+        };
+        if self.store.topology() != crate::store::Topology::Cluster {
+            return Ok(self);
+        }
+        let masters = futures::future::try_join_all(
+            parts
+                .members
+                .iter()
+                .map(|p| self.store.master_url_for(&p.keys().marker)),
+        )
+        .await?;
+        let mut lanes: Vec<(String, Store)> = Vec::new();
+        let mut members = Vec::with_capacity(parts.members.len());
+        for (p, master) in parts.members.iter().zip(masters) {
+            let lane = match lanes.iter().find(|(m, _)| *m == master) {
+                Some((_, lane)) => lane.clone(),
+                None => {
+                    let lane = self.store.lane().await?;
+                    lanes.push((master, lane.clone()));
+                    lane
+                }
+            };
+            members.push(Queue::from_parts(lane, self.minter.clone(), p.name.clone()));
+        }
+        self.parts = Some(Arc::new(partition_set::Partitions::new(members)));
+        Ok(self)
     }
 
     /// This handle over `n` partitions (the count settled).
@@ -222,15 +258,18 @@ impl Queue {
 
     /// Another queue on the same connection and id minter, opened with its stored partition
     /// count (one round trip): where the core adds to a queue it only knows by name (a flow's
-    /// node, a dead-letter queue), so a partitioned one gets its jobs in its partitions.
+    /// node, a dead-letter queue), so a partitioned one gets its jobs in its partitions (on this
+    /// handle's connection: a handle made per call opens no lanes).
     pub(crate) async fn queue_opened(&self, name: &str) -> Result<Queue> {
-        Queue::open(
+        let plain = Queue::from_parts(
             self.store.clone(),
             self.minter.clone(),
-            name,
-            QueueOptions::default(),
-        )
-        .await
+            QueueName::new(name)?,
+        );
+        Ok(match partition_set::settle_count(&plain, None).await? {
+            None => plain,
+            Some(n) => plain.with_partitions(n),
+        })
     }
 
     /// The queue's name.

@@ -137,19 +137,26 @@ struct Health {
     /// When its last read started; whether one is under way.
     started_ms: AtomicU64,
     reading: AtomicBool,
-    /// Whether the last read that ended failed.
+    /// Whether the last read that ended failed (or an add since failed for want of its server).
     failed: AtomicBool,
+    /// Adds to it under way, and when it last answered one while others were under way (or when
+    /// the first of them was sent).
+    adds: AtomicU64,
+    add_progress_ms: AtomicU64,
 }
 
 impl Health {
-    /// False while the last read failed, or one has gone unanswered for [`READ_SUSPECT`].
+    /// False while the last read failed, or one has gone unanswered for [`READ_SUSPECT`], or
+    /// adds have been under way that long with none answered.
     fn reachable(&self, now_ms: u64) -> bool {
         if self.failed.load(Ordering::Relaxed) {
             return false;
         }
-        !(self.reading.load(Ordering::Acquire)
-            && now_ms.saturating_sub(self.started_ms.load(Ordering::Relaxed))
-                > READ_SUSPECT.as_millis() as u64)
+        let suspect = |since: &AtomicU64| {
+            now_ms.saturating_sub(since.load(Ordering::Relaxed)) > READ_SUSPECT.as_millis() as u64
+        };
+        !((self.reading.load(Ordering::Acquire) && suspect(&self.started_ms))
+            || (self.adds.load(Ordering::Acquire) > 0 && suspect(&self.add_progress_ms)))
     }
 }
 
@@ -218,6 +225,30 @@ impl Partitions {
         };
         self.health[pick].backlog.fetch_add(1, Ordering::Relaxed);
         pick
+    }
+
+    /// Runs an add to partition `i`, watched: while adds to it go unanswered for
+    /// [`READ_SUSPECT`], or when one fails for want of its server, it is not picked for the jobs
+    /// this handle routes by backlog (a later answered backlog read makes it reachable again), so
+    /// the requests after the first ones a dead master holds go to the live partitions at once.
+    pub(crate) async fn watched<T>(
+        &self,
+        i: usize,
+        add: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let h = &self.health[i];
+        if h.adds.fetch_add(1, Ordering::AcqRel) == 0 {
+            h.add_progress_ms.store(self.now_ms(), Ordering::Relaxed);
+        }
+        let r = add.await;
+        h.add_progress_ms.store(self.now_ms(), Ordering::Relaxed);
+        h.adds.fetch_sub(1, Ordering::AcqRel);
+        if let Err(e) = &r {
+            if matches!(e.code(), ErrorCode::ServerUnavailable | ErrorCode::Timeout) {
+                h.failed.store(true, Ordering::Relaxed);
+            }
+        }
+        r
     }
 
     /// Starts a read of each partition's backlog whose last read is older than

@@ -69,9 +69,58 @@ pub(super) fn reserve(s: &Shared, max: usize) -> usize {
 
 /// Holds one more job whatever the room (one an add handed over, leased to this worker already).
 pub(super) fn hold_one(s: &Shared) {
-    if reserve(s, 1) == 0 {
-        s.pool.held.fetch_add(1, Ordering::SeqCst);
-        s.pool.took(s.member, 1);
+    hold(s, 1);
+}
+
+/// Holds `n` more jobs whatever the room (leased to this worker already).
+pub(super) fn hold(s: &Shared, n: usize) {
+    let room = reserve(s, n);
+    if room < n {
+        s.pool.held.fetch_add(n - room, Ordering::SeqCst);
+        s.pool.took(s.member, n - room);
+    }
+}
+
+/// How long a call that may lease jobs (a claim, a completion's refill) holds its reservation
+/// unanswered: a claim takes milliseconds; one sent to a master that died holds until the cluster
+/// notices (seconds), and its reservation would keep the pool's other queues, their partitions on
+/// live masters, from leasing meanwhile.
+pub(super) const LEASING_CALL_HOLDS: Duration = Duration::from_secs(1);
+
+/// Runs `call`, which may lease up to `reserved` jobs (reserved by the caller), giving the
+/// reservation back (and marking this queue as having found nothing, so that the others' shares
+/// grow) if it goes unanswered for [`LEASING_CALL_HOLDS`]. Returns its result and what is still
+/// reserved: `reserved`, or 0 once given back — then whatever the call leases when it answers
+/// must be held again with [`hold`].
+pub(super) async fn leasing<T>(
+    s: &Shared,
+    reserved: usize,
+    call: impl std::future::Future<Output = T>,
+) -> (T, usize) {
+    tokio::pin!(call);
+    if reserved == 0 {
+        return (call.await, 0);
+    }
+    match tokio::time::timeout(LEASING_CALL_HOLDS, &mut call).await {
+        Ok(r) => (r, reserved),
+        Err(_) => {
+            unreserve(s, reserved);
+            s.pool.claimed(s.member, reserved, 0);
+            (call.await, 0)
+        }
+    }
+}
+
+/// Settles the reservation of a leasing call that leased `got` jobs: the rest of what it still
+/// held back, or, when [`leasing`] gave it back meanwhile, the leased jobs held again.
+pub(super) fn settle_lease(s: &Shared, still: usize, got: usize) {
+    if still == 0 {
+        hold(s, got);
+    } else {
+        unreserve(s, still.saturating_sub(got));
+        if got > still {
+            hold(s, got - still);
+        }
     }
 }
 

@@ -123,23 +123,22 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
         }
         let starting = free_slots(&s);
         let ticket = Ticket::take(&s);
-        let claimed = claim_keys(script::CLAIM.prepare(), &s.queue)
+        let call = claim_keys(script::CLAIM.prepare(), &s.queue)
             .arg(free)
             .arg(s.opts.lease.as_millis() as u64)
             .arg(s.queue.max_events)
             .arg(starting)
-            .invoke::<Vec<redis::Value>>(s.queue.store())
-            .await
-            .and_then(parse_claim);
-        let (due, jobs) = match claimed {
+            .invoke::<Vec<redis::Value>>(s.queue.store());
+        let (claimed, still) = leasing(&s, free, call).await;
+        let (due, jobs) = match claimed.and_then(parse_claim) {
             Ok(c) => {
                 backoff = Duration::from_millis(100);
                 s.pool.claimed(s.member, free, c.1.len());
-                unreserve(&s, free - c.1.len());
+                settle_lease(&s, still, c.1.len());
                 c
             }
             Err(e) => {
-                unreserve(&s, free);
+                unreserve(&s, still);
                 s.trouble("claim failed; retrying", &e);
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}

@@ -302,13 +302,12 @@ pub(super) async fn complete_loop(
                 .arg(format!("{keep}{}", c.dedup));
         }
         let ticket = Ticket::take(&s);
-        let reply = inv
-            .invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store())
-            .await
-            .and_then(|(lost, claim)| Ok((lost, parse_claim(claim)?.1)));
+        let call = inv.invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store());
+        let (reply, still) = leasing(&s, want, call).await;
+        let reply = reply.and_then(|(lost, claim)| Ok((lost, parse_claim(claim)?.1)));
         match reply {
             Err(e) => {
-                unreserve(&s, want);
+                unreserve(&s, still);
                 let pairs: Vec<(JobId, String)> = reports.iter().map(|p| (*p).clone()).collect();
                 if !pairs.is_empty() {
                     report_started(&s, &pairs).await;
@@ -344,7 +343,7 @@ pub(super) async fn complete_loop(
                     }
                 }
                 s.pool.claimed(s.member, want, next.len());
-                unreserve(&s, want - next.len());
+                settle_lease(&s, still, next.len());
                 if !next.is_empty() {
                     // Reading the next jobs' records is one more round trip: do it off this loop
                     // so the next batch of completions can go out meanwhile. The batch counts as
