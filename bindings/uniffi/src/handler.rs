@@ -3,7 +3,8 @@
 use crate::job::JobRecord;
 use emq::{ErrorCode, HandlerError, JobContext};
 use futures::future::BoxFuture;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// What a handler throws to fail a job. `Failed(reason, unrecoverable)`: the job fails with
 /// `reason` as its failure message (code `handler_failed`), and is retried while attempts remain
@@ -54,11 +55,7 @@ pub trait JobHandler: Send + Sync {
 /// cancels the Kotlin coroutine (Swift: the task), and the run resolves only once the coroutine
 /// has stopped (see [`Call`]), so the core records the outcome — and a retry can start — only
 /// after the handler is done.
-pub(crate) struct ForeignHandler(
-    pub(crate) Arc<dyn JobHandler>,
-    /// The runs this worker started, for its events ([`crate::worker_events`]).
-    pub(crate) Arc<crate::worker_events::RunLog>,
-);
+pub(crate) struct ForeignHandler(pub(crate) Arc<dyn JobHandler>);
 
 impl emq::Handler for ForeignHandler {
     fn cooperative_cancel(&self) -> bool {
@@ -67,12 +64,13 @@ impl emq::Handler for ForeignHandler {
 
     fn handle(&self, ctx: JobContext) -> BoxFuture<'static, emq::HandlerResult> {
         let foreign = self.0.clone();
-        self.1.started(ctx.job().id);
+        let running = Running::start(&ctx);
         let job = JobRecord {
             fence: ctx.fence(),
             ..JobRecord::from(ctx.job())
         };
         Box::pin(async move {
+            let _running = running;
             let mut call = Call(Some(Box::pin(async move { foreign.handle(job).await })));
             let done = tokio::select! {
                 r = call.run() => r,
@@ -103,6 +101,45 @@ impl emq::Handler for ForeignHandler {
             }
         })
     }
+}
+
+/// The runs this process's workers have under way, by job id: `Queue.updateProgress` on one of
+/// them records it through the run's own context ([`JobContext::progress`]), which also reports
+/// it to the worker's event hook (`WorkerHandle.events`), as a Python or Node handler's
+/// `job.progress` does.
+static RUNNING: std::sync::LazyLock<Mutex<HashMap<emq::JobId, Vec<JobContext>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// One run in [`RUNNING`], removed when dropped (the run ended, or was dropped unfinished).
+struct Running(emq::JobId);
+
+impl Running {
+    fn start(ctx: &JobContext) -> Running {
+        let id = ctx.job().id;
+        lock_running().entry(id).or_default().push(ctx.clone());
+        Running(id)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut g = lock_running();
+        if let Some(v) = g.get_mut(&self.0) {
+            v.pop();
+            if v.is_empty() {
+                g.remove(&self.0);
+            }
+        }
+    }
+}
+
+fn lock_running() -> std::sync::MutexGuard<'static, HashMap<emq::JobId, Vec<JobContext>>> {
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The context of a run of `id` under way in this process, if any.
+pub(crate) fn running(id: emq::JobId) -> Option<JobContext> {
+    lock_running().get(&id).and_then(|v| v.last().cloned())
 }
 
 type ForeignCall = BoxFuture<'static, Result<String, HandlerFailure>>;

@@ -152,6 +152,11 @@ impl Queue {
     ) -> Result<(), EmqException> {
         let id = emq::JobId::parse(&id)?;
         let progress = json(&progress_json)?;
+        // A run of this process's workers: through its context, which also reports the progress
+        // to the worker's events (crate::handler::running).
+        if let Some(ctx) = crate::handler::running(id) {
+            return on_runtime(async move { ctx.progress(progress).await }).await;
+        }
         let q = self.inner.clone();
         on_runtime(async move { q.update_progress(id, &progress).await }).await
     }

@@ -4,7 +4,7 @@ use crate::error::EmqException;
 use crate::handler::{ForeignHandler, JobHandler};
 use crate::options::Retention;
 use crate::runtime::{on_runtime, runtime};
-use crate::worker_events::{RunLog, WorkerEvents};
+use crate::worker_events::{Hub, WorkerEvents};
 use emq::spec::Millis;
 use std::sync::{Arc, Mutex};
 
@@ -56,17 +56,18 @@ pub(crate) fn start(
         "swift"
     });
     let _guard = runtime().enter();
-    let runs = Arc::new(RunLog::default());
+    let events = Arc::new(Hub::default());
     let handle = emq::Worker::builder_many(queues.clone())
         .options(opts)
-        .handler(ForeignHandler(handler, runs.clone()))
+        .handler(ForeignHandler(handler))
+        .on_event(events.hook())
         .run()?;
     let aborter = handle.aborter();
     Ok(Arc::new(WorkerHandle {
         inner: Mutex::new(Some(handle)),
         aborter,
         queues,
-        runs,
+        events,
     }))
 }
 
@@ -205,10 +206,10 @@ impl From<emq::worker_registry::WorkerInfo> for WorkerInfo {
 pub struct WorkerHandle {
     pub(crate) inner: Mutex<Option<emq::WorkerHandle>>,
     pub(crate) aborter: emq::WorkerAborter,
-    /// Its queues, in order (the first for [`WorkerHandle::events`]).
+    /// Its queues, in order .
     pub(crate) queues: Vec<emq::Queue>,
-    /// The runs its handler started, for its events.
-    pub(crate) runs: Arc<RunLog>,
+    /// Its events' subscriptions, fed by the core's hook.
+    pub(crate) events: Arc<Hub>,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -239,9 +240,7 @@ impl WorkerHandle {
     /// several queues: those of its first queue). Kotlin:
     /// `eventsFlow()` wraps it in a `Flow`.
     pub async fn events(&self) -> Result<Arc<WorkerEvents>, EmqException> {
-        Ok(Arc::new(
-            WorkerEvents::subscribe(self.queues[0].clone(), self.runs.clone()).await?,
-        ))
+        Ok(Arc::new(WorkerEvents::subscribe(self.events.clone())))
     }
 
     /// The names of the queues it serves, in the order it was given them (a partitioned queue's

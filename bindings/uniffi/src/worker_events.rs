@@ -1,79 +1,78 @@
-//! A worker's events (`WorkerHandle.events()`; Kotlin: `WorkerHandle.eventsFlow()`, a `Flow`,
-//! in `dev/emq/WorkerEvents.kt`): what happened to the jobs this worker ran — completed, failed
-//! (also an attempt that will be retried), progress — plus the queue's stalled jobs and the
-//! subscription's own errors.
+//! A worker's events (`WorkerHandle.events()`; Kotlin: `WorkerHandle.eventsFlow()` and
+//! `workerEvents()`, `Flow`s, in `dev/emq/WorkerEvents.kt`): what the worker itself reports through
+//! the core's hook ([`emq::worker::WorkerBuilder::on_event`], the same hook the Python and Node bindings
+//! use) — the recorded outcome of each of its runs (completed, failed, also an attempt that will
+//! be retried), progress its handlers reported, the stalled jobs its own sweep recovered, and its
+//! own faults (a lost connection, a failed renewal), after which it keeps trying.
 //!
-//! Built from what the core offers: the queue's events stream (`emq::events`), read from the
-//! moment of the subscription, and the ids of the jobs this worker's handler started
-//! ([`RunLog`], fed by [`crate::handler::ForeignHandler`]). An event is this worker's when it
-//! names a job the handler started; `stalled` is reported for every job of the queue (a stalled
-//! job's worker is gone; any live worker's sweep put it back). A failed read (a lost connection)
-//! comes out as an `Error` event and the subscription keeps trying, with a pause that grows to
-//! 1 s.
+//! The hook runs on the worker's tasks and must return quickly: it translates the event and
+//! queues it for each subscription ([`Hub`]); nothing is kept while nobody subscribed. At most
+//! [`CAP`] events wait per subscription, the oldest dropped beyond. Events are no longer read from
+//! the queue's events stream, so `streamId` is always empty.
 
 use crate::error::EmqException;
-use crate::runtime::on_runtime;
-use emq::JobId;
-use std::collections::HashMap;
+use emq::WorkerEventHook;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Notify;
 
-/// At most this many started-but-not-yet-seen runs are remembered per worker; past it, new runs
-/// are not tracked (their events are not reported) until events are read.
-pub(crate) const RUN_LOG_CAP: usize = 100_000;
+/// Most events that wait per subscription; past it the oldest are dropped.
+pub(crate) const CAP: usize = 10_000;
 
-/// Runs the handler started, while someone listens: job id → runs not yet matched by an event.
+/// A worker's subscriptions, fed by the core's hook.
 #[derive(Default)]
-pub(crate) struct RunLog {
-    inner: Mutex<RunLogInner>,
+pub(crate) struct Hub {
+    subs: Mutex<Vec<Arc<Sub>>>,
+}
+
+/// One subscription's queue.
+#[derive(Default)]
+struct Sub {
+    inner: Mutex<SubInner>,
+    notify: Notify,
 }
 
 #[derive(Default)]
-struct RunLogInner {
-    listeners: usize,
-    runs: HashMap<JobId, u32>,
+struct SubInner {
+    events: VecDeque<WorkerEvent>,
+    closed: bool,
 }
 
-impl RunLog {
-    /// The handler started a run of `id`.
-    pub(crate) fn started(&self, id: JobId) {
-        let mut g = self.inner.lock().expect("run log");
-        if g.listeners == 0 || (g.runs.len() >= RUN_LOG_CAP && !g.runs.contains_key(&id)) {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Hub {
+    /// The hook the core calls with each of the worker's events.
+    pub(crate) fn hook(self: &Arc<Hub>) -> WorkerEventHook {
+        let me = self.clone();
+        Arc::new(move |e: emq::WorkerEvent| me.push(&e))
+    }
+
+    fn push(&self, e: &emq::WorkerEvent) {
+        let subs = lock(&self.subs).clone();
+        if subs.is_empty() {
             return;
         }
-        *g.runs.entry(id).or_insert(0) += 1;
-    }
-
-    fn is_ours(&self, id: &JobId) -> bool {
-        self.inner.lock().expect("run log").runs.contains_key(id)
-    }
-
-    /// A run of `id` ended (completed, failed or retrying).
-    fn ended(&self, id: &JobId) -> bool {
-        let mut g = self.inner.lock().expect("run log");
-        match g.runs.get_mut(id) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
-                true
+        let event = translate(e);
+        for s in subs {
+            {
+                let mut inner = lock(&s.inner);
+                if inner.closed {
+                    continue;
+                }
+                if inner.events.len() >= CAP {
+                    inner.events.pop_front();
+                }
+                inner.events.push_back(event.clone());
             }
-            Some(_) => {
-                g.runs.remove(id);
-                true
-            }
-            None => false,
+            s.notify.notify_waiters();
         }
     }
 
-    fn listen(&self) {
-        self.inner.lock().expect("run log").listeners += 1;
-    }
-
-    fn unlisten(&self) {
-        let mut g = self.inner.lock().expect("run log");
-        g.listeners = g.listeners.saturating_sub(1);
-        if g.listeners == 0 {
-            g.runs.clear();
-        }
+    fn remove(&self, sub: &Arc<Sub>) {
+        lock(&self.subs).retain(|s| !Arc::ptr_eq(s, sub));
     }
 }
 
@@ -119,17 +118,17 @@ pub struct WorkerEvent {
 }
 
 impl WorkerEvent {
-    fn new(kind: WorkerEventKind, e: &emq::events::Event) -> WorkerEvent {
+    fn new(kind: WorkerEventKind, job_id: String) -> WorkerEvent {
         WorkerEvent {
             kind,
-            job_id: e.job_id.map(|id| id.to_string()),
+            job_id: Some(job_id),
             result_json: None,
             progress_json: None,
             failure_code: None,
             failure_message: None,
             will_retry: false,
-            attempts_made: e.fields.get("atts").and_then(|a| a.parse().ok()),
-            stream_id: e.stream_id.clone(),
+            attempts_made: None,
+            stream_id: String::new(),
         }
     }
 
@@ -148,27 +147,33 @@ impl WorkerEvent {
     }
 }
 
-/// Maps one queue event to this worker's event, if it is one.
-fn translate(log: &RunLog, e: &emq::events::Event) -> Option<WorkerEvent> {
-    let id = e.job_id?;
-    let field = |k: &str| e.fields.get(k).cloned();
-    match e.kind.as_str() {
-        "completed" if log.ended(&id) => Some(WorkerEvent {
-            result_json: field("result"),
-            ..WorkerEvent::new(WorkerEventKind::Completed, e)
-        }),
-        kind @ ("failed" | "retrying") if log.ended(&id) => Some(WorkerEvent {
-            failure_code: field("code"),
-            failure_message: field("message"),
-            will_retry: kind == "retrying",
-            ..WorkerEvent::new(WorkerEventKind::Failed, e)
-        }),
-        "progress" if log.is_ours(&id) => Some(WorkerEvent {
-            progress_json: field("progress"),
-            ..WorkerEvent::new(WorkerEventKind::Progress, e)
-        }),
-        "stalled" => Some(WorkerEvent::new(WorkerEventKind::Stalled, e)),
-        _ => None,
+/// The core's event as this binding's record.
+fn translate(e: &emq::WorkerEvent) -> WorkerEvent {
+    match e {
+        emq::WorkerEvent::Completed { job, result } => WorkerEvent {
+            result_json: Some(result.to_string()),
+            ..WorkerEvent::new(WorkerEventKind::Completed, job.id.to_string())
+        },
+        emq::WorkerEvent::Failed {
+            job,
+            failure,
+            will_retry,
+        } => WorkerEvent {
+            failure_code: Some(failure.code.clone()),
+            failure_message: Some(failure.message.clone()),
+            will_retry: *will_retry,
+            // The job as its run saw it: this run is one more attempt.
+            attempts_made: Some(job.attempts_made.saturating_add(1)),
+            ..WorkerEvent::new(WorkerEventKind::Failed, job.id.to_string())
+        },
+        emq::WorkerEvent::Progress { job, value } => WorkerEvent {
+            progress_json: Some(value.to_string()),
+            ..WorkerEvent::new(WorkerEventKind::Progress, job.id.to_string())
+        },
+        emq::WorkerEvent::Stalled { job_id, .. } => {
+            WorkerEvent::new(WorkerEventKind::Stalled, job_id.to_string())
+        }
+        emq::WorkerEvent::Error { error } => WorkerEvent::error(error),
     }
 }
 
@@ -176,30 +181,16 @@ fn translate(log: &RunLog, e: &emq::events::Event) -> Option<WorkerEvent> {
 /// progress returns `[]` at once.
 #[derive(uniffi::Object)]
 pub struct WorkerEvents {
-    log: Arc<RunLog>,
-    stream: Arc<tokio::sync::Mutex<(emq::events::EventStream, u32)>>,
-    closed: tokio::sync::watch::Sender<bool>,
+    hub: Arc<Hub>,
+    sub: Arc<Sub>,
 }
 
 impl WorkerEvents {
-    pub(crate) async fn subscribe(
-        queue: emq::Queue,
-        log: Arc<RunLog>,
-    ) -> Result<WorkerEvents, EmqException> {
-        // Listening first: a run that starts while the stream position is taken is tracked.
-        log.listen();
-        let stream = match on_runtime(async move { queue.events(None).await }).await {
-            Ok(s) => s,
-            Err(e) => {
-                log.unlisten();
-                return Err(e);
-            }
-        };
-        Ok(WorkerEvents {
-            log,
-            stream: Arc::new(tokio::sync::Mutex::new((stream, 0))),
-            closed: tokio::sync::watch::channel(false).0,
-        })
+    /// Subscribes to `hub` from now on.
+    pub(crate) fn subscribe(hub: Arc<Hub>) -> WorkerEvents {
+        let sub = Arc::new(Sub::default());
+        lock(&hub.subs).push(sub.clone());
+        WorkerEvents { hub, sub }
     }
 }
 
@@ -212,53 +203,41 @@ impl WorkerEvents {
     pub async fn next(&self, wait_ms: f64, count: u32) -> Result<Vec<WorkerEvent>, EmqException> {
         let wait = Duration::from_millis(emq::options::millis("wait_ms", wait_ms)?.max(1));
         let count = (count as usize).max(1);
-        let stream = self.stream.clone();
-        let log = self.log.clone();
-        let mut closed = self.closed.subscribe();
-        on_runtime(async move {
-            if *closed.borrow() {
+        let deadline = tokio::time::Instant::now() + wait;
+        let sub = self.sub.clone();
+        loop {
+            // Created before the check, so a push or close after it wakes this wait.
+            let notified = sub.notify.notified();
+            {
+                let mut inner = lock(&sub.inner);
+                if inner.closed {
+                    return Ok(Vec::new());
+                }
+                if !inner.events.is_empty() {
+                    let n = inner.events.len().min(count);
+                    return Ok(inner.events.drain(..n).collect());
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return Ok(Vec::new());
             }
-            let mut guard = tokio::select! {
-                s = stream.lock() => s,
-                _ = closed.wait_for(|c| *c) => return Ok(Vec::new()),
-            };
-            let (stream, failures) = &mut *guard;
-            let read = tokio::select! {
-                r = stream.next_batch(wait, count) => r,
-                _ = closed.wait_for(|c| *c) => return Ok(Vec::new()),
-            };
-            match read {
-                Ok(events) => {
-                    *failures = 0;
-                    Ok(events.iter().filter_map(|e| translate(&log, e)).collect())
-                }
-                Err(e) => {
-                    *failures = (*failures + 1).min(10);
-                    let pause = Duration::from_millis((100 * *failures as u64).min(1000));
-                    tokio::select! {
-                        _ = tokio::time::sleep(pause) => {}
-                        _ = closed.wait_for(|c| *c) => return Ok(Vec::new()),
-                    }
-                    Ok(vec![WorkerEvent::error(&e)])
-                }
-            }
-        })
-        .await
+        }
     }
 
     /// Ends the subscription (a read in progress returns `[]`). Kotlin names it `shutdown()`.
     pub fn close(&self) {
-        if !self.closed.send_replace(true) {
-            self.log.unlisten();
+        {
+            let mut inner = lock(&self.sub.inner);
+            inner.closed = true;
+            inner.events.clear();
         }
+        self.sub.notify.notify_waiters();
+        self.hub.remove(&self.sub);
     }
 }
 
 impl Drop for WorkerEvents {
     fn drop(&mut self) {
-        if !*self.closed.borrow() {
-            self.log.unlisten();
-        }
+        self.hub.remove(&self.sub);
     }
 }

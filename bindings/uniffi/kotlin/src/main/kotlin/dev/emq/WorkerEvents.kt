@@ -1,18 +1,25 @@
 package dev.emq
 
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.currentCoroutineContext
 import kotlinx.coroutines.ensureActive
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 
 /**
- * This worker's events as a `Flow` (hand-written, next to the generated bindings): completed,
- * failed (also an attempt that will be retried: [WorkerEvent.willRetry]) and progress of the jobs
- * this worker runs, the queue's stalled jobs, and [WorkerEventKind.ERROR] when the events cannot
- * be read (a lost connection; the flow keeps trying, it does not end or throw for that).
+ * This worker's events as a `Flow` (hand-written, next to the generated bindings), fed by the
+ * core's event hook (the worker's own reports, as the Python and Node workers' events): the
+ * recorded outcome of each run of this worker — completed ([WorkerEvent.resultJson]), failed (also
+ * an attempt that will be retried: [WorkerEvent.willRetry]) — progress its handlers reported, the
+ * stalled jobs its own sweep recovered, and [WorkerEventKind.ERROR] for the worker's own faults (a
+ * lost connection, a failed renewal; the worker keeps trying, and the flow neither ends nor throws
+ * for that). [WorkerEvent.streamId] is empty: these events are not read from the queue's stream.
+ * At most 10,000 events wait for a slow collector, the oldest dropped beyond.
  *
- * It suspends until the subscription is in place, so every job that starts after it returns is
- * reported; collect the flow once. The flow runs until its collector is cancelled (or stops
+ * The subscription is in place when it returns, so every outcome recorded after that is
+ * reported; collect the flow once. [wait] is how long one poll of the subscription waits (it
+ * only bounds how soon a cancelled collector notices). The flow runs until its collector is cancelled (or stops
  * early, e.g. `take(n)`), then the subscription is closed.
  *
  * ```kotlin
@@ -28,7 +35,8 @@ import kotlinx.coroutines.flow.flow
  * }
  * ```
  */
-suspend fun WorkerHandle.eventsFlow(waitMs: Double = 1_000.0): Flow<WorkerEvent> {
+suspend fun WorkerHandle.eventsFlow(wait: Duration = 1.seconds): Flow<WorkerEvent> {
+    val waitMs = wait.ms()
     val subscription = events()
     return flow {
         try {
