@@ -33,13 +33,13 @@ suspend inline fun <reified T> Queue.add(
 /** This job's data decoded as [T] by [json] (the inverse of the typed [Queue.add]). */
 inline fun <reified T> JobRecord.data(json: Json = Json): T = json.decodeFromString(serializer<T>(), dataJson)
 
-/** This job's result decoded as [T] by [json]; null while it has none (not completed). */
+/** This job's result decoded as [T] by [json]; null while it has none, or when it is JSON `null`. */
 inline fun <reified T> JobRecord.result(json: Json = Json): T? =
-    resultJson?.let { json.decodeFromString(serializer<T>(), it) }
+    resultJson?.takeUnless { it.isBlank() || it.trim() == "null" }?.let { json.decodeFromString(serializer<T>(), it) }
 
 /** This job's progress decoded as [T] by [json]; null when none was reported. */
 inline fun <reified T> JobRecord.progress(json: Json = Json): T? =
-    progressJson?.let { json.decodeFromString(serializer<T>(), it) }
+    progressJson?.takeUnless { it.isBlank() || it.trim() == "null" }?.let { json.decodeFromString(serializer<T>(), it) }
 
 /**
  * Waits up to [timeout] (default 30 s) for job [id] to finish and returns its result decoded as

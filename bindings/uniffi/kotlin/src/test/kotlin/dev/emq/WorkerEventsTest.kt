@@ -4,6 +4,7 @@ import java.io.BufferedReader
 import java.io.InputStreamReader
 import java.util.Collections
 import java.util.concurrent.TimeUnit
+import kotlin.time.Duration.Companion.milliseconds
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.awaitCancellation
@@ -46,7 +47,7 @@ class WorkerEventsTest {
                 }
             }
         }, 2)
-        val events = worker.eventsFlow(waitMs = 200.0)
+        val events = worker.eventsFlow(200.milliseconds)
         val seen = Collections.synchronizedList(mutableListOf<WorkerEvent>())
         val collector = launch(Dispatchers.Default) { events.collect { seen.add(it) } }
         try {
@@ -101,7 +102,7 @@ class WorkerEventsTest {
         }, 1, leaseMs = 500.0, stalledIntervalMs = 200.0, maxStalls = 2u)
         try {
             val stalled = withTimeout(20_000) {
-                rescuer.eventsFlow(waitMs = 200.0).first { it.kind == WorkerEventKind.STALLED }
+                rescuer.eventsFlow(200.milliseconds).first { it.kind == WorkerEventKind.STALLED }
             }
             assertEquals(id, stalled.jobId)
             q.waitFor(id, JobState.COMPLETED)
@@ -126,7 +127,7 @@ class WorkerEventsTest {
                 override suspend fun handle(job: JobRecord): String = ""
             }, 1)
             try {
-                val events = worker.eventsFlow(waitMs = 200.0)
+                val events = worker.eventsFlow(200.milliseconds)
                 p.outputStream.close()
                 assertTrue(p.waitFor(20, TimeUnit.SECONDS), "the private harness did not stop")
                 val errors = Collections.synchronizedList(mutableListOf<WorkerEvent>())
