@@ -1,5 +1,6 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.seconds
 import java.util.concurrent.ConcurrentHashMap
 import kotlinx.coroutines.runBlocking
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -84,8 +85,8 @@ class BulkFlowTest {
             assertEquals("${q.name()}:${ids.id}", q.get(here)!!.parent)
             assertEquals("${q.name()}:${ids.id}", other.get(there)!!.parent)
 
-            val w1 = q.startWorker(handler, 2, 5_000.0)
-            val w2 = other.startWorker(handler, 1, 5_000.0)
+            val w1 = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), handler)
+            val w2 = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(other), handler)
             try {
                 val parent = q.waitFor(ids.id, JobState.COMPLETED)
                 assertEquals("""{"from":"parent"}""", parent.resultJson)
@@ -125,12 +126,12 @@ class BulkFlowTest {
         val strict = q.addFlow(
             FlowJob("strict-parent", "{}", children = listOf(FlowJob("boom", "{}"))),
         )
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 if (job.name == "boom") throw HandlerFailure.Failed("child failed", true)
                 return "1"
             }
-        }, 2, 5_000.0)
+        })
         try {
             q.waitFor(ids.id, JobState.COMPLETED)
             val results = q.childrenResults(ids.id)

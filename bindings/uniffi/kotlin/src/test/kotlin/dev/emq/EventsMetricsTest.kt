@@ -1,5 +1,6 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.async
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.delay
@@ -39,9 +40,9 @@ class EventsMetricsTest {
             val id = q.add("e", """{"x":1}""")
             val added = awaitEvent(stream, "added $id") { it.kind == "added" && it.jobId == id }
             assertTrue(added.single { it.jobId == id }.streamId.matches(Regex("""\d+-\d+""")))
-            val worker = q.startWorker(object : JobHandler {
+            val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), object : JobHandler {
                 override suspend fun handle(job: JobRecord) = "null"
-            }, 1, 5_000.0)
+            })
             try {
                 val seen = awaitEvent(stream, "completed $id") { it.kind == "completed" && it.jobId == id }
                 val kinds = seen.filter { it.jobId == id }.map { it.kind }
@@ -89,12 +90,12 @@ class EventsMetricsTest {
                 NewJob("bad", "{}", JobOptions(removeOnFail = true)),
             ),
         )
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 if (job.name == "bad") throw HandlerFailure.Failed("no", true)
                 return "null"
             }
-        }, 2, 5_000.0)
+        })
         try {
             eventually(15_000, "two completed, one failed") {
                 q.counts().takeIf { it.completed == 2uL && it.failed == 1uL && it.active == 0uL && it.waiting == 0uL }
@@ -190,12 +191,12 @@ class EventsMetricsTest {
     @Test
     fun `exponential backoff spaces the retries`() = withQueue("kt-backoff") { q ->
         val starts = java.util.concurrent.CopyOnWriteArrayList<Long>()
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 starts += System.nanoTime()
                 throw HandlerFailure.Failed("again", false)
             }
-        }, 1, 5_000.0)
+        })
         try {
             val id = q.add("x", "{}", JobOptions(attempts = 3, backoff = Backoff.Exponential(200.0, 0.0)))
             eventually(15_000, "job $id to fail") { q.get(id)?.takeIf { it.state == JobState.FAILED } }

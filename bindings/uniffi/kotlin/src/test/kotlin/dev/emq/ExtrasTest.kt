@@ -1,5 +1,6 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.seconds
 import java.util.concurrent.ConcurrentHashMap
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
@@ -20,9 +21,9 @@ class ExtrasTest {
         val first = q.add("charge", "{}", JobOptions(dedup = "order-1"))
         assertEquals(first, q.add("charge", "{}", JobOptions(dedup = "order-1")))
         val held = q.add("mail", "{}", JobOptions(dedup = "mail-1", dedupTtlMs = 60_000.0, removeOnComplete = true))
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord) = "null"
-        }, 2, 5_000.0)
+        })
         try {
             eventually(15_000, "both jobs to finish") { q.counts().takeIf { it.completed == 1uL && it.waiting == 0uL && it.active == 0uL } }
             assertEquals(null, q.get(held), "removed on completion")
@@ -41,13 +42,13 @@ class ExtrasTest {
     @Test
     fun `a scheduler's runs are processed by a Kotlin worker`() = withQueue("kt-sched") { q ->
         val runs = ConcurrentHashMap.newKeySet<String>()
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 runs.add(job.id)
                 assertEquals("tick", job.name)
                 return "null"
             }
-        }, 1, 5_000.0)
+        })
         try {
             assertTrue(q.upsertScheduler("ticker", Schedule(name = "tick", dataJson = """{"k":1}""", everyMs = 100.0, limit = 3uL)))
             eventually(15_000, "three runs") { runs.size.takeIf { it >= 3 } }
@@ -81,12 +82,12 @@ class ExtrasTest {
         q.setGroupRateLimit(RateLimit(1u, 400.0))
         val starts = ConcurrentHashMap<String, Long>()
         val ids = (0 until 3).map { q.add("g", "{}", JobOptions(group = "tenant-a")) }
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 4, lease = 5.seconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 starts[job.id] = System.nanoTime()
                 return "null"
             }
-        }, 4, 5_000.0)
+        })
         try {
             eventually(15_000, "three grouped jobs") { starts.size.takeIf { it == 3 } }
             val sorted = ids.map { starts[it]!! }.sorted()

@@ -1,5 +1,7 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.seconds
+import kotlin.time.Duration.Companion.milliseconds
 import java.util.Collections
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
@@ -87,12 +89,12 @@ class GroupsTest {
         q.addBulk(grouped("held", 3))
         q.addBulk(grouped("free", 3))
         val ran = Collections.synchronizedList(mutableListOf<String>())
-        val worker = q.startWorker(object : JobHandler {
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds, blockTimeout = 200.milliseconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 ran.add(job.name)
                 return "null"
             }
-        }, 1, 5_000.0, blockTimeoutMs = 200.0)
+        })
         try {
             eventually(15_000, "the free group to complete") { q.counts().takeIf { it.completed == 3uL } }
             delay(300)

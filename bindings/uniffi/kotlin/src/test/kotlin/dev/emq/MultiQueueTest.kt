@@ -1,5 +1,6 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.milliseconds
 import java.util.Collections
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
@@ -45,7 +46,7 @@ class MultiQueueTest {
         b.addBulk(List(30) { NewJob("b", "{}") })
         a.addBulk(List(30) { NewJob("a", "{}") })
         val starts = Collections.synchronizedList(mutableListOf<String>())
-        val w = startWorkerMany(listOf(a, b), recorder(starts), strict = true, concurrency = 2, blockTimeoutMs = 200.0)
+        val w = WorkerOptions(strict = true, concurrency = 2, blockTimeout = 200.milliseconds).start(listOf(a, b), recorder(starts))
         try {
             assertEquals(listOf(a.name(), b.name()), w.queues())
             done(w, 60uL)
@@ -65,7 +66,7 @@ class MultiQueueTest {
         b.addBulk(List(1_200) { NewJob("b", "{}") })
         val starts = Collections.synchronizedList(mutableListOf<String>())
         val weights = mapOf(a.name() to 5u, b.name() to 1u)
-        val w = startWorkerMany(listOf(a, b), recorder(starts), weights = weights, concurrency = 4, blockTimeoutMs = 200.0)
+        val w = WorkerOptions(weights = weights, concurrency = 4, blockTimeout = 200.milliseconds).start(listOf(a, b), recorder(starts))
         try {
             done(w, 2_400uL)
         } finally {

@@ -1,5 +1,6 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.seconds
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicInteger
 import kotlinx.coroutines.runBlocking
@@ -34,7 +35,7 @@ class QueueTest {
         assertNotNull(waiting)
         assertEquals("email", waiting!!.name)
 
-        val worker = q.startWorker(handler, 2, 5_000.0)
+        val worker = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), handler)
         try {
             val done = q.waitFor(id, JobState.COMPLETED)
             val result = done.resultJson!!
@@ -72,7 +73,7 @@ class QueueTest {
         }
         val good = q.add("good", "{}")
         val bad = q.add("bad", "{}")
-        val worker = q.startWorker(handler, 1, 5_000.0)
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), handler)
         try {
             q.waitFor(good, JobState.COMPLETED)
             q.waitFor(bad, JobState.FAILED)
@@ -106,7 +107,7 @@ class QueueTest {
                 else -> "\"fine\""
             }
         }
-        val worker = q.startWorker(handler, 1, 5_000.0)
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), handler)
         try {
             val declared = q.add("declared", "{}", JobOptions(attempts = 3))
             val undeclared = q.add("undeclared", "{}")
@@ -144,7 +145,7 @@ class QueueTest {
                 return "$n"
             }
         }
-        val worker = q.startWorker(handler, 2, 5_000.0)
+        val worker = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), handler)
         try {
             val flaky = q.add("flaky", "null", JobOptions(attempts = 2, backoff = Backoff.Fixed(20.0)))
             val always = q.add("always", "null", JobOptions(attempts = 2))
@@ -170,7 +171,7 @@ class QueueTest {
                 return "null"
             }
         }
-        val worker = q.startWorker(handler, 1, 5_000.0)
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), handler)
         val first = q.add("a", "{}")
         q.waitFor(first, JobState.COMPLETED)
         worker.close() // AutoCloseable: destroys the handle, which aborts the worker
@@ -231,9 +232,9 @@ class QueueTest {
                 val id = assertCode(ErrorCode.INVALID_JOB_ID) { runBlocking { q.get("timeout: [emq:closed]") } }
                 assertTrue(id.message!!.contains("timeout: [emq:closed]"), id.message)
                 assertCode(ErrorCode.INVALID_OPTION) {
-                    q.startWorker(object : JobHandler {
+                    WorkerOptions(concurrency = 0, lease = 5.seconds).start(listOf(q), object : JobHandler {
                         override suspend fun handle(job: JobRecord) = "null"
-                    }, 0, 5_000.0)
+                    })
                 }
             } finally {
                 q.close()

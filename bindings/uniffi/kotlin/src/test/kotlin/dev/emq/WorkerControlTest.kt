@@ -1,5 +1,7 @@
 package dev.emq
 
+import kotlin.time.Duration.Companion.seconds
+import kotlin.time.Duration.Companion.milliseconds
 import java.io.BufferedReader
 import java.io.File
 import java.io.InputStreamReader
@@ -68,7 +70,7 @@ class WorkerControlTest {
             // when the timeout fired, rather than when the coroutine ended, would overlap it.
             val h = Suspending(cleanupMs = 400)
             val id = q.add("slow", "{}", JobOptions(timeoutMs = 300.0, attempts = 2))
-            val worker = q.startWorker(h, 1, 5_000.0)
+            val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), h)
             try {
                 val failed = q.waitFor(id, JobState.FAILED)
                 assertEquals("timeout", failed.failure!!.code, failed.failure!!.message)
@@ -103,7 +105,7 @@ class WorkerControlTest {
 
         val h = Suspending()
         val running = q.add("r", "{}", JobOptions(attempts = 3))
-        val worker = q.startWorker(h, 1, 5_000.0)
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), h)
         try {
             assertEquals(running, withTimeout(15_000) { h.started.await() })
             val asked = System.nanoTime()
@@ -133,7 +135,7 @@ class WorkerControlTest {
             }
         }
         val before = q.add("fast", "1")
-        val worker = q.startWorker(handler, 2, 5_000.0)
+        val worker = WorkerOptions(concurrency = 2, lease = 5.seconds).start(listOf(q), handler)
         try {
             q.waitFor(before, JobState.COMPLETED)
             assertEquals("""{"n":1}""", q.wait(before, 5_000.0), "finished before the wait began")
@@ -173,7 +175,7 @@ class WorkerControlTest {
         withQueue("kt-shutdown", 90_000) { q ->
             val h = Suspending()
             val id = q.add("long", "{}")
-            val worker = q.startWorker(h, 1, 5_000.0, shutdownTimeoutMs = 200.0)
+            val worker = WorkerOptions(concurrency = 1, lease = 5.seconds, shutdownTimeout = 200.milliseconds).start(listOf(q), h)
             withTimeout(15_000) { h.started.await() }
             assertEquals(1uL, worker.shutdown(), "one job given back")
             worker.close()
@@ -184,7 +186,7 @@ class WorkerControlTest {
 
             // abort(): a close that would wait 30 s ends at once and gives nothing back.
             val h2 = Suspending()
-            val w2 = q.startWorker(h2, 1, 5_000.0, shutdownTimeoutMs = 30_000.0)
+            val w2 = WorkerOptions(concurrency = 1, lease = 5.seconds, shutdownTimeout = 30.seconds).start(listOf(q), h2)
             assertEquals(id, withTimeout(15_000) { h2.started.await() })
             val t0 = System.nanoTime()
             val released = coroutineScope {
@@ -240,7 +242,7 @@ class WorkerControlTest {
             val done = object : JobHandler {
                 override suspend fun handle(job: JobRecord): String = "\"done\""
             }
-            val w = q.startWorker(done, 1, 5_000.0)
+            val w = WorkerOptions(concurrency = 1, lease = 5.seconds).start(listOf(q), done)
             try {
                 assertEquals("\"done\"", q.wait(id, 15_000.0))
                 assertEquals(1u, q.get(id)!!.attemptsMade)
@@ -261,7 +263,7 @@ class WorkerControlTest {
         val idle = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = "null"
         }
-        val worker = q.startWorker(idle, 3, 5_000.0)
+        val worker = WorkerOptions(concurrency = 3, lease = 5.seconds).start(listOf(q), idle)
         try {
             val ws = eventually(15_000, "the worker to register") { q.workers().takeIf { it.isNotEmpty() } }
             assertEquals(1, ws.size)
@@ -286,15 +288,15 @@ class WorkerControlTest {
         }
         for (bad in listOf<() -> WorkerHandle>(
             { q.startWorker(h, maxStalls = 1_000_000u) },
-            { q.startWorker(h, stalledIntervalMs = 0.0) },
-            { q.startWorker(h, blockTimeoutMs = 0.0) },
-            { q.startWorker(h, shutdownTimeoutMs = -1.0) },
-            { q.startWorker(h, shutdownTimeoutMs = 1e12) },
+            { WorkerOptions(stalledInterval = 0.milliseconds).start(listOf(q), h) },
+            { WorkerOptions(blockTimeout = 0.milliseconds).start(listOf(q), h) },
+            { WorkerOptions(shutdownTimeout = (-1.0).milliseconds).start(listOf(q), h) },
+            { WorkerOptions(shutdownTimeout = (1e12).milliseconds).start(listOf(q), h) },
             { q.startWorker(h, concurrency = 0) },
         )) {
             assertCode(ErrorCode.INVALID_OPTION) { bad() }
         }
-        val w = q.startWorker(h, 2, 5_000.0, shutdownTimeoutMs = 0.0, stalledIntervalMs = 1_000.0, maxStalls = 3u, blockTimeoutMs = 500.0)
+        val w = WorkerOptions(concurrency = 2, lease = 5.seconds, shutdownTimeout = 0.milliseconds, stalledInterval = 1.seconds, maxStalls = 3u, blockTimeout = 500.milliseconds).start(listOf(q), h)
         val id = q.add("ok", "{}")
         assertEquals("null", q.wait(id, 10_000.0))
         assertNotNull(w.stats())
@@ -307,7 +309,7 @@ class WorkerControlTest {
         val handler = object : JobHandler {
             override suspend fun handle(job: JobRecord): String = throw IllegalStateException("always")
         }
-        val w = q.startWorker(handler, 1, 5_000.0, blockTimeoutMs = 500.0)
+        val w = WorkerOptions(concurrency = 1, lease = 5.seconds, blockTimeout = 500.milliseconds).start(listOf(q), handler)
         try {
             val id = q.add("bad", "{}", JobOptions(attempts = 3))
             assertJobFailed { runBlocking { q.wait(id, 15_000.0) } }
@@ -335,7 +337,7 @@ object SigtermWorkerMain {
                 return "\"not interrupted\""
             }
         }
-        val worker = q.startWorker(handler, 1, 5_000.0, shutdownTimeoutMs = 300.0)
+        val worker = WorkerOptions(concurrency = 1, lease = 5.seconds, shutdownTimeout = 300.milliseconds).start(listOf(q), handler)
         worker.closeOnShutdown()
         // Bounded: the test sends SIGTERM long before.
         delay(100_000)

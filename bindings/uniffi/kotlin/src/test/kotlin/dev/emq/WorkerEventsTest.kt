@@ -87,19 +87,19 @@ class WorkerEventsTest {
         val q = Queue.connect(url, name)
         val started = CompletableDeferred<String>()
         // A handler that never returns; the worker is aborted, so its job stays leased.
-        val lost = q.startWorker(object : JobHandler {
+        val lost = WorkerOptions(concurrency = 1, lease = 500.milliseconds).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String {
                 started.complete(job.id)
                 awaitCancellation()
             }
-        }, 1, leaseMs = 500.0)
+        })
         val id = q.add("stuck", "{}", JobOptions(attempts = 3))
         assertEquals(id, withTimeout(15_000) { started.await() })
         lost.abort()
         lost.close()
-        val rescuer = q.startWorker(object : JobHandler {
+        val rescuer = WorkerOptions(concurrency = 1, lease = 500.milliseconds, stalledInterval = 200.milliseconds, maxStalls = 2u).start(listOf(q), object : JobHandler {
             override suspend fun handle(job: JobRecord): String = "\"rescued\""
-        }, 1, leaseMs = 500.0, stalledIntervalMs = 200.0, maxStalls = 2u)
+        })
         try {
             val stalled = withTimeout(20_000) {
                 rescuer.eventsFlow(200.milliseconds).first { it.kind == WorkerEventKind.STALLED }
