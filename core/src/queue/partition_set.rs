@@ -314,3 +314,29 @@ async fn backlog_of(q: &Queue) -> Result<u64> {
         .await?;
     Ok(wait + prioritized + grouped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_whose_adds_go_unanswered_is_not_reachable() {
+        let h = Health::default();
+        let suspect = READ_SUSPECT.as_millis() as u64;
+        assert!(h.reachable(10_000));
+        // An add under way since 10 s: reachable until it has gone unanswered past READ_SUSPECT.
+        h.adds.store(1, Ordering::Relaxed);
+        h.add_progress_ms.store(10_000, Ordering::Relaxed);
+        assert!(h.reachable(10_000 + suspect));
+        assert!(!h.reachable(10_000 + suspect + 1));
+        // Another add answered meanwhile (progress): reachable again.
+        h.add_progress_ms.store(10_000 + suspect, Ordering::Relaxed);
+        assert!(h.reachable(10_000 + suspect + 1));
+        // None under way: however old the last answer.
+        h.adds.store(0, Ordering::Relaxed);
+        assert!(h.reachable(1_000_000));
+        // A failed read or add: not reachable until a read answers.
+        h.failed.store(true, Ordering::Relaxed);
+        assert!(!h.reachable(1_000_000));
+    }
+}

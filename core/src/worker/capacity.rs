@@ -74,6 +74,9 @@ pub(super) fn hold_one(s: &Shared) {
 
 /// Holds `n` more jobs whatever the room (leased to this worker already).
 pub(super) fn hold(s: &Shared, n: usize) {
+    if n == 0 {
+        return;
+    }
     let room = reserve(s, n);
     if room < n {
         s.pool.held.fetch_add(n - room, Ordering::SeqCst);
@@ -87,19 +90,20 @@ pub(super) fn hold(s: &Shared, n: usize) {
 /// live masters, from leasing meanwhile.
 pub(super) const LEASING_CALL_HOLDS: Duration = Duration::from_secs(1);
 
-/// Runs `call`, which may lease up to `reserved` jobs (reserved by the caller), giving the
-/// reservation back (and marking this queue as having found nothing, so that the others' shares
-/// grow) if it goes unanswered for [`LEASING_CALL_HOLDS`]. Returns its result and what is still
-/// reserved: `reserved`, or 0 once given back — then whatever the call leases when it answers
-/// must be held again with [`hold`].
+/// Runs `call`, which may lease up to `reserved` jobs (reserved by the caller); on a worker on
+/// several queues (or partitions), gives the reservation back (and marks this queue as having
+/// found nothing, so that the others' shares grow) if it goes unanswered for
+/// [`LEASING_CALL_HOLDS`]. Returns its result and what is still reserved: `reserved`, or 0 once
+/// given back — then whatever the call leases when it answers must be held again with [`hold`].
 pub(super) async fn leasing<T>(
     s: &Shared,
     reserved: usize,
     call: impl std::future::Future<Output = T>,
 ) -> (T, usize) {
     tokio::pin!(call);
-    if reserved == 0 {
-        return (call.await, 0);
+    // A worker on one queue has no other member its reservation could keep from leasing.
+    if reserved == 0 || s.pool.size() == 1 {
+        return (call.await, reserved);
     }
     match tokio::time::timeout(LEASING_CALL_HOLDS, &mut call).await {
         Ok(r) => (r, reserved),
