@@ -484,6 +484,17 @@ impl Store {
         }
     }
 
+    /// [`Store::master_url_for`] for each of `keys`, in one round trip.
+    pub(crate) async fn master_urls_for(&self, keys: &[&Key]) -> Result<Vec<String>> {
+        match &self.inner.single {
+            Some(_) => Ok(vec![self.inner.options.urls[0].clone(); keys.len()]),
+            None => {
+                let slots: Vec<u16> = keys.iter().map(|k| k.slot()).collect();
+                self.node_urls_for(&slots).await
+            }
+        }
+    }
+
     /// A new dedicated connection (no reconnect, no response deadline) to `url`, a URL from
     /// [`Store::master_url_for`].
     pub(crate) async fn dedicated_connection_to(
@@ -509,12 +520,26 @@ impl Store {
 
     /// The URL of the cluster master that owns `slot`, with the seed URL's scheme and credentials.
     async fn node_url_for(&self, slot: u16) -> Result<String> {
+        let mut urls = self.node_urls_for(&[slot]).await?;
+        Ok(urls.pop().expect("one slot asked, one URL"))
+    }
+
+    /// The URLs of the cluster masters that own `slots` (in their order), from one `CLUSTER SLOTS`.
+    async fn node_urls_for(&self, slots: &[u16]) -> Result<Vec<String>> {
         let mut conn = self.conn();
-        let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+        let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
             .arg("SLOTS")
             .query_async(&mut conn)
             .await?;
-        for range in slots {
+        let seed = &self.inner.options.urls[0];
+        let (scheme, rest) = seed.split_once("://").unwrap_or(("redis", seed));
+        let creds = rest
+            .split_once('@')
+            .map(|(c, _)| format!("{c}@"))
+            .unwrap_or_default();
+        // Each range as (lo, hi, the master's URL).
+        let mut owners = Vec::new();
+        for range in ranges {
             let redis::Value::Array(parts) = range else {
                 continue;
             };
@@ -526,27 +551,30 @@ impl Store {
             else {
                 continue;
             };
-            if (*lo..=*hi).contains(&(slot as i64)) {
-                let host = match master.first() {
-                    Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).to_string(),
-                    Some(redis::Value::SimpleString(s)) => s.clone(),
-                    _ => continue,
-                };
-                let Some(redis::Value::Int(port)) = master.get(1) else {
-                    continue;
-                };
-                let seed = &self.inner.options.urls[0];
-                let (scheme, rest) = seed.split_once("://").unwrap_or(("redis", seed));
-                let creds = rest
-                    .split_once('@')
-                    .map(|(c, _)| format!("{c}@"))
-                    .unwrap_or_default();
-                return Ok(format!("{scheme}://{creds}{host}:{port}"));
-            }
+            let host = match master.first() {
+                Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).to_string(),
+                Some(redis::Value::SimpleString(s)) => s.clone(),
+                _ => continue,
+            };
+            let Some(redis::Value::Int(port)) = master.get(1) else {
+                continue;
+            };
+            owners.push((*lo, *hi, format!("{scheme}://{creds}{host}:{port}")));
         }
-        Err(Error::new(
-            ErrorCode::ServerUnavailable,
-            format!("no cluster node owns slot {slot}; is the cluster healthy?"),
-        ))
+        slots
+            .iter()
+            .map(|&slot| {
+                owners
+                    .iter()
+                    .find(|(lo, hi, _)| (*lo..=*hi).contains(&(slot as i64)))
+                    .map(|(_, _, url)| url.clone())
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorCode::ServerUnavailable,
+                            format!("no cluster node owns slot {slot}; is the cluster healthy?"),
+                        )
+                    })
+            })
+            .collect()
     }
 }

@@ -139,11 +139,25 @@ impl Queue {
         name: &str,
         queue: QueueOptions,
     ) -> Result<Queue> {
+        Queue::open_on(store, minter, name, queue.partitions)
+            .await?
+            .on_lanes()
+            .await
+    }
+
+    /// The queue `name` with its partition count settled (`asked`, or the stored one), every
+    /// partition on `store`'s connection.
+    async fn open_on(
+        store: Store,
+        minter: Arc<IdMinter>,
+        name: &str,
+        asked: Option<u16>,
+    ) -> Result<Queue> {
         let plain = Queue::from_parts(store, minter, QueueName::new(name)?);
-        match partition_set::settle_count(&plain, queue.partitions).await? {
-            None => Ok(plain),
-            Some(n) => plain.with_partitions(n).on_lanes().await,
-        }
+        Ok(match partition_set::settle_count(&plain, asked).await? {
+            None => plain,
+            Some(n) => plain.with_partitions(n),
+        })
     }
 
     /// A partitioned handle whose partitions talk over one cluster connection per master they live
@@ -158,13 +172,9 @@ impl Queue {
         if self.store.topology() != crate::store::Topology::Cluster {
             return Ok(self);
         }
-        let masters = futures::future::try_join_all(
-            parts
-                .members
-                .iter()
-                .map(|p| self.store.master_url_for(&p.keys().marker)),
-        )
-        .await?;
+        let keys: Vec<&crate::keyspace::Key> =
+            parts.members.iter().map(|p| &p.keys().marker).collect();
+        let masters = self.store.master_urls_for(&keys).await?;
         let mut lanes: Vec<(String, Store)> = Vec::new();
         let mut members = Vec::with_capacity(parts.members.len());
         for (p, master) in parts.members.iter().zip(masters) {
@@ -261,15 +271,7 @@ impl Queue {
     /// node, a dead-letter queue), so a partitioned one gets its jobs in its partitions (on this
     /// handle's connection: a handle made per call opens no lanes).
     pub(crate) async fn queue_opened(&self, name: &str) -> Result<Queue> {
-        let plain = Queue::from_parts(
-            self.store.clone(),
-            self.minter.clone(),
-            QueueName::new(name)?,
-        );
-        Ok(match partition_set::settle_count(&plain, None).await? {
-            None => plain,
-            Some(n) => plain.with_partitions(n),
-        })
+        Queue::open_on(self.store.clone(), self.minter.clone(), name, None).await
     }
 
     /// The queue's name.

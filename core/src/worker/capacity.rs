@@ -115,16 +115,14 @@ pub(super) async fn leasing<T>(
     }
 }
 
-/// Settles the reservation of a leasing call that leased `got` jobs: the rest of what it still
-/// held back, or, when [`leasing`] gave it back meanwhile, the leased jobs held again.
+/// Settles the reservation of a leasing call that leased `got` jobs (never more than it
+/// reserved): the rest of what it still held back, or, when [`leasing`] gave it back meanwhile,
+/// the leased jobs held again.
 pub(super) fn settle_lease(s: &Shared, still: usize, got: usize) {
     if still == 0 {
         hold(s, got);
     } else {
-        unreserve(s, still.saturating_sub(got));
-        if got > still {
-            hold(s, got - still);
-        }
+        unreserve(s, still - got);
     }
 }
 
