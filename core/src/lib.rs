@@ -113,6 +113,7 @@ pub mod testing {
     pub use crate::dead_letter::stop_moves_after;
     pub use crate::durable_pool::CONNECTIONS_PER_MASTER;
     pub use crate::script;
+    pub use crate::worker::delay_cancel_follow;
 }
 
 /// Entry points for the fuzz targets in `fuzz/` (not part of the API): parsers of outside bytes

@@ -699,3 +699,42 @@ async fn a_handler_delays_its_job() {
         w.close().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_asked_as_soon_as_the_job_starts_reaches_it() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-cancel-early").await;
+    // The worker's task that follows the cancels stream is slow to run, as on a loaded machine.
+    emq::testing::delay_cancel_follow(q.name().as_str(), Duration::from_millis(400));
+    let running = q.add("r", json!(1), JobOptions::default()).await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let w = Worker::builder(q.clone())
+        .options(fast())
+        .handler(until_told(seen.clone()))
+        .run()
+        .unwrap();
+    wait_until("the job to run", Duration::from_secs(10), || async {
+        w.running() == 1
+    })
+    .await;
+    assert_eq!(
+        q.cancel(running, "at once").await.unwrap(),
+        emq::CancelOutcome::Requested
+    );
+    wait_until("the handler to be told", Duration::from_secs(5), || async {
+        !seen.lock().unwrap().is_empty()
+    })
+    .await;
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        vec![Interrupt::Cancelled("at once".into())]
+    );
+    wait_until(
+        "the job to end cancelled",
+        Duration::from_secs(5),
+        || async { q.get(running).await.unwrap().unwrap().state == Some(JobState::Failed) },
+    )
+    .await;
+    w.close().await.unwrap();
+    audit_ok(&q).await;
+}

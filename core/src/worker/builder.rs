@@ -205,6 +205,7 @@ fn new_member(
         aborted: AtomicBool::new(false),
         released: AtomicU64::new(0),
         early_cancels: Mutex::new(HashMap::new()),
+        cancels_followed: tokio::sync::watch::channel(false).0,
         wake: Notify::new(),
         stop: Notify::new(),
         idle: Notify::new(),

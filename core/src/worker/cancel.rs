@@ -5,15 +5,23 @@ use super::*;
 /// Follows the queue's `cancels` stream (a blocking XREAD on a dedicated connection, so a
 /// request reaches the worker within one round trip) and tells the handler of each cancelled job
 /// this worker holds; a request for a job not registered yet is kept for a while, for a claim on
-/// its way.
+/// its way. Its place in the stream is pinned before the worker's first claim (see
+/// [`Shared::cancels_followed`]).
 pub(super) async fn cancel_loop(s: Arc<Shared>) {
     let k = s.queue.keys();
     let mut backoff = Duration::from_millis(100);
+    #[cfg(feature = "testing")]
+    if let Some(d) = follow_delay(s.queue.name().as_str()) {
+        tokio::time::sleep(d).await;
+    }
     let mut stream = loop {
         match crate::events::EventStream::new(s.queue.store().clone(), k.cancels.clone(), None)
             .await
         {
-            Ok(st) => break st,
+            Ok(st) => {
+                s.cancels_followed.send_replace(true);
+                break st;
+            }
             Err(e) => {
                 s.trouble("cannot follow the cancels stream; will retry", &e);
                 tokio::time::sleep(backoff).await;
@@ -62,4 +70,33 @@ pub(super) fn cancel_held(s: &Shared, id: JobId, reason: String) {
     if early.len() < 10_000 {
         early.insert(id, (reason, now));
     }
+}
+
+/// Waits until [`cancel_loop`] follows the `cancels` stream (or the worker stops).
+pub(super) async fn cancels_followed(s: &Shared) {
+    let mut rx = s.cancels_followed.subscribe();
+    tokio::select! {
+        _ = rx.wait_for(|followed| *followed) => {}
+        _ = s.stop.notified() => {}
+    }
+}
+
+#[cfg(feature = "testing")]
+static FOLLOW_DELAYS: std::sync::Mutex<Option<HashMap<String, Duration>>> =
+    std::sync::Mutex::new(None);
+
+/// For `core/tests` (feature `testing`): a worker on `queue` starts following its `cancels`
+/// stream only after `delay`, as a worker whose task is slow to be scheduled would.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub fn delay_cancel_follow(queue: &str, delay: Duration) {
+    let mut g = FOLLOW_DELAYS.lock().unwrap_or_else(|p| p.into_inner());
+    g.get_or_insert_with(HashMap::new)
+        .insert(queue.to_string(), delay);
+}
+
+#[cfg(feature = "testing")]
+fn follow_delay(queue: &str) -> Option<Duration> {
+    let g = FOLLOW_DELAYS.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_ref().and_then(|m| m.get(queue).copied())
 }

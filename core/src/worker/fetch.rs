@@ -98,6 +98,8 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             }
         }
     }
+    // Nor before the cancels stream is followed: a cancel asked once a job runs must be read.
+    cancels_followed(&s).await;
     backoff = Duration::from_millis(100);
     while !s.stopping.load(Ordering::SeqCst) {
         let room = capacity(&s) > s.pool.held.load(Ordering::SeqCst);

@@ -88,6 +88,8 @@ mod span;
 pub use crate::options::{QueueOrder, MAX_QUEUE_WEIGHT};
 pub use crate::options::{WorkerOptions, PREFETCH_MAX_JOB};
 pub use builder::{Worker, WorkerBuilder};
+#[cfg(feature = "testing")]
+pub use cancel::delay_cancel_follow;
 use cancel::*;
 use capacity::*;
 use fetch::*;
@@ -202,6 +204,9 @@ struct Shared {
     /// Cancel requests read from the `cancels` stream for jobs not (yet) registered here: a job
     /// leased by a claim still on its way is cancelled as it registers. Locked after `flights`.
     early_cancels: Mutex<HashMap<JobId, (String, Instant)>>,
+    /// Becomes true once [`cancel_loop`] has pinned its place in the `cancels` stream; the first
+    /// claim waits for it, so a cancel asked after a job started here is never read past.
+    cancels_followed: tokio::sync::watch::Sender<bool>,
     wake: Notify,
     stop: Notify,
     idle: Notify,
