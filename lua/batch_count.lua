@@ -6,11 +6,14 @@
 -- ARGV[1]    queue        the jobs' queue (every job of one call goes to the same queue)
 -- ARGV[2]    ids          the job ids end to end, each 16 characters (JobId's text,
 --                         core/src/job_id.rs TEXT_LEN)
+-- ARGV[3]    fresh        '1' when the caller minted every id in this call (no job has them yet,
+--                         so no entry can be past pending and a write over one changes nothing:
+--                         HSET's own count of new fields counts in); else ''
 -- Returns how many jobs were counted in now; a job_not_found error when there is no such batch,
 -- an invalid_state error when it was cancelled or is done (every job had its outcome once it was
 -- sealed: its callbacks are due).
--- Costs (bench/RESULTS.md "Batches"): one HMGET reads which ids are counted in already and one
--- HSET counts in the rest (an HSETNX per job cost a command each); the ids come as one argument
+-- Costs (bench/RESULTS.md "Batches"): one HMGET reads which ids are counted in already (not
+-- for fresh ids) and one HSET counts in the rest (an HSETNX per job cost a command each); the ids come as one argument
 -- (each argument costs the server more than cutting the text here).
 if call('EXISTS', K.batch) == 0 then fail('job_not_found', 'no such batch') end
 local b = call('HMGET', K.batch, 'cancelled', 'done_ms')
@@ -21,9 +24,18 @@ if #packed % 16 ~= 0 then fail('internal', 'batch_count: ids are 16 characters e
 if #packed == 0 then return 0 end
 local ids = {}
 for i = 1, #packed, 16 do ids[#ids + 1] = string.sub(packed, i, i + 15) end
-local have = call('HMGET', K.batch_jobs, unpack(ids))
 local entry = 'p|' .. ARGV[1]
 local set, seen, n = {}, {}, 0
+if ARGV[3] == '1' then
+  for i = 1, #ids do
+    set[#set + 1] = ids[i]
+    set[#set + 1] = entry
+  end
+  n = call('HSET', K.batch_jobs, unpack(set))
+  if n > 0 then call('HINCRBY', K.batch, 'total', n) end
+  return n
+end
+local have = call('HMGET', K.batch_jobs, unpack(ids))
 for i = 1, #ids do
   local id = ids[i]
   if not have[i] and not seen[id] then

@@ -237,9 +237,12 @@ impl Batch {
     pub async fn add_bulk(&self, queue: &str, mut jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         // A partitioned queue's jobs go to its partitions (its stored count, one round trip).
         let target = self.queue.queue_opened(queue).await?;
+        // Which ids were minted here: a chunk of those alone is counted in without reading first.
+        let mut minted = Vec::with_capacity(jobs.len());
         for j in &mut jobs {
             check_batchable(&j.options)?;
             crate::options::check_dead_letter_not_own(target.name(), &j.options)?;
+            minted.push(j.options.id.is_none());
             if j.options.id.is_none() {
                 j.options.id = Some(target.mint_id()?);
             }
@@ -249,7 +252,8 @@ impl Batch {
         // only then are the jobs added: a job is counted in before it can have an outcome.
         let counts = jobs
             .chunks(COUNT_CHUNK)
-            .map(|chunk| {
+            .zip(minted.chunks(COUNT_CHUNK))
+            .map(|(chunk, minted)| {
                 // The ids end to end, one argument (batch_count.lua cuts them).
                 let mut ids = String::with_capacity(chunk.len() * crate::job_id::TEXT_LEN);
                 for j in chunk {
@@ -259,7 +263,8 @@ impl Batch {
                 Ok(script::BATCH_COUNT
                     .on(self.queue.name(), Some(self.id))?
                     .arg(target.name().as_str())
-                    .arg(ids))
+                    .arg(ids)
+                    .arg(if minted.iter().all(|&m| m) { "1" } else { "" }))
             })
             .collect::<Result<Vec<_>>>()?;
         if !counts.is_empty() {
