@@ -11,9 +11,20 @@ bench_bin() {
 }
 start_private_redis() {
   local pidfile="/tmp/bench-$2-redis-$1.pid"
+  # A server a previous run stopped may still hold the port for a moment: wait for it to go.
+  for _ in $(seq 50); do
+    redis-cli -p "$1" ping >/dev/null 2>&1 || break
+    sleep 0.1
+  done
   redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
     --pidfile "$pidfile" >/dev/null
+  # Stopped by its pid, and waited for, so that the next run can bind the port.
   # shellcheck disable=SC2064 # the path is fixed now
-  trap "kill \"\$(cat '$pidfile')\" 2>/dev/null || true" EXIT
-  sleep 0.3
+  trap "p=\$(cat '$pidfile' 2>/dev/null); if [ -n \"\$p\" ]; then kill \"\$p\" 2>/dev/null; for _ in \$(seq 50); do kill -0 \"\$p\" 2>/dev/null || break; sleep 0.1; done; fi" EXIT
+  for _ in $(seq 50); do
+    redis-cli -p "$1" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "private redis-server on port $1 did not answer" >&2
+  return 1
 }
