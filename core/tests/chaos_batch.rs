@@ -232,34 +232,9 @@ async fn a_batch_over_three_masters_holds_through_kills_and_a_failover() {
             // The victim's master dies; once its replica took over, it comes back (as a
             // replica of its successor, as an operator would restart it), so that durable adds
             // to its queue find a replica again.
-            let victim = cluster
-                .nodes()
-                .iter()
-                .find(|n| n.port() == victim_port)
-                .unwrap();
-            let replica = cluster
-                .nodes()
-                .iter()
-                .find(|n| {
-                    n.cli(&["INFO", "replication"])
-                        .map(|i| i.contains(&format!("master_port:{victim_port}")))
-                        .unwrap_or(false)
-                })
-                .expect("the victim's replica");
-            chaos_support::signal(victim.pid(), chaos_support::SIGKILL);
-            failed_over_at = Some(Instant::now());
-            let promoted = eventually(Duration::from_secs(30), || async {
-                replica
-                    .cli(&["ROLE"])
-                    .map(|r| r.starts_with("master"))
-                    .unwrap_or(false)
-            })
-            .await;
-            assert!(promoted, "the victim's replica took over");
-            promoted_ms = failed_over_at.unwrap().elapsed().as_millis() as u64;
-            cluster
-                .restart_node(victim_port)
-                .expect("the old master back");
+            let f = chaos_support::fail_over(&mut cluster, victim_port).await;
+            failed_over_at = Some(f.killed);
+            promoted_ms = f.promoted.duration_since(f.killed).as_millis() as u64;
         }
     }
     let done = eventually(Duration::from_secs(p.pick(120, 600)), || async {

@@ -162,24 +162,11 @@ async fn a_master_killed_and_failed_over_keeps_the_other_queues_going() {
         }));
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let victim = cluster
-        .nodes()
-        .iter()
-        .find(|n| n.port() == victim_port)
-        .unwrap();
     // The victim's replica (the one that will be promoted) falls behind first: frozen and cut off
     // for `lag`, while its master keeps acknowledging adds, then the master dies and the replica
     // resumes. That is the window asynchronous replication loses; a durable add cannot be
     // acknowledged in it.
-    let replica = cluster
-        .nodes()
-        .iter()
-        .find(|n| {
-            n.cli(&["INFO", "replication"])
-                .map(|i| i.contains(&format!("master_port:{victim_port}")))
-                .unwrap_or(false)
-        })
-        .expect("the victim's replica");
+    let (victim, replica) = chaos_support::master_and_replica(&cluster, victim_port);
     let lag = Duration::from_millis(p.pick(300, 500));
     let acked_before_lag = books[0].1.lock().unwrap().acked.len();
     chaos_support::signal(replica.pid(), chaos_support::SIGSTOP);

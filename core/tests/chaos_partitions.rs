@@ -193,34 +193,10 @@ async fn a_partitioned_queue_keeps_its_live_partitions_going_through_a_failover(
 
     // The victim dies; its replica takes over; then it comes back as a replica of its successor
     // (as an operator would restart it), so that durable adds to its partitions find a replica.
-    let victim = cluster
-        .nodes()
-        .iter()
-        .find(|n| n.port() == victim_port)
-        .unwrap();
-    let replica = cluster
-        .nodes()
-        .iter()
-        .find(|n| {
-            n.cli(&["INFO", "replication"])
-                .map(|i| i.contains(&format!("master_port:{victim_port}")))
-                .unwrap_or(false)
-        })
-        .expect("the victim's replica");
-    chaos_support::signal(victim.pid(), chaos_support::SIGKILL);
-    let killed = Instant::now();
-    let promoted = eventually(Duration::from_secs(30), || async {
-        replica
-            .cli(&["ROLE"])
-            .map(|r| r.starts_with("master"))
-            .unwrap_or(false)
-    })
-    .await;
-    assert!(promoted, "the victim's replica took over");
-    let promoted_at = Instant::now();
-    cluster
-        .restart_node(victim_port)
-        .expect("the old master back");
+    let chaos_support::FailedOver {
+        killed,
+        promoted: promoted_at,
+    } = chaos_support::fail_over(&mut cluster, victim_port).await;
 
     // The dead master's partitions resume by themselves: completions there after the promotion.
     let b0 = book.clone();

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use emq::{JobContext, Queue, Retention, Worker, WorkerOptions};
+use emq_harness::{RedisCluster, RedisServer};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -680,4 +681,49 @@ where
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// The master of `cluster` on `port` and its replica (the node a failover promotes).
+pub fn master_and_replica(cluster: &RedisCluster, port: u16) -> (&RedisServer, &RedisServer) {
+    let master = cluster
+        .nodes()
+        .iter()
+        .find(|n| n.port() == port)
+        .expect("a master on that port");
+    let replica = cluster
+        .nodes()
+        .iter()
+        .find(|n| {
+            n.cli(&["INFO", "replication"])
+                .map(|i| i.contains(&format!("master_port:{port}")))
+                .unwrap_or(false)
+        })
+        .expect("the master's replica");
+    (master, replica)
+}
+
+/// A master killed and failed over ([`fail_over`]): when it died, and when its replica took over.
+pub struct FailedOver {
+    pub killed: Instant,
+    pub promoted: Instant,
+}
+
+/// SIGKILLs the master on `port`, asserts that its replica takes over within 30 s, then brings
+/// the old master back (as a replica of its successor, as an operator would restart it), so that
+/// durable adds to its slots find a replica again.
+pub async fn fail_over(cluster: &mut RedisCluster, port: u16) -> FailedOver {
+    let (master, replica) = master_and_replica(cluster, port);
+    signal(master.pid(), SIGKILL);
+    let killed = Instant::now();
+    let took_over = eventually(Duration::from_secs(30), || async {
+        replica
+            .cli(&["ROLE"])
+            .map(|r| r.starts_with("master"))
+            .unwrap_or(false)
+    })
+    .await;
+    assert!(took_over, "the replica of the master on {port} took over");
+    let promoted = Instant::now();
+    cluster.restart_node(port).expect("the old master back");
+    FailedOver { killed, promoted }
 }
