@@ -23,7 +23,8 @@ export interface NativeQueue {
   mintId(): string;
   batch(spec: string): Promise<NativeBatch>;
   openBatch(id: string, queue: string | null): NativeBatch;
-  add(name: string, data: string, opts: string | undefined): Promise<string>;
+  listenAdds(taker: (settled: string) => void): void;
+  addStart(seq: number, name: string, data: string, opts: string | undefined): void;
   addMany(names: string[], data: string[], opts: string[]): Promise<string[]>;
   addBulkJson(jobs: string): Promise<string>;
   addFlow(flow: string): Promise<string>;

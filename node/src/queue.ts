@@ -3,6 +3,7 @@
 
 import { call, callSync, emqError } from './errors';
 import type { HandlerFailed } from './errors';
+import { AddLine } from './add_line';
 import { Batch, batchSpec } from './batch';
 import { EventStream } from './events';
 import { ENABLED as tracingOn, inject, producer } from './tracing';
@@ -57,6 +58,7 @@ export class Queue {
   readonly [kNative]: NativeQueue;
   /** The adds of this turn of the event loop, not yet sent (`addInTurn`). */
   private turn: PendingAdd[] | null = null;
+  private adds: AddLine | null = null;
 
   private constructor(token: symbol, nativeQueue: NativeQueue) {
     if (token !== kToken) {
@@ -123,11 +125,17 @@ export class Queue {
     if (line === null) {
       this.turn = [];
       queueMicrotask(() => this.sendTurn());
-      return call(() => this[kNative].add(name, text, opts)) as Promise<JobId>;
+      return this.addAlone(name, text, opts);
     }
     return new Promise<JobId>((resolve, reject) => {
       line.push({ name, text, opts, resolve, reject });
     });
+  }
+
+  /** One add on its own, settled through the handle's add line. */
+  private addAlone(name: string, text: string, opts: string | undefined): Promise<JobId> {
+    const native = this[kNative];
+    return (this.adds ??= new AddLine(native)).add(native, name, text, opts);
   }
 
   private sendTurn(): void {
@@ -137,7 +145,7 @@ export class Queue {
     const native = this[kNative];
     if (line.length === 1) {
       const a = line[0];
-      call(() => native.add(a.name, a.text, a.opts)).then((id) => a.resolve(id as JobId), a.reject);
+      this.addAlone(a.name, a.text, a.opts).then(a.resolve, a.reject);
       return;
     }
     const names = new Array<string>(line.length);

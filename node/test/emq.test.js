@@ -224,8 +224,20 @@ test('the native worker copes alone with a dispatcher that throws, and settles b
   // settle the others.
   const native = require(path.join(__dirname, '..', 'emq.linux-x64-gnu.node'));
   const nq = await native.connect([servers.standalone], unique('raw'));
+  // The raw add: `addStart` under a sequence number, its outcome (the id) back on the handle's line.
+  const outcomes = new Map();
+  nq.listenAdds((text) => {
+    for (const [seq, outcome] of JSON.parse(text)) outcomes.get(seq)(outcome);
+  });
+  const rawAdd = (seq, name) =>
+    new Promise((resolve) => {
+      outcomes.set(seq, resolve);
+      nq.addStart(seq, name, '{"n":1}', null);
+    });
   const ids = {};
-  for (const name of ['throws', 'ok', 'fails']) ids[name] = await nq.add(name, '{"n":1}');
+  let seq = 0;
+  for (const name of ['throws', 'ok', 'fails']) ids[name] = await rawAdd(++seq, name);
+  for (const id of Object.values(ids)) assert.match(id, /^j[0-9a-z]{15}$/);
   let w;
   w = nq.worker(
     (text) => {

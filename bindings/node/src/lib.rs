@@ -11,6 +11,7 @@
 //! - [`worker_events`]: the worker's events (the core's hook) on their way to JS;
 //! - [`events`]: `NativeEvents`, a subscriber on a queue's events.
 
+mod add_line;
 mod batch;
 mod children;
 mod dead_letters;
@@ -157,7 +158,7 @@ async fn connect_queue(
     let q = Queue::connect_with(opts, &name, queue)
         .await
         .map_err(throw)?;
-    Ok(NativeQueue { q })
+    Ok(NativeQueue::new(q))
 }
 
 /// Every stable error code, for tests.

@@ -4,6 +4,7 @@
 //! Each method converts its arguments, calls the core, and converts the reply; values too rich for a
 //! napi object cross as JSON text, which `node/src/queue.ts` parses.
 
+use crate::add_line::AddLine;
 use crate::events::{events_text, NativeEvents};
 use crate::options::{
     invalid_option, job_options, parse_spec, payload, whole, BulkEntry, WorkerOpts,
@@ -13,8 +14,10 @@ use crate::{throw, Result, Settled};
 use emq::spec::{FlowSpec, ScheduleSpec};
 use emq::{Job, JobId, JobOptions, JobState, NewJob, Queue, Schedule};
 use napi::bindgen_prelude::Function;
+use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Number of jobs per state.
@@ -70,6 +73,17 @@ pub(crate) fn parse_id(id: &str) -> Result<JobId> {
 #[napi]
 pub struct NativeQueue {
     pub(crate) q: Queue,
+    /// The way back of awaited one-job adds (`addStart`).
+    adds: Arc<AddLine>,
+}
+
+impl NativeQueue {
+    pub(crate) fn new(q: Queue) -> NativeQueue {
+        NativeQueue {
+            q,
+            adds: Arc::default(),
+        }
+    }
 }
 
 #[napi]
@@ -114,20 +128,27 @@ impl NativeQueue {
         crate::batch::open(&self.q, queue, &id)
     }
 
-    /// Adds a job whose payload is JSON text, its options (if any) the JSON of a `JobSpec` (as
-    /// `addBulk` sends each job's); returns its id.
+    /// Makes the handle's line for settled adds around `taker` (`node/src/add_line.ts`'s), which
+    /// is called with a JSON array `[[seq, outcome], ...]`; once per handle, before `addStart`.
     #[napi]
-    pub async fn add(&self, name: String, data: String, opts: Option<String>) -> Settled<String> {
-        Settled::of(async move {
-            let options = job_options(opts.as_deref()).map_err(throw)?;
-            let id = self
-                .q
-                .add_json(&name, &data, options)
-                .await
-                .map_err(throw)?;
-            Ok(id.to_string())
-        })
-        .await
+    pub fn listen_adds(&self, taker: Function<'_, String, ()>) -> Result<()> {
+        self.adds.listen(taker)
+    }
+
+    /// Starts adding a job whose payload is JSON text, its options (if any) the JSON of a
+    /// `JobSpec` (as `addBulk` sends each job's); its outcome (id, or `!<code>:<message>`) comes
+    /// back on the line under `seq`. Options are checked here, before anything is sent.
+    #[napi(async_runtime)]
+    pub fn add_start(
+        &self,
+        env: Env,
+        seq: u32,
+        name: String,
+        data: String,
+        opts: Option<String>,
+    ) -> Result<()> {
+        let options = job_options(opts.as_deref()).map_err(throw)?;
+        self.adds.start(&env, &self.q, seq, name, data, options)
     }
 
     /// Adds the one-job adds that `Queue.add` collected in one turn of the JS event loop, in one
