@@ -231,7 +231,7 @@ async def latency(name, n):
     cur = {"i": -1, "event": None}
 
     async def handler(job):
-        i = job["data"]["i"]
+        i = job.data["i"]
         starts[i] = now()
         if i == cur["i"] and cur["event"] is not None:
             cur["event"].set()
