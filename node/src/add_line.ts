@@ -14,15 +14,15 @@ interface Waiting {
 }
 
 /**
- * The adds of one queue handle still waiting for their outcome, by sequence number. It holds no
- * reference to the queue (the addon's threadsafe function holds this line's taker for as long as
- * the handle lives).
+ * The adds of one queue handle still waiting for their outcome, by sequence number. The taker
+ * given to the addon (kept by its threadsafe function for as long as the handle lives) holds only
+ * the waiting adds, not this line or the queue.
  */
 export class AddLine {
   private seq = 0;
   private readonly waiting = new Map<number, Waiting>();
 
-  constructor(native: NativeQueue) {
+  constructor(private readonly native: NativeQueue) {
     const waiting = this.waiting;
     native.listenAdds((settled: string) => {
       for (const [seq, o] of JSON.parse(settled) as [number, string][]) {
@@ -39,12 +39,12 @@ export class AddLine {
   }
 
   /** Adds one job (its payload and options already JSON text); resolves to its id. */
-  add(native: NativeQueue, name: string, text: string, opts: string | undefined): Promise<JobId> {
+  add(name: string, text: string, opts: string | undefined): Promise<JobId> {
     const seq = (this.seq = (this.seq + 1) & 0x3fffffff);
     return new Promise<JobId>((resolve, reject) => {
       this.waiting.set(seq, { resolve, reject });
       try {
-        native.addStart(seq, name, text, opts);
+        this.native.addStart(seq, name, text, opts);
       } catch (e) {
         this.waiting.delete(seq);
         reject(toEmqError(e));

@@ -134,8 +134,7 @@ export class Queue {
 
   /** One add on its own, settled through the handle's add line. */
   private addAlone(name: string, text: string, opts: string | undefined): Promise<JobId> {
-    const native = this[kNative];
-    return (this.adds ??= new AddLine(native)).add(native, name, text, opts);
+    return (this.adds ??= new AddLine(this[kNative])).add(name, text, opts);
   }
 
   private sendTurn(): void {

@@ -29,10 +29,9 @@ pub(crate) struct AddLine {
 struct LineState {
     /// JS's taker, once `listen` has run.
     taker: Option<SettleFn>,
-    /// Adds started and not yet taken by JS.
+    /// Adds started and not yet taken by JS; while there are some, the taker holds the event
+    /// loop open.
     pending: u32,
-    /// Whether the taker holds the event loop open (`pending > 0`).
-    held: bool,
     /// Outcomes waiting for JS, in the order they settled.
     settled: Vec<(u32, String)>,
 }
@@ -79,11 +78,10 @@ impl AddLine {
                     "addStart before listenAdds",
                 )));
             };
-            if !st.held {
+            if st.pending == 0 {
                 #[allow(deprecated)] // napi's way to ref a threadsafe function's loop handle
                 taker.refer(env).map_err(napi_failure)?;
             }
-            st.held = true;
             st.pending += 1;
         }
         let line = self.clone();
@@ -115,9 +113,9 @@ impl AddLine {
     fn take(&self, env: &Env) -> String {
         let mut st = self.lock();
         let taken = std::mem::take(&mut st.settled);
+        let was_pending = st.pending;
         st.pending = st.pending.saturating_sub(taken.len() as u32);
-        if st.pending == 0 && st.held {
-            st.held = false;
+        if was_pending > 0 && st.pending == 0 {
             if let Some(taker) = st.taker.as_mut() {
                 #[allow(deprecated)]
                 let _ = taker.unref(env);
