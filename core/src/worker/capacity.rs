@@ -110,6 +110,10 @@ pub(super) async fn leasing<T>(
         Err(_) => {
             unreserve(s, reserved);
             s.pool.claimed(s.member, reserved, 0);
+            if s.pool.waits_for_coming() {
+                // Its queue counts as having found nothing: the others' jobs need not wait.
+                fill(s);
+            }
             (call.await, 0)
         }
     }
@@ -183,11 +187,17 @@ pub(super) fn enqueue(s: &Arc<Shared>, jobs: Vec<(Job, String)>) {
     if jobs.is_empty() {
         return;
     }
+    Pool::push(&mut s.pool.ready.lock().expect("ready"), s.member, jobs);
+    fill(s);
+}
+
+/// Starts slots for buffered jobs (of any of the pool's queues) while fewer than `concurrency`
+/// run and the pool's order lets one start (see `pool.rs`).
+pub(super) fn fill(s: &Shared) {
     let pool = &s.pool;
     let mut starting = Vec::new();
     {
         let mut ready = pool.ready.lock().expect("ready");
-        Pool::push(&mut ready, s.member, jobs);
         // Once stopping, they wait here for `close` to release them.
         while ready.slots < pool.concurrency {
             let Some(next) = pool.pop(&mut ready) else {

@@ -124,7 +124,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             continue;
         }
         let starting = free_slots(&s);
-        let ticket = Ticket::take(&s);
+        let ticket = Ticket::take(&s, true);
         let call = claim_keys(script::CLAIM.prepare(), &s.queue)
             .arg(free)
             .arg(s.opts.lease.as_millis() as u64)
@@ -141,6 +141,7 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             }
             Err(e) => {
                 unreserve(&s, still);
+                s.pool.claim_failed(s.member);
                 s.trouble("claim failed; retrying", &e);
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
@@ -293,7 +294,7 @@ pub(super) async fn block_for_marker(
     };
     if reserve(s, 1) == 1 {
         let starts = free_slots(s) > 0;
-        let ticket = Ticket::take(s);
+        let ticket = Ticket::take(s, true);
         match claim_named(s, id, starts).await {
             Ok(Some(job)) => {
                 ticket.deliver(vec![job], usize::from(starts));

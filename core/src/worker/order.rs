@@ -7,6 +7,10 @@
 //! buffer only after every earlier ticket's jobs did. A ticket dropped without jobs (a failed
 //! claim, an empty one, a task aborted) lets the later ones through, so no claim can hold the others.
 //! With `concurrency: 1`, a queue's jobs then start in the order the queue hands them out.
+//!
+//! A ticket taken for a call that may lease (it reserved room) counts as jobs on their way to the
+//! member's buffer until it is let through ([`Pool::coming`](super::pool::Pool)): a pool with
+//! weights waits for them rather than start a queue that is ahead of its share.
 
 use super::*;
 use std::collections::BTreeMap;
@@ -18,8 +22,8 @@ pub(super) struct ClaimOrder {
     issued: u64,
     /// The oldest ticket whose jobs have not reached the buffer.
     next: u64,
-    /// Jobs of later tickets, waiting for `next`.
-    early: BTreeMap<u64, Vec<(Job, String)>>,
+    /// Jobs of later tickets, waiting for `next` (and whether each ticket's call could lease).
+    early: BTreeMap<u64, (Vec<(Job, String)>, bool)>,
 }
 
 /// A claim's place in its worker's order; see the module doc.
@@ -27,18 +31,24 @@ pub(super) struct Ticket {
     s: Arc<Shared>,
     n: u64,
     done: bool,
+    leases: bool,
 }
 
 impl Ticket {
-    /// Takes the next ticket: call it right before sending the claim.
-    pub(super) fn take(s: &Arc<Shared>) -> Ticket {
+    /// Takes the next ticket: call it right before sending the claim; `leases` when the call
+    /// reserved room (it may lease jobs).
+    pub(super) fn take(s: &Arc<Shared>, leases: bool) -> Ticket {
         let mut o = s.order.lock().expect("claim order");
         let n = o.issued;
         o.issued += 1;
+        if leases {
+            s.pool.coming(s.member, true);
+        }
         Ticket {
             s: s.clone(),
             n,
             done: false,
+            leases,
         }
     }
 
@@ -47,7 +57,7 @@ impl Ticket {
     pub(super) fn deliver(mut self, jobs: Vec<(Job, String)>, reported: usize) {
         register(&self.s, &jobs, reported);
         self.done = true;
-        arrive(&self.s, self.n, jobs);
+        arrive(&self.s, self.n, jobs, self.leases);
     }
 }
 
@@ -56,22 +66,30 @@ impl Drop for Ticket {
         // A claim that leased nothing (or was dropped midway) lets the later ones through; off a
         // runtime (the process is ending) nothing can start: the leases expire.
         if !self.done && tokio::runtime::Handle::try_current().is_ok() {
-            arrive(&self.s, self.n, Vec::new());
+            arrive(&self.s, self.n, Vec::new(), self.leases);
         }
     }
 }
 
 /// Ticket `n`'s jobs arrive: they and every later ticket's already here go to the buffer while
 /// they are next in line.
-fn arrive(s: &Arc<Shared>, n: u64, jobs: Vec<(Job, String)>) {
+fn arrive(s: &Arc<Shared>, n: u64, jobs: Vec<(Job, String)>, leases: bool) {
     let mut o = s.order.lock().expect("claim order");
-    o.early.insert(n, jobs);
+    o.early.insert(n, (jobs, leases));
     loop {
         let next = o.next;
-        let Some(jobs) = o.early.remove(&next) else {
+        let Some((jobs, leases)) = o.early.remove(&next) else {
             break;
         };
         o.next += 1;
-        enqueue(s, jobs);
+        if leases {
+            s.pool.coming(s.member, false);
+        }
+        if jobs.is_empty() && leases && s.pool.waits_for_coming() {
+            // What another queue's jobs waited for is not coming: let them start.
+            fill(s);
+        } else {
+            enqueue(s, jobs);
+        }
     }
 }

@@ -6,7 +6,13 @@
 //! that queue's slot), and the pool decides two things across them:
 //! - **what starts**: a free slot takes the next buffered job of the first queue that has one
 //!   ([`QueueOrder::Strict`]), or of the queue whose share of starts is furthest behind its weight
-//!   (stride scheduling over starts, [`QueueOrder::Weighted`]);
+//!   (stride scheduling over starts, [`QueueOrder::Weighted`]). With the weights a user gave, a
+//!   queue whose buffer ran dry while jobs are on their way to it (a call that may lease them is
+//!   in flight, see `order.rs`) keeps its turn: a slot then waits for them rather than start a
+//!   queue that is ahead of its share, so the shares hold while both queues have work (a slot
+//!   waits at most for that call: one that finds less than it asked, fails, or goes unanswered for
+//!   `LEASING_CALL_HOLDS` lets the others start). A partitioned queue's members (equal weights)
+//!   never wait so: any partition's job may start;
 //! - **who may lease**: under `Strict`, a queue leases only while every queue before it found
 //!   nothing to lease at its last claim, and a later queue never leases ahead (no more than the
 //!   free slots), so a job of `b` never waits in the buffer ahead of `a`'s; under `Weighted`, a
@@ -29,6 +35,10 @@ pub(super) struct Pool {
     /// None: strict; else each member's stride.
     strides: Option<Vec<u64>>,
     weights: Vec<u64>,
+    /// Weighted by the user: a slot waits for a queue's jobs on their way (see the module doc).
+    exact: bool,
+    /// Per member: calls that may lease jobs whose jobs have not reached the buffer yet.
+    coming: Vec<AtomicUsize>,
     /// Leased jobs not finished yet, plus claims in flight (their reservations), all members.
     pub(super) held: AtomicUsize,
     held_by: Vec<AtomicUsize>,
@@ -88,7 +98,9 @@ impl Pool {
                 (Some(weights.iter().map(|w| PASS / w).collect()), weights)
             }
         };
-        Ok(Pool::with_order(concurrency, strides, weights))
+        let mut pool = Pool::with_order(concurrency, strides, weights);
+        pool.exact = pool.strides.is_some() && n > 1;
+        Ok(pool)
     }
 
     /// A weighted pool with these (checked) weights, one per member.
@@ -108,6 +120,8 @@ impl Pool {
             concurrency,
             strides,
             weights,
+            exact: false,
+            coming: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             held: AtomicUsize::new(0),
             held_by: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             running: AtomicUsize::new(0),
@@ -171,6 +185,34 @@ impl Pool {
         }
     }
 
+    /// A call of member `m` that may lease jobs was sent (`up`), or its jobs (if any) reached the
+    /// buffer.
+    pub(super) fn coming(&self, m: usize, up: bool) {
+        if up {
+            self.coming[m].fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.coming[m].fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// True when a slot may wait for a queue's coming jobs (so a call that brings none must let
+    /// the others' buffered jobs start).
+    pub(super) fn waits_for_coming(&self) -> bool {
+        self.exact
+    }
+
+    /// A call of member `m` that could lease failed: under weights its queue counts as having
+    /// found nothing until a claim fills (the others do not yield room to a queue that cannot
+    /// take it: its master may be down). Strict order holds the later queues meanwhile.
+    pub(super) fn claim_failed(&self, m: usize) {
+        if self.size() > 1
+            && self.strides.is_some()
+            && !self.drained[m].swap(true, Ordering::SeqCst)
+        {
+            self.wake_all();
+        }
+    }
+
     /// Member `m`'s queue has new work (its marker woke it).
     pub(super) fn woken(&self, m: usize) {
         if self.size() > 1 {
@@ -199,26 +241,66 @@ impl Pool {
                 }
             }
             Some(_) => {
-                let busy: u64 = (0..self.size())
-                    .filter(|&j| j == m || !self.drained[j].load(Ordering::SeqCst))
-                    .map(|j| self.weights[j])
-                    .sum();
-                // Rounded down (at least one each), so the shares of the queues with work never
-                // add up to more than the pool: a heavy queue cannot hold every slot and leave a
-                // light one none to lease into.
-                let share = ((cap as u64 * self.weights[m]) / busy.max(1)).max(1) as usize;
-                let n = n.min(share.saturating_sub(self.held_by[m].load(Ordering::SeqCst)));
+                let n = n.min(
+                    self.share(m, cap)
+                        .saturating_sub(self.held_by[m].load(Ordering::SeqCst)),
+                );
                 // Room that frees goes first to the member furthest behind its weight in leases
                 // among those waiting for room: else the member whose completion freed it, which
                 // refills in the same call, would take it every time and the others, woken a
                 // round trip later, would find none (seen with six partitions: two ran at a time).
-                if n > 0 && self.behind_waiting(m) {
+                // With the user's weights, to any member behind with work and room in its share,
+                // waiting yet or not (its loop, woken with this one, may not have tried yet).
+                let yields = if self.exact {
+                    self.behind_with_room(m, cap)
+                } else {
+                    self.behind_waiting(m)
+                };
+                if n > 0 && yields {
                     self.wants[m].store(true, Ordering::SeqCst);
                     return 0;
                 }
                 n
             }
         }
+    }
+
+    /// The most jobs member `m` may hold (weighted order), with `cap` the pool's capacity.
+    fn share(&self, m: usize, cap: usize) -> usize {
+        let weight: u64 = (0..self.size())
+            .filter(|&j| j == m || !self.drained[j].load(Ordering::SeqCst))
+            .map(|j| self.weights[j])
+            .sum::<u64>()
+            .max(1);
+        let share = cap as u64 * self.weights[m];
+        (if self.exact {
+            // Rounded up: the shares add up to a little more than the pool, so that the leases
+            // can follow the weights (the passes decide who takes room that frees) even when the
+            // pool is small (no prefetch: long jobs) and every slot can run (5:1 over ten slots
+            // is 8 and 2 at times, 9 and 1 at others).
+            share.div_ceil(weight)
+        } else {
+            // Rounded down (at least one each), so the shares of the queues with work never add
+            // up to more than the pool: a heavy queue cannot hold every slot and leave a light
+            // one none to lease into.
+            (share / weight).max(1)
+        }) as usize
+    }
+
+    /// True when another member with work (its last claim filled), not stopping and below its
+    /// share, is behind `m` in leases (the user's weights).
+    fn behind_with_room(&self, m: usize, cap: usize) -> bool {
+        let leases = self.leases.lock().expect("leases");
+        let mine = self.lease_from(&leases, m);
+        (0..self.size()).any(|j| {
+            j != m
+                && !self.drained[j].load(Ordering::SeqCst)
+                && leases.pass[j] < mine
+                && self.held_by[j].load(Ordering::SeqCst) < self.share(j, cap)
+                && self
+                    .member(j)
+                    .map_or(true, |s| !s.stopping.load(Ordering::SeqCst))
+        })
     }
 
     /// True when another member that waits for room, holding no job at all, is behind `m` in
@@ -318,6 +400,9 @@ impl Pool {
                     }
                 }
                 let (p, j, s) = best?;
+                if self.exact && self.waits_for(ready, p) {
+                    return None;
+                }
                 ready.vt = ready.vt.max(p);
                 ready.pass[j] = p + strides[j];
                 (j, s)
@@ -325,5 +410,88 @@ impl Pool {
         };
         let (job, token) = ready.jobs[m].pop_front()?;
         Some((s, job, token))
+    }
+
+    /// True when a member whose buffer is empty, with jobs on their way and work left at its last
+    /// claim, is behind `pass` (the best pass among the buffered): its turn comes first.
+    fn waits_for(&self, ready: &Ready, pass: u64) -> bool {
+        (0..self.size()).any(|j| {
+            ready.jobs[j].is_empty()
+                && ready.pass[j] < pass
+                && self.coming[j].load(Ordering::SeqCst) > 0
+                && !self.drained[j].load(Ordering::SeqCst)
+                && self
+                    .member(j)
+                    .is_some_and(|s| !s.stopping.load(Ordering::SeqCst))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn five_to_one() -> Pool {
+        let names = ["a".to_string(), "b".to_string()];
+        let order = QueueOrder::Weighted(BTreeMap::from([("a".into(), 5), ("b".into(), 1)]));
+        Pool::new(10, &names, &order).unwrap()
+    }
+
+    /// Member `m` leases `n` (what `reserve` does once `allowed` let it).
+    fn lease(p: &Pool, m: usize, n: usize) {
+        p.held.fetch_add(n, Ordering::SeqCst);
+        p.took(m, n);
+    }
+
+    #[test]
+    fn room_goes_to_the_queue_behind_its_weight_until_its_claims_fail() {
+        let p = five_to_one();
+        lease(&p, 0, 2); // a's pass: 2 × 1/5
+        lease(&p, 1, 1); // b's pass: 1
+        assert_eq!(p.allowed(1, 1, 10), 0, "b is ahead of a: it yields");
+        assert_eq!(p.allowed(0, 1, 10), 1, "a is behind: it takes the room");
+        // a's claims fail (its master may be down): b must not wait for it.
+        p.claim_failed(0);
+        assert_eq!(p.allowed(1, 1, 10), 1, "a failed: b leases");
+        // a claims again and its claim fills: it has work again.
+        p.claimed(0, 1, 1);
+        assert_eq!(
+            p.allowed(1, 1, 10),
+            0,
+            "a is back and behind: b yields again"
+        );
+    }
+
+    #[test]
+    fn shares_round_up_under_the_users_weights_so_every_slot_can_run() {
+        let p = five_to_one();
+        assert_eq!((p.share(0, 10), p.share(1, 10)), (9, 2));
+        // A queue whose last claim found nothing leaves its share to the other.
+        p.claimed(1, 2, 0);
+        assert_eq!(p.share(0, 10), 10);
+    }
+
+    #[test]
+    fn partitions_share_by_rounding_down_and_yield_only_to_an_idle_waiter() {
+        let p = Pool::weighted(10, vec![1, 1, 1]);
+        assert_eq!(p.share(0, 10), 3);
+        lease(&p, 0, 3);
+        lease(&p, 1, 1);
+        p.wanted(0);
+        // 0 is ahead of 1 in passes and holds jobs: 1 does not yield to it, nor to 2 (not waiting).
+        assert_eq!(p.allowed(1, 1, 10), 1);
+    }
+
+    #[test]
+    fn a_failed_claim_leaves_strict_order_as_it_was() {
+        let names = ["a".to_string(), "b".to_string()];
+        let p = Pool::new(10, &names, &QueueOrder::Strict).unwrap();
+        p.claim_failed(0);
+        assert_eq!(
+            p.allowed(1, 1, 10),
+            0,
+            "b waits while a is not known to be empty"
+        );
     }
 }

@@ -301,13 +301,16 @@ pub(super) async fn complete_loop(
                 .arg(c.result.as_str())
                 .arg(format!("{keep}{}", c.dedup));
         }
-        let ticket = Ticket::take(&s);
+        let ticket = Ticket::take(&s, want > 0);
         let call = inv.invoke::<(Vec<i64>, Vec<redis::Value>)>(q.store());
         let (reply, still) = leasing(&s, want, call).await;
         let reply = reply.and_then(|(lost, claim)| Ok((lost, parse_claim(claim)?.1)));
         match reply {
             Err(e) => {
                 unreserve(&s, still);
+                if want > 0 {
+                    s.pool.claim_failed(s.member);
+                }
                 let pairs: Vec<(JobId, String)> = reports.iter().map(|p| (*p).clone()).collect();
                 if !pairs.is_empty() {
                     report_started(&s, &pairs).await;
