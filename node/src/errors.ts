@@ -264,6 +264,11 @@ export function callSync<T>(fn: () => T): T {
 
 /** Throw it from a handler to fail the job without its remaining attempts. */
 export class UnrecoverableError extends Error {
+  /** @param message Why the job cannot succeed: its failure's message. */
+  constructor(message?: string) {
+    super(message);
+  }
+
   get name(): string {
     return 'UnrecoverableError';
   }
