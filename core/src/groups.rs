@@ -168,9 +168,29 @@ impl Queue {
     /// One page of the queue's groups, ordered by name: `limit` groups (at most 10,000) after the
     /// first `offset`. A group is listed while it has jobs waiting or running or a setting of its
     /// own.
+    ///
+    /// On a partitioned queue each group lives in one partition (its key routes its jobs and
+    /// settings there): the page is merged by name from the first `offset + limit` groups of
+    /// every partition.
     pub async fn groups(&self, offset: u64, limit: u64) -> Result<Vec<GroupInfo>> {
-        self.plain_only("listing groups")?;
         let limit = limit.min(10_000);
+        if let Some(p) = self.spread() {
+            let upto = offset.saturating_add(limit);
+            let pages = crate::queue::partitioned::each(p, |m| Box::pin(m.groups_here(0, upto)))
+                .await?;
+            let mut all: Vec<GroupInfo> = pages.into_iter().flatten().collect();
+            all.sort_by(|a, b| a.name.cmp(&b.name));
+            return Ok(all
+                .into_iter()
+                .skip(offset as usize)
+                .take(limit as usize)
+                .collect());
+        }
+        self.groups_here(offset, limit).await
+    }
+
+    /// One page of this queue's own groups (a plain queue, or one partition).
+    pub(crate) async fn groups_here(&self, offset: u64, limit: u64) -> Result<Vec<GroupInfo>> {
         let reply: Vec<redis::Value> = script::GROUPS_LIST
             .on(self.name(), None)?
             .arg(offset)

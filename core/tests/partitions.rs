@@ -620,3 +620,49 @@ async fn metrics_and_the_audit_span_the_partitions() {
         q.obliterate(true).await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_groups_of_every_partition_list_as_one() {
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-groups"), Some(3))
+            .await
+            .unwrap();
+        // 25 groups (their jobs routed by group key, so spread over the partitions), group t03
+        // with two jobs and a setting of its own.
+        let names: Vec<String> = (0..25).map(|i| format!("t{i:02}")).collect();
+        for (i, g) in names.iter().enumerate() {
+            for _ in 0..(1 + usize::from(i == 3)) {
+                let options = JobOptions {
+                    group: Some(g.clone()),
+                    ..JobOptions::default()
+                };
+                q.add("g", json!(i), options).await.unwrap();
+            }
+        }
+        q.set_group_concurrency(Some(4), Some("t03")).await.unwrap();
+        let holding: Vec<usize> = {
+            let mut v = Vec::new();
+            for p in q.partitions().unwrap() {
+                v.push(p.groups(0, 100).await.unwrap().len());
+            }
+            v
+        };
+        assert!(
+            holding.iter().filter(|n| **n > 0).count() > 1,
+            "{topology}: the groups spread over the partitions: {holding:?}"
+        );
+        let all = q.groups(0, 100).await.unwrap();
+        let listed: Vec<&str> = all.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(listed, names, "{topology}: every group once, by name");
+        let t03 = &all[3];
+        assert_eq!((t03.waiting, t03.concurrency), (2, Some(4)), "{topology}");
+        // A page is the same slice of the whole list.
+        let page = q.groups(5, 7).await.unwrap();
+        assert_eq!(page, all[5..12].to_vec(), "{topology}");
+        assert!(q.groups(25, 10).await.unwrap().is_empty(), "{topology}");
+        // The metrics with groups read them too.
+        let m = q.metrics_with_groups(100).await.unwrap();
+        assert_eq!(m.groups.len(), 25, "{topology}");
+        q.obliterate(true).await.unwrap();
+    }
+}

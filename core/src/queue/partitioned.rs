@@ -14,7 +14,8 @@
 //!   "not found" as a plain queue does);
 //! - pause, resume, drain, clean, trim, obliterate, retry_failed and dedup expiry run on each
 //!   partition and add up; `is_paused` is true when every partition is paused;
-//! - a group's settings go to the group's partition; the queue's dead-letter default to every one;
+//! - a group's settings go to the group's partition, and the groups' page is merged by name
+//!   (`groups.rs`); the queue's dead-letter default to every one;
 //! - the events stream is every partition's, merged (`events.rs`).
 //!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
