@@ -176,8 +176,8 @@ impl Queue {
         let limit = limit.min(10_000);
         if let Some(p) = self.spread() {
             let upto = offset.saturating_add(limit);
-            let pages = crate::queue::partitioned::each(p, |m| Box::pin(m.groups_here(0, upto)))
-                .await?;
+            let pages =
+                crate::queue::partitioned::each(p, |m| Box::pin(m.groups_here(0, upto))).await?;
             let mut all: Vec<GroupInfo> = pages.into_iter().flatten().collect();
             all.sort_by(|a, b| a.name.cmp(&b.name));
             return Ok(all

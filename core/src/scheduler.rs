@@ -289,8 +289,27 @@ impl Queue {
     /// Creates or replaces the scheduler `id`. A replaced one keeps its count, and its next due time
     /// when it repeats the same way (a changed repeat starts again from `first_after`). Returns true
     /// when it was created. A bad cron expression or time zone is an `invalid_option` error.
+    ///
+    /// On a partitioned queue a scheduler lives in one partition, its home, and enqueues its runs
+    /// there: the partition of its jobs' `group` when they have one, so a group's jobs keep to
+    /// one partition, else the partition its id routes to. A scheduler whose group changed moves
+    /// to its new home and starts its count and due time again.
     pub async fn upsert_scheduler(&self, id: &str, schedule: Schedule) -> Result<bool> {
-        self.plain_only("a scheduler")?;
+        if let Some(p) = self.spread() {
+            let key = schedule.options.group.as_deref();
+            let home = p.for_key(key.unwrap_or(id));
+            let created = home.upsert_scheduler_here(id, schedule).await?;
+            let elsewhere = p.members.iter().filter(|m| m.name() != home.name());
+            let moved =
+                futures::future::try_join_all(elsewhere.map(|m| m.remove_scheduler_here(id)))
+                    .await?;
+            return Ok(created && !moved.contains(&true));
+        }
+        self.upsert_scheduler_here(id, schedule).await
+    }
+
+    /// [`Queue::upsert_scheduler`] on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn upsert_scheduler_here(&self, id: &str, schedule: Schedule) -> Result<bool> {
         if id.is_empty() || id.len() > 256 {
             return Err(invalid("a scheduler id must be 1 to 256 bytes".into()));
         }
@@ -339,13 +358,25 @@ impl Queue {
             .await?;
         if matches!(schedule.repeat, Repeat::Cron { .. }) && schedule.first_after.is_zero() {
             // Prime it now, so its next due time is its first occurrence (any worker would soon).
-            self.fire_due_schedulers().await?;
+            self.fire_due_schedulers_here().await?;
         }
         Ok(created == 1)
     }
 
-    /// Deletes the scheduler `id`; true when it existed.
+    /// Deletes the scheduler `id`; true when it existed (on a partitioned queue, asked of every
+    /// partition).
     pub async fn remove_scheduler(&self, id: &str) -> Result<bool> {
+        if let Some(p) = self.spread() {
+            let gone =
+                crate::queue::partitioned::each(p, |m| Box::pin(m.remove_scheduler_here(id)))
+                    .await?;
+            return Ok(gone.contains(&true));
+        }
+        self.remove_scheduler_here(id).await
+    }
+
+    /// [`Queue::remove_scheduler`] on this queue's own slot.
+    pub(crate) async fn remove_scheduler_here(&self, id: &str) -> Result<bool> {
         let n: i64 = script::SCHEDULER_REMOVE
             .on(&self.name, None)?
             .arg(id)
@@ -354,8 +385,19 @@ impl Queue {
         Ok(n == 1)
     }
 
-    /// Every scheduler of the queue.
+    /// Every scheduler of the queue, by id (on a partitioned queue, every partition's).
     pub async fn schedulers(&self) -> Result<Vec<SchedulerInfo>> {
+        if let Some(p) = self.spread() {
+            let all = crate::queue::partitioned::each(p, |m| Box::pin(m.schedulers_here())).await?;
+            let mut out: Vec<SchedulerInfo> = all.into_iter().flatten().collect();
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+            return Ok(out);
+        }
+        self.schedulers_here().await
+    }
+
+    /// [`Queue::schedulers`] of this queue's own slot.
+    pub(crate) async fn schedulers_here(&self) -> Result<Vec<SchedulerInfo>> {
         let k = self.keys();
         let mut conn = self.store().conn();
         let specs: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
@@ -388,8 +430,21 @@ impl Queue {
         Ok(out)
     }
 
-    /// Fires every due scheduler once; returns the runs enqueued and the ms until the next is due.
+    /// Fires every due scheduler once; returns the runs enqueued and the ms until the next is due
+    /// (on a partitioned queue, every partition's: workers fire each partition's from its member).
     pub async fn fire_due_schedulers(&self) -> Result<(u64, Option<u64>)> {
+        if let Some(p) = self.spread() {
+            let all =
+                crate::queue::partitioned::each(p, |m| Box::pin(m.fire_due_schedulers_here()))
+                    .await?;
+            let fired = all.iter().map(|(n, _)| n).sum();
+            return Ok((fired, all.iter().filter_map(|(_, next)| *next).min()));
+        }
+        self.fire_due_schedulers_here().await
+    }
+
+    /// [`Queue::fire_due_schedulers`] on this queue's own slot.
+    pub(crate) async fn fire_due_schedulers_here(&self) -> Result<(u64, Option<u64>)> {
         let reply: Vec<redis::Value> = script::SCHEDULERS_DUE
             .on(&self.name, None)?
             .arg(100)

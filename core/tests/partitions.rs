@@ -624,9 +624,7 @@ async fn metrics_and_the_audit_span_the_partitions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_groups_of_every_partition_list_as_one() {
     for (topology, store) in common::both().await {
-        let q = open(&store, &unique("part-groups"), Some(3))
-            .await
-            .unwrap();
+        let q = open(&store, &unique("part-groups"), Some(3)).await.unwrap();
         // 25 groups (their jobs routed by group key, so spread over the partitions), group t03
         // with two jobs and a setting of its own.
         let names: Vec<String> = (0..25).map(|i| format!("t{i:02}")).collect();
@@ -663,6 +661,113 @@ async fn the_groups_of_every_partition_list_as_one() {
         // The metrics with groups read them too.
         let m = q.metrics_with_groups(100).await.unwrap();
         assert_eq!(m.groups.len(), 25, "{topology}");
+        q.obliterate(true).await.unwrap();
+    }
+}
+
+/// The partitions (by index) holding scheduler `id`.
+async fn homes_of(q: &Queue, id: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, p) in q.partitions().unwrap().iter().enumerate() {
+        if p.schedulers().await.unwrap().iter().any(|s| s.id == id) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_lives_in_one_partition_and_runs_there_once_per_due_time() {
+    use emq::{Repeat, Schedule};
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-sched"), Some(3)).await.unwrap();
+        // A grouped scheduler's home is its group's partition: its runs keep to it.
+        let mut grouped = Schedule::new(Repeat::Every(Duration::from_millis(40)), "tick", json!(1));
+        grouped.limit = Some(5);
+        grouped.options.group = Some("tenant-a".into());
+        assert!(
+            q.upsert_scheduler("grouped", grouped).await.unwrap(),
+            "{topology}"
+        );
+        let mut plain = Schedule::new(Repeat::Every(Duration::from_secs(3600)), "hourly", json!(2));
+        plain.first_after = Duration::from_secs(3600);
+        assert!(
+            q.upsert_scheduler("plain", plain.clone()).await.unwrap(),
+            "{topology}"
+        );
+        let listed: Vec<String> = q
+            .schedulers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(
+            listed,
+            ["grouped", "plain"],
+            "{topology}: every partition's, by id"
+        );
+        let home = homes_of(&q, "grouped").await;
+        assert_eq!(home.len(), 1, "{topology}: one home: {home:?}");
+        let w = Worker::builder(q.clone())
+            .handler(|_job: JobContext| async { Ok(json!(null)) })
+            .run()
+            .unwrap();
+        wait_until("five runs", Duration::from_secs(30), || async {
+            q.counts().await.unwrap().completed == 5
+        })
+        .await;
+        // No sixth run comes (the limit), and each partition's count is its own.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        w.close().await.unwrap();
+        let per: Vec<u64> = {
+            let mut v = Vec::new();
+            for p in q.partitions().unwrap() {
+                v.push(p.counts().await.unwrap().completed);
+            }
+            v
+        };
+        let mut want = vec![0; 3];
+        want[home[0]] = 5;
+        assert_eq!(
+            per, want,
+            "{topology}: the runs ran in the scheduler's home partition"
+        );
+        // At its limit it is removed, from its partition and so from the queue's list.
+        let listed: Vec<String> = q
+            .schedulers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(listed, ["plain"], "{topology}: removed at its limit");
+        // Upserting again replaces it in place (not created); a new group moves it.
+        assert!(
+            !q.upsert_scheduler("plain", plain.clone()).await.unwrap(),
+            "{topology}"
+        );
+        // Its group decides its home: over a few groups it moves, and it is always in one.
+        let mut seen = std::collections::BTreeSet::new();
+        for g in 0..12 {
+            let mut moved = plain.clone();
+            moved.options.group = Some(format!("g{g}"));
+            assert!(
+                !q.upsert_scheduler("plain", moved).await.unwrap(),
+                "{topology}: replaced"
+            );
+            let home = homes_of(&q, "plain").await;
+            assert_eq!(home.len(), 1, "{topology}: one home: {home:?}");
+            seen.insert(home[0]);
+        }
+        assert!(
+            seen.len() > 1,
+            "{topology}: it moved with its group: {seen:?}"
+        );
+        assert_eq!(q.schedulers().await.unwrap().len(), 1, "{topology}");
+        assert!(q.remove_scheduler("plain").await.unwrap(), "{topology}");
+        assert!(!q.remove_scheduler("plain").await.unwrap(), "{topology}");
+        assert!(homes_of(&q, "plain").await.is_empty(), "{topology}");
         q.obliterate(true).await.unwrap();
     }
 }

@@ -18,9 +18,12 @@
 //!   (`groups.rs`); the queue's dead-letter default to every one;
 //! - the events stream is every partition's, merged (`events.rs`).
 //!
+//! - a scheduler lives in one partition, its home (its jobs' group's, else its id's), and
+//!   enqueues its runs there (`scheduler.rs`); the list merges every partition's.
+//!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
-//! keys, which no worker serves): schedulers, flows, and the queue-wide rate
-//! limit and global concurrency (which need a count shared across slots).
+//! keys, which no worker serves): flows, and the queue-wide rate limit and global concurrency
+//! (which need a count shared across slots).
 
 use super::{NewJob, Queue};
 use crate::error::{Error, ErrorCode, Result};
