@@ -1,8 +1,8 @@
 'use strict';
 // Partitioned queues from Node (the core's core/src/partitions.rs), against real servers from
 // emq-harness (standalone and the 3-master cluster): `partitions` reads back and is the queue's
-// (found without it, another count refused with InvalidOption), bad counts are refused, and one
-// worker runs every job of every partition.
+// (found without it, another count refused with InvalidOption), bad counts are refused, one
+// worker runs every job of every partition, and groups and schedulers span the partitions.
 process.env.EMQ_GUARD = '1';
 
 const { test, before, after } = require('node:test');
@@ -57,5 +57,30 @@ for (const topology of ['standalone', 'cluster']) {
     await w.close();
     assert.deepEqual(done.sort((a, b) => a - b), Array.from({ length: 201 }, (_, i) => i));
     assert.equal((await q.counts()).completed, 201);
+  });
+}
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`groups and schedulers span the partitions (${topology})`, async () => {
+    const q = await Queue.connect(servers[topology], unique('part-gs'), { partitions: 3 });
+    open.push(q);
+    const names = Array.from({ length: 12 }, (_, i) => `t${String(i).padStart(2, '0')}`);
+    for (const g of names) await q.add('g', g, { group: g });
+    assert.deepEqual((await q.groups(0, 100)).map((g) => g.name), names, 'every group once, by name');
+    assert.deepEqual((await q.groups(4, 3)).map((g) => g.name), names.slice(4, 7));
+    await q.drain();
+    assert.equal(await q.upsertScheduler('tick', { every: 40, limit: 3, name: 'tick', opts: { group: 't01' } }), true);
+    assert.equal(await q.upsertScheduler('later', { every: 60_000, firstAfter: 60_000, name: 'later' }), true);
+    assert.deepEqual((await q.schedulers()).map((s) => s.id), ['later', 'tick']);
+    const ran = [];
+    const w = new Worker(q, async (job) => { ran.push(job.id); }, { concurrency: 2 });
+    await waitFor('three runs', async () => (await q.counts()).completed === 3);
+    await w.close();
+    const groups = [];
+    for (const id of ran) groups.push((await q.get(id)).options.group);
+    assert.deepEqual(groups, ['t01', 't01', 't01'], 'the runs carry the scheduler\'s group');
+    assert.deepEqual((await q.schedulers()).map((s) => s.id), ['later'], 'removed at its limit');
+    assert.equal(await q.removeScheduler('later'), true);
+    assert.equal(await q.removeScheduler('later'), false);
   });
 }

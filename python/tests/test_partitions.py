@@ -82,3 +82,35 @@ async def test_a_partitioned_queues_events_read_as_one_stream(cluster, qname):
     with pytest.raises(InvalidOption):
         await q.events(after="1-0")
     del stream
+
+
+@pytest.mark.parametrize("topology", ["standalone", "cluster"])
+async def test_groups_and_schedulers_span_the_partitions(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    q = await emq.Queue.connect(url, qname, partitions=3)
+    names = [f"t{i:02}" for i in range(12)]
+    for g in names:
+        await q.add("g", g, group=g)
+    assert [g["name"] for g in await q.groups(0, 100)] == names  # every group once, by name
+    assert [g["name"] for g in await q.groups(4, 3)] == names[4:7]
+    await q.drain()
+    assert await q.upsert_scheduler("tick", "tick", every=0.04, limit=3, group="t01") is True
+    assert await q.upsert_scheduler("later", "later", every=60, first_after=60) is True
+    assert [s["id"] for s in await q.schedulers()] == ["later", "tick"]
+    ran = []
+
+    async def handle(job: emq.Job) -> None:
+        ran.append(job.id)
+
+    w = emq.Worker(q, handle, concurrency=2)
+    deadline = time.monotonic() + 60
+    while (await q.counts())["completed"] < 3:
+        assert time.monotonic() < deadline, f"{len(ran)} of 3 runs"
+        await asyncio.sleep(0.05)
+    await w.close()
+    for job_id in ran:
+        job = await q.get(job_id)
+        assert job is not None and job["options"]["group"] == "t01"
+    assert [s["id"] for s in await q.schedulers()] == ["later"]  # removed at its limit
+    assert await q.remove_scheduler("later") is True
+    assert await q.remove_scheduler("later") is False
