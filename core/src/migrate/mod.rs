@@ -276,7 +276,11 @@ impl Queue {
 
     /// Copies one BullMQ (or EchoMQ 1.x) queue into this queue; see the [module](crate::migrate)
     /// for what maps and why a run may be killed and run again.
+    ///
+    /// A partitioned target is refused (`invalid_option`): finished jobs and the migration's own
+    /// bookkeeping would land in the logical name's keys, which no worker or listing reads.
     pub async fn migrate_from_bullmq(&self, options: &MigrateOptions) -> Result<MigrateReport> {
+        self.plain_only("migrating into a partitioned queue (migrate into a plain queue)")?;
         options.validate()?;
         let started = Instant::now();
         let src = Source {

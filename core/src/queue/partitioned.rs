@@ -22,8 +22,8 @@
 //!   enqueues its runs there (`scheduler.rs`); the list merges every partition's.
 //!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
-//! keys, which no worker serves): flows, and the queue-wide rate limit and global concurrency
-//! (which need a count shared across slots).
+//! keys, which no worker serves): flows, the queue-wide rate limit and global concurrency
+//! (which need a count shared across slots), and a migration into the queue.
 
 use super::{NewJob, Queue};
 use crate::error::{Error, ErrorCode, Result};
