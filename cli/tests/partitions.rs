@@ -1,8 +1,9 @@
 //! `emq add --partitions N`: the first add stores the queue's partition count, later adds (with
 //! the same count or none) land in its partitions, another count is refused with the core's code
-//! (exit 2), and a Rust handle opened without a count finds them.
+//! (exit 2), and a Rust handle opened without a count finds them; `emq queues` and `emq workers`
+//! show a partitioned queue once, as its users name it, with its partitions added up.
 
-use emq::{ConnectOptions, Queue};
+use emq::{ConnectOptions, JobContext, Queue, Worker};
 use emq_harness::RedisServer;
 use std::process::Output;
 use std::time::Duration;
@@ -67,4 +68,56 @@ fn add_with_partitions_stores_the_count_and_spreads_the_jobs() {
     );
     let audit = emq(&url, &["audit", "orders"]);
     assert!(audit.status.success(), "{audit:?}");
+}
+
+#[test]
+fn queues_and_workers_show_a_partitioned_queue_once() {
+    let server = RedisServer::start().expect("redis-server");
+    let url = server.url();
+    ok(&url, &["add", "orders", "a", "--partitions", "3"]);
+    for _ in 0..8 {
+        ok(&url, &["add", "orders", "a"]);
+    }
+    ok(&url, &["add", "plain", "a"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // One worker on the partitioned queue: it registers in each partition, under one id.
+    let worker = rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::new(url.clone()), "orders")
+            .await
+            .unwrap();
+        Worker::builder(q)
+            .handler(|_job: JobContext| async { Ok(serde_json::Value::Null) })
+            .run()
+            .unwrap()
+    });
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&ok(&url, args)).expect("json")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let rows = loop {
+        let rows = json(&["queues", "--json"]);
+        let done = rows[0]["counts"]["completed"] == 9 && rows[0]["workers"] == 1;
+        if done || std::time::Instant::now() > deadline {
+            break rows;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["orders", "plain"], "{rows}");
+    assert_eq!(rows[0]["partitions"], 3, "{rows}");
+    assert_eq!(rows[0]["counts"]["completed"], 9, "{rows}");
+    assert_eq!(rows[0]["workers"], 1, "one worker, once: {rows}");
+    assert_eq!(rows[1]["partitions"], 1, "{rows}");
+    let workers = json(&["workers", "orders", "--json"]);
+    let listed = workers.as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{workers}");
+    assert_eq!(listed[0]["queue"], "orders", "{workers}");
+    let table = ok(&url, &["queues"]);
+    assert!(table.contains("orders (3 partitions)"), "{table}");
+    rt.block_on(worker.close()).unwrap();
 }

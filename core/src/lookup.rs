@@ -138,10 +138,12 @@ impl Queue {
         if key.is_empty() {
             return Ok(None);
         }
+        // On a partitioned queue a dedup key's jobs go to the key's partition.
+        let q = self.spread().map_or(self, |p| p.for_key(key));
         let raw: Option<String> = redis::cmd("HGET")
-            .arg(&self.keys().dedup)
+            .arg(&q.keys().dedup)
             .arg(key)
-            .query_async(&mut self.store().conn())
+            .query_async(&mut q.store().conn())
             .await?;
         let Some(raw) = raw else { return Ok(None) };
         let (id, until_ms) = match raw.split_once('|') {
@@ -185,13 +187,7 @@ impl Queue {
                 exhausted = true;
                 break;
             }
-            let mut pipe = redis::pipe();
-            for id in &chunk {
-                pipe.cmd("HGET")
-                    .arg(self.name().job_key(*id, JobPart::Record))
-                    .arg("name");
-            }
-            let names: Vec<Option<String>> = pipe.query_async(&mut self.store().conn()).await?;
+            let names = self.names_of(&chunk).await?;
             let got = chunk.len() as u64;
             for (i, (id, name)) in chunk.into_iter().zip(names).enumerate() {
                 if name.is_some_and(|n| n.to_lowercase().contains(&needle)) {
@@ -239,6 +235,65 @@ impl Queue {
         ids: &[JobId],
         as_stored: bool,
     ) -> Result<Vec<Job>> {
+        if let Some(p) = self.spread() {
+            // Each id's records from its partition, in the order of `ids`.
+            let at = crate::queue::partitioned::owners(p, ids).await?;
+            let mut out = Vec::with_capacity(ids.len());
+            for (i, m) in p.members.iter().enumerate() {
+                let mine: Vec<JobId> = ids
+                    .iter()
+                    .zip(&at)
+                    .filter(|(_, o)| **o == i)
+                    .map(|(id, _)| *id)
+                    .collect();
+                out.extend(m.jobs_listed_in_here(state, &mine, as_stored).await?);
+            }
+            let place: HashMap<JobId, usize> =
+                ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+            out.sort_by_key(|j| place.get(&j.id).copied());
+            return Ok(out);
+        }
+        self.jobs_listed_in_here(state, ids, as_stored).await
+    }
+
+    /// The `name` field of each of `ids` (None where the record is gone), in their order: one
+    /// pipeline per slot (on a partitioned queue, each id's partition's).
+    async fn names_of(&self, ids: &[JobId]) -> Result<Vec<Option<String>>> {
+        let Some(p) = self.spread() else {
+            return self.names_here(ids).await;
+        };
+        let at = crate::queue::partitioned::owners(p, ids).await?;
+        let mut out = vec![None; ids.len()];
+        for (i, m) in p.members.iter().enumerate() {
+            let mine: Vec<usize> = (0..ids.len()).filter(|k| at[*k] == i).collect();
+            let subset: Vec<JobId> = mine.iter().map(|k| ids[*k]).collect();
+            for (k, name) in mine.into_iter().zip(m.names_here(&subset).await?) {
+                out[k] = name;
+            }
+        }
+        Ok(out)
+    }
+
+    async fn names_here(&self, ids: &[JobId]) -> Result<Vec<Option<String>>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HGET")
+                .arg(self.name().job_key(*id, JobPart::Record))
+                .arg("name");
+        }
+        Ok(pipe.query_async(&mut self.store().conn()).await?)
+    }
+
+    /// [`Queue::jobs_listed_in`] on this queue's own slot.
+    pub(crate) async fn jobs_listed_in_here(
+        &self,
+        state: JobState,
+        ids: &[JobId],
+        as_stored: bool,
+    ) -> Result<Vec<Job>> {
         if ids.is_empty() {
             return Ok(vec![]);
         }
@@ -270,6 +325,19 @@ impl Queue {
     /// (written by hand, or by another tool) comes back with that field null and
     /// [`Job::unreadable`] saying why, where `list` fails with its `invalid_payload`.
     pub async fn list_as_stored(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Job>> {
+        if let Some(p) = self.spread() {
+            return crate::queue::partitioned::list_as_stored(p, state, offset, limit).await;
+        }
+        self.list_as_stored_here(state, offset, limit).await
+    }
+
+    /// [`Queue::list_as_stored`] on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn list_as_stored_here(
         &self,
         state: JobState,
         offset: u64,
@@ -354,6 +422,21 @@ impl Queue {
         since_ms: u64,
         scan: usize,
     ) -> Result<(Vec<Event>, bool)> {
+        if let Some(p) = self.spread() {
+            // A job's events are in its partition's stream.
+            let q = crate::queue::partitioned::owner(p, id).await?;
+            return q.job_events_here(id, since_ms, scan).await;
+        }
+        self.job_events_here(id, since_ms, scan).await
+    }
+
+    /// [`Queue::job_events`] on this queue's own slot.
+    pub(crate) async fn job_events_here(
+        &self,
+        id: JobId,
+        since_ms: u64,
+        scan: usize,
+    ) -> Result<(Vec<Event>, bool)> {
         let scan = scan.clamp(1, MAX_EVENT_SCAN);
         let mut entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
             .arg(&self.keys().events)
@@ -396,6 +479,18 @@ impl Queue {
     /// clock), and whether a cron scheduler is primed (unprimed, its due time is its start, and its
     /// first run the first occurrence at or after it).
     pub async fn scheduler_instants(&self) -> Result<HashMap<String, SchedulerInstants>> {
+        if let Some(p) = self.spread() {
+            let all = crate::queue::partitioned::each(p, |m| Box::pin(m.scheduler_instants_here()))
+                .await?;
+            return Ok(all.into_iter().flatten().collect());
+        }
+        self.scheduler_instants_here().await
+    }
+
+    /// [`Queue::scheduler_instants`] of this queue's own slot.
+    pub(crate) async fn scheduler_instants_here(
+        &self,
+    ) -> Result<HashMap<String, SchedulerInstants>> {
         let k = self.keys();
         let mut pipe = redis::pipe();
         pipe.cmd("ZRANGE")
@@ -424,6 +519,16 @@ impl Queue {
     /// A scheduler's stored spec (`name`, `data`, `opts`, `every_ms`, `cron`, `tz`, `limit`,
     /// `count`, `end_ms`), with `data` and `opts` parsed; None when there is no such scheduler.
     pub async fn scheduler_spec(&self, id: &str) -> Result<Option<Value>> {
+        if let Some(p) = self.spread() {
+            let all =
+                crate::queue::partitioned::each(p, |m| Box::pin(m.scheduler_spec_here(id))).await?;
+            return Ok(all.into_iter().flatten().next());
+        }
+        self.scheduler_spec_here(id).await
+    }
+
+    /// [`Queue::scheduler_spec`] of this queue's own slot.
+    pub(crate) async fn scheduler_spec_here(&self, id: &str) -> Result<Option<Value>> {
         let raw: Option<String> = redis::cmd("HGET")
             .arg(&self.keys().schedulers)
             .arg(id)

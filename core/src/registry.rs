@@ -79,6 +79,23 @@ pub async fn queues(store: &Store) -> Result<Vec<QueueName>> {
     Ok(out)
 }
 
+/// The registered queues as their users name them, by name: each partition of a partitioned
+/// queue (`orders:p0.<salt>`, registered by its workers) folded into its queue (`orders`), which
+/// a handle opened with [`Queue::open`] then spans.
+pub async fn logical_queues(store: &Store) -> Result<Vec<QueueName>> {
+    Ok(fold_partitions(queues(store).await?))
+}
+
+fn fold_partitions(names: Vec<QueueName>) -> Vec<QueueName> {
+    let mut out: Vec<QueueName> = names
+        .into_iter()
+        .map(|n| n.partition_of().map_or(n, |(base, _)| base))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// What a [`repair`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Repair {
@@ -220,5 +237,18 @@ mod tests {
         assert_eq!(queue_of_meta_key("emq:{orders}:wait"), None);
         assert_eq!(queue_of_meta_key("emq:{emq}:meta"), None);
         assert_eq!(queue_of_meta_key("other:{x}:meta"), None);
+    }
+
+    #[test]
+    fn partitions_fold_into_their_queue() {
+        let orders = QueueName::new("orders").unwrap();
+        let mut names = crate::partitions::partition_names(&orders, 3);
+        names.push(QueueName::new("plain").unwrap());
+        names.push(QueueName::new("a").unwrap());
+        let folded: Vec<String> = fold_partitions(names)
+            .iter()
+            .map(|n| n.as_str().to_string())
+            .collect();
+        assert_eq!(folded, ["a", "orders", "plain"]);
     }
 }

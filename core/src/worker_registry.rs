@@ -160,7 +160,31 @@ pub async fn leave(queue: &Queue, waiter: &str) {
 impl Queue {
     /// The live workers of this queue (registration not lapsed on the server's clock), at most
     /// [`MAX_LISTED`], soonest lapse first.
+    ///
+    /// On a partitioned queue: every partition's, each worker once (its members register under
+    /// one id; `running` is the worker's, whichever partition it ran from), `queue` the logical
+    /// name.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        if let Some(p) = self.spread() {
+            let all = crate::queue::partitioned::each(p, |m| Box::pin(m.workers_here())).await?;
+            let mut seen = std::collections::HashSet::new();
+            let mut out: Vec<WorkerInfo> = all
+                .into_iter()
+                .flatten()
+                .filter(|w| seen.insert(w.id.clone()))
+                .map(|mut w| {
+                    w.queue = self.name().as_str().to_string();
+                    w
+                })
+                .collect();
+            out.sort_by_key(|w| w.lapse_ms);
+            return Ok(out);
+        }
+        self.workers_here().await
+    }
+
+    /// [`Queue::workers`] of this queue's own slot.
+    pub(crate) async fn workers_here(&self) -> Result<Vec<WorkerInfo>> {
         let k = self.keys();
         let flat: Vec<String> = script::WORKERS_LIST
             .prepare()

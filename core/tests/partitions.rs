@@ -776,3 +776,79 @@ async fn a_scheduler_lives_in_one_partition_and_runs_there_once_per_due_time() {
         q.obliterate(true).await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_views_read_every_partition() {
+    use emq::{Repeat, Schedule};
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-views"), Some(3)).await.unwrap();
+        let jobs: Vec<NewJob> = (0..12)
+            .map(|i| NewJob {
+                name: format!("job-{i}"),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        let ids = q.add_bulk(jobs).await.unwrap();
+        let held = per_partition(&q).await;
+        assert!(
+            held.iter().filter(|n| **n > 0).count() > 1,
+            "{topology}: {held:?}"
+        );
+        // A page as stored (the dashboard's), oldest first, then newest first.
+        let page = q.list_as_stored(JobState::Waiting, 0, 100).await.unwrap();
+        let listed: Vec<_> = page.iter().map(|j| j.id).collect();
+        assert_eq!(
+            listed, ids,
+            "{topology}: every partition's, in creation order"
+        );
+        assert_eq!(page[4].name, "job-4", "{topology}");
+        let newest = q
+            .list_newest_first(JobState::Waiting, 12, 0, 5)
+            .await
+            .unwrap();
+        let newest: Vec<_> = newest.iter().map(|j| j.id).collect();
+        let mut want = ids[7..].to_vec();
+        want.reverse();
+        assert_eq!(newest, want, "{topology}");
+        // A name search scans the merged state.
+        let found = q
+            .find_by_name(JobState::Waiting, "JOB-1", 0, 100, 10)
+            .await
+            .unwrap();
+        let names: Vec<&str> = found.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["job-1", "job-10", "job-11"], "{topology}");
+        // A job's events are in its partition's stream.
+        let (events, _) = q.job_events(ids[5], 0, 100).await.unwrap();
+        assert!(
+            events.iter().any(|e| e.kind == "added"),
+            "{topology}: {events:?}"
+        );
+        // A dedup key's holder is in the key's partition.
+        let held_by = q
+            .add(
+                "d",
+                json!(null),
+                JobOptions {
+                    dedup: Some("the-key".into()),
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        let holder = q.find_by_dedup("the-key").await.unwrap().map(|h| h.id);
+        assert_eq!(holder, Some(held_by), "{topology}");
+        // A scheduler's spec and instants, from its partition.
+        let mut s = Schedule::new(Repeat::Every(Duration::from_secs(60)), "tick", json!(7));
+        s.first_after = Duration::from_secs(60);
+        q.upsert_scheduler("every-minute", s).await.unwrap();
+        let spec = q.scheduler_spec("every-minute").await.unwrap().unwrap();
+        assert_eq!(spec["data"], json!(7), "{topology}");
+        let at = q.scheduler_instants().await.unwrap();
+        assert!(
+            at.get("every-minute").is_some_and(|i| i.due_ms.is_some()),
+            "{topology}"
+        );
+        q.obliterate(true).await.unwrap();
+    }
+}

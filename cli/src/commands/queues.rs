@@ -17,7 +17,8 @@ use std::sync::Arc;
 #[derive(ClapArgs, Debug)]
 pub struct QueuesArgs {
     /// Print a JSON array: `[{"queue", "counts": {<state>: n}, "total", "paused",
-    /// "oldest_waiting_age_ms", "workers"}]`.
+    /// "oldest_waiting_age_ms", "workers", "partitions"}]` (a partitioned queue is one entry, its
+    /// partitions' counts added up).
     #[arg(long)]
     pub json: bool,
 
@@ -53,6 +54,8 @@ pub struct QueueSummary {
     pub oldest_waiting_age_ms: Option<u64>,
     /// Live workers.
     pub workers: usize,
+    /// Its partitions (1: a plain queue); the counts are all of them together.
+    pub partitions: u16,
 }
 
 /// Reads one queue's summary; `now_ms` is the datastore's clock.
@@ -72,6 +75,7 @@ pub async fn summary(q: &Queue, now_ms: u64) -> emq::Result<QueueSummary> {
         paused: q.is_paused().await?,
         oldest_waiting_age_ms: oldest.first().map(|j| now_ms.saturating_sub(j.created_ms)),
         workers: q.workers().await?.len(),
+        partitions: q.partition_count(),
     })
 }
 
@@ -86,9 +90,10 @@ pub enum Repair {
     Always,
 }
 
-/// The registered queues, repairing first as `repair` says.
+/// The registered queues, repairing first as `repair` says; a partitioned queue's partitions
+/// folded into its name (`registry::logical_queues`).
 pub async fn registered(store: &Store, repair: Repair) -> emq::Result<Vec<QueueName>> {
-    let mut names = registry::queues(store).await?;
+    let mut names = registry::logical_queues(store).await?;
     if repair == Repair::Always || (repair == Repair::IfEmpty && names.is_empty()) {
         let repair = repair == Repair::Always;
         let report = registry::repair(store).await?;
@@ -105,18 +110,31 @@ pub async fn registered(store: &Store, repair: Repair) -> emq::Result<Vec<QueueN
                 }
             );
         }
-        names = registry::queues(store).await?;
+        names = registry::logical_queues(store).await?;
     }
     Ok(names)
 }
 
-/// Opens each named queue on one store and id minter.
+/// Opens each named queue on one store and id minter, each with its stored partition count (a
+/// partitioned queue's handle spans its partitions).
 pub async fn open_all(store: &Store, names: &[QueueName]) -> emq::Result<Vec<Queue>> {
     let minter = Arc::new(IdMinter::start(store.clone()).await?);
-    names
-        .iter()
-        .map(|n| Queue::with_store(store.clone(), minter.clone(), n.as_str()))
-        .collect()
+    let mut out = Vec::with_capacity(names.len());
+    for n in names {
+        out.push(open_one(store, &minter, n.as_str()).await?);
+    }
+    Ok(out)
+}
+
+/// Opens one queue by name with its stored partition count.
+pub async fn open_one(store: &Store, minter: &Arc<IdMinter>, name: &str) -> emq::Result<Queue> {
+    Queue::open(
+        store.clone(),
+        minter.clone(),
+        name,
+        emq::QueueOptions::default(),
+    )
+    .await
 }
 
 /// Runs `emq queues`.
@@ -154,7 +172,11 @@ pub async fn run_queues(urls: &[String], args: &QueuesArgs) -> emq::Result<()> {
         let c = &r.counts;
         outln!(
             "{:<24} {:>8} {:>7} {:>8} {:>8} {:>10} {:>8} {:>7} {:>7}  {}",
-            r.queue,
+            if r.partitions > 1 {
+                format!("{} ({} partitions)", r.queue, r.partitions)
+            } else {
+                r.queue.clone()
+            },
             c.waiting + c.paused,
             c.active,
             c.delayed,

@@ -290,7 +290,7 @@ impl Partitions {
         usize::from(crc16(key.as_bytes())) % self.members.len()
     }
 
-    fn id_index(&self, id: JobId) -> usize {
+    pub(crate) fn id_index(&self, id: JobId) -> usize {
         // A 64-bit mix, so ids minted in one millisecond (differing in low bits) spread too.
         let mut x = id.as_u64();
         x ^= x >> 33;

@@ -18,6 +18,9 @@
 //!   (`groups.rs`); the queue's dead-letter default to every one;
 //! - the events stream is every partition's, merged (`events.rs`).
 //!
+//! - the operator views (`lookup.rs`: pages as stored, name search, a job's events, schedulers'
+//!   instants and specs, a dedup key's holder) and the worker registry read every partition, a
+//!   page's records each from its job's partition ([`owners`]: one pipeline per partition);
 //! - a scheduler lives in one partition, its home (its jobs' group's, else its id's), and
 //!   enqueues its runs there (`scheduler.rs`); the list merges every partition's.
 //!
@@ -71,6 +74,32 @@ pub(crate) async fn owner(p: &Partitions, id: JobId) -> Result<&Queue> {
         .position(|f| *f)
         .map(|i| &p.members[i])
         .unwrap_or_else(|| p.for_id(id)))
+}
+
+/// The partition (by index) that holds each of `ids`, else the one its id routes to: one
+/// pipeline of `EXISTS` per partition, all at once.
+pub(crate) async fn owners(p: &Partitions, ids: &[JobId]) -> Result<Vec<usize>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let held = try_join_all(p.members.iter().map(|m| async move {
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("EXISTS").arg(m.name.job_key(*id, JobPart::Record));
+        }
+        let v: Vec<i64> = pipe.query_async(&mut m.store.conn()).await?;
+        Ok::<Vec<i64>, Error>(v)
+    }))
+    .await?;
+    Ok(ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| {
+            (0..p.members.len())
+                .find(|i| held[*i][k] == 1)
+                .unwrap_or_else(|| p.id_index(*id))
+        })
+        .collect())
 }
 
 /// Runs `f` on every partition at once.
@@ -149,6 +178,18 @@ pub(crate) async fn list(
 ) -> Result<Vec<Job>> {
     let want = offset.saturating_add(limit);
     let pages = each(p, |m| Box::pin(m.list_here(state, 0, want))).await?;
+    Ok(merge(pages, |j| j.id, state, offset, limit))
+}
+
+/// A merged page of jobs in `state` as stored (see [`merge`], [`Queue::list_as_stored`]).
+pub(crate) async fn list_as_stored(
+    p: &Partitions,
+    state: JobState,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<Job>> {
+    let want = offset.saturating_add(limit);
+    let pages = each(p, |m| Box::pin(m.list_as_stored_here(state, 0, want))).await?;
     Ok(merge(pages, |j| j.id, state, offset, limit))
 }
 

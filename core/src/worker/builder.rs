@@ -96,6 +96,14 @@ impl WorkerBuilder {
         let pool = Pool::new(self.opts.concurrency, &names, &self.opts.queue_order)?;
         let (queues, pool) = spread_partitions(self.queues, pool, &self.opts.queue_order)?;
         let pool = Arc::new(pool);
+        // One id for the whole worker: each member registers under it in its own queue's slot
+        // (waiters, the worker registry), so a partitioned queue's listing of its partitions'
+        // workers names each worker once.
+        let waiter = format!(
+            "{:016x}|{}",
+            rand::random::<u64>(),
+            self.opts.lease.as_millis()
+        );
         let members: Vec<Arc<Shared>> = queues
             .into_iter()
             .enumerate()
@@ -107,6 +115,7 @@ impl WorkerBuilder {
                     handler.clone(),
                     self.opts.clone(),
                     self.events.clone(),
+                    waiter.clone(),
                 )
             })
             .collect();
@@ -187,9 +196,9 @@ fn new_member(
     handler: Arc<dyn Handler>,
     opts: WorkerOptions,
     events: Option<WorkerEventHook>,
+    waiter: String,
 ) -> Arc<Shared> {
     let (completions, completed_rx) = tokio::sync::mpsc::unbounded_channel();
-    let waiter = format!("{:016x}|{}", rand::random::<u64>(), opts.lease.as_millis());
     Arc::new(Shared {
         completions,
         queue,

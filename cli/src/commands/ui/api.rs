@@ -72,7 +72,7 @@ impl App {
                 }
             }
             loop {
-                if let Ok(names) = emq::registry::queues(&hub.store).await {
+                if let Ok(names) = emq::registry::logical_queues(&hub.store).await {
                     // A queue that left the registry (obliterated) is no longer followed.
                     hub.followed
                         .lock()
@@ -94,11 +94,16 @@ impl App {
         if followed.contains_key(&name) {
             return;
         }
-        let Ok(q) = self.queue(name.as_str()) else {
-            return;
-        };
         let live = self.live.clone();
+        let (store, minter, queue) = (self.store.clone(), self.minter.clone(), name.clone());
         let task = emq::TaskHandle::spawn(async move {
+            // With its stored partition count (a partitioned queue's events are its partitions').
+            let q = loop {
+                match super::super::queues::open_one(&store, &minter, queue.as_str()).await {
+                    Ok(q) => break q,
+                    Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                }
+            };
             let mut stream = None;
             loop {
                 if stream.is_none() {
@@ -128,8 +133,10 @@ impl App {
         followed.insert(name, task);
     }
 
-    pub(super) fn queue(&self, name: &str) -> emq::Result<Queue> {
-        Queue::with_store(self.store.clone(), self.minter.clone(), name)
+    /// Opens queue `name` with its stored partition count (a partitioned queue's handle spans
+    /// its partitions).
+    pub(super) async fn queue(&self, name: &str) -> emq::Result<Queue> {
+        super::super::queues::open_one(&self.store, &self.minter, name).await
     }
 }
 
@@ -390,7 +397,7 @@ async fn jobs(
     Query(p): Query<JobsQuery>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let state = JobState::parse(p.state.as_deref().unwrap_or("waiting")).map_err(e)?;
     let offset = p.offset.unwrap_or(0);
     let limit = p.limit.unwrap_or(25).clamp(1, MAX_PAGE);
@@ -418,7 +425,7 @@ async fn jobs(
 /// server's times) and its flow (parent and children, each with its state).
 async fn job(State(app): State<Shared>, Path((queue, id)): Path<(String, String)>) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let id = JobId::parse(&id).map_err(e)?;
     let Some(job) = q.get_as_stored(id).await.map_err(e)? else {
         return Err(e(crate::commands::job::not_found(&queue, id)));
@@ -451,7 +458,7 @@ async fn job_action(
     body: Option<Json<JobActionBody>>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let id = JobId::parse(&id).map_err(e)?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let outcome = ops::act_on(&q, id, &action, body.priority, body.reason.as_deref())
@@ -484,7 +491,7 @@ async fn queue_action(
     body: Option<Json<QueueActionBody>>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let n: u64 = match action.as_str() {
         "pause" => q.pause().await.map(|_| 0),

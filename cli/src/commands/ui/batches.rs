@@ -33,7 +33,7 @@ pub async fn list(
     Query(p): Query<PageQuery>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let offset = p.offset.unwrap_or(0);
     let page = q
         .batches(offset, p.limit.unwrap_or(BATCH_PAGE))
@@ -65,7 +65,7 @@ pub async fn one(
     Query(p): Query<PageQuery>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let offset = p.offset.unwrap_or(0);
     let status = q
         .open_batch(&id)
@@ -87,7 +87,7 @@ pub async fn cancel(
     Path((queue, id)): Path<(String, String)>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let n = q.open_batch(&id).map_err(e)?.cancel().await.map_err(e)?;
     Ok(Json(json!({"ok": true, "action": "cancel", "jobs": n})))
 }

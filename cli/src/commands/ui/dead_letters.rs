@@ -32,7 +32,7 @@ pub async fn list(
     Query(p): Query<LettersQuery>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let limit = p.limit.unwrap_or(LETTERS).clamp(1, MAX_LETTERS);
     let jobs: Vec<Value> = q
         .dead_letters(limit)
@@ -71,7 +71,7 @@ pub async fn replay(
     body: Bytes,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let b: ReplayBody = body_of("replay", &body).map_err(e)?;
     let done = match (b.ids, b.all) {
         (None, true) => q.replay_dead_letters(None).await.map_err(e)?,

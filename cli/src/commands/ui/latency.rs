@@ -50,7 +50,7 @@ fn hour(h: &HourMetrics) -> Value {
 /// GET a queue's metrics for its Metrics page.
 pub async fn metrics(State(app): State<Shared>, Path(queue): Path<String>) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let m = q.metrics().await.map_err(e)?;
     let day = q.metrics_history().await.map_err(e)?;
     let now = server_time_ms(&app.store).await.map_err(e)?;

@@ -137,7 +137,7 @@ fn split_ref(r: &str) -> Option<(&str, JobId)> {
 }
 
 async fn state_of(app: &App, queue: &str, id: JobId) -> Option<String> {
-    let q = app.queue(queue).ok()?;
+    let q = app.queue(queue).await.ok()?;
     match q.get(id).await {
         Ok(Some(j)) => Some(j.state.map_or("unknown", |s| s.as_str()).to_string()),
         Ok(None) => Some("gone".into()),
@@ -188,7 +188,7 @@ pub async fn find(
     Query(f): Query<FindQuery>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let text = f.text.trim();
     let mut scan = Value::Null;
     let mut note = Value::Null;
@@ -268,7 +268,7 @@ pub async fn bulk(
     Json(b): Json<BulkBody>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     if b.ids.is_empty() || b.ids.len() > MAX_BULK {
         return Err(e(Error::new(
             ErrorCode::InvalidOption,
@@ -348,7 +348,7 @@ pub async fn schedulers(State(app): State<Shared>) -> ApiResult {
     let now = server_time_ms(&app.store).await.map_err(e)?;
     let mut all = Vec::new();
     for n in names {
-        let q = app.queue(n.as_str()).map_err(e)?;
+        let q = app.queue(n.as_str()).await.map_err(e)?;
         let list = q.schedulers().await.map_err(e)?;
         if list.is_empty() {
             continue;
@@ -377,7 +377,7 @@ pub async fn scheduler(
     Path((queue, id)): Path<(String, String)>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     match q.scheduler_spec(&id).await.map_err(e)? {
         Some(spec) => Ok(Json(json!({"queue": queue, "id": id, "spec": spec}))),
         None => Err(ApiError(
@@ -412,7 +412,7 @@ pub async fn scheduler_action(
     body: Option<Json<SchedulerBody>>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     match action.as_str() {
         "remove" => {
             let existed = q.remove_scheduler(&id).await.map_err(e)?;
@@ -452,7 +452,7 @@ pub async fn groups(
     Query(p): Query<GroupsQuery>,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let sort = match p.sort.as_deref().unwrap_or("waiting") {
         "waiting" => Sort::Waiting,
         "running" => Sort::Running,
@@ -517,7 +517,7 @@ pub async fn group_action(
     body: Bytes,
 ) -> ApiResult {
     let e = |e| api_err(&app, e);
-    let q = app.queue(&queue).map_err(e)?;
+    let q = app.queue(&queue).await.map_err(e)?;
     let group: Option<String> = match action.as_str() {
         "pause" | "resume" => {
             let b: GroupBody = body_of(&action, &body).map_err(e)?;
