@@ -331,7 +331,7 @@ impl Queue {
         limit: u64,
     ) -> Result<Vec<Job>> {
         if let Some(p) = self.spread() {
-            return crate::queue::partitioned::list_as_stored(p, state, offset, limit).await;
+            return crate::queue::partitioned::list(p, state, offset, limit, true).await;
         }
         self.list_as_stored_here(state, offset, limit).await
     }

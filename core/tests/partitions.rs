@@ -23,6 +23,17 @@ async fn open(store: &Store, name: &str, partitions: Option<u16>) -> emq::Result
     Queue::open(store.clone(), minter, name, QueueOptions { partitions }).await
 }
 
+/// `n` jobs, the `i`-th named `name(i)` with payload `i`.
+fn numbered(n: u64, name: impl Fn(u64) -> String) -> Vec<NewJob> {
+    (0..n)
+        .map(|i| NewJob {
+            name: name(i),
+            data: json!(i),
+            options: JobOptions::default(),
+        })
+        .collect()
+}
+
 /// Jobs held per partition (all states).
 async fn per_partition(q: &Queue) -> Vec<u64> {
     let mut out = Vec::new();
@@ -166,13 +177,7 @@ async fn adds_avoid_a_partition_with_a_backlog() {
             .await
             .unwrap();
         let deep = &q.partitions().unwrap()[0];
-        let backlog: Vec<NewJob> = (0..2000)
-            .map(|i| NewJob {
-                name: "old".into(),
-                data: json!(i),
-                options: JobOptions::default(),
-            })
-            .collect();
+        let backlog: Vec<NewJob> = numbered(2000, |_| "old".into());
         deep.add_bulk(backlog).await.unwrap();
         // The handle reads the backlogs on its first add (in the background), then every 250 ms.
         q.add("first", json!(0), JobOptions::default())
@@ -262,13 +267,7 @@ async fn list_pause_drain_and_moves_span_the_partitions() {
 async fn a_worker_serves_every_partition_and_starves_none() {
     for (topology, store) in common::both().await {
         let q = open(&store, &unique("part-work"), Some(6)).await.unwrap();
-        let jobs: Vec<NewJob> = (0..1200)
-            .map(|i| NewJob {
-                name: "x".into(),
-                data: json!(i),
-                options: JobOptions::default(),
-            })
-            .collect();
+        let jobs: Vec<NewJob> = numbered(1200, |_| "x".into());
         let starts: Arc<Mutex<Vec<String>>> = Arc::default();
         let seen = starts.clone();
         let w = Worker::builder(q.clone())
@@ -546,13 +545,7 @@ async fn a_batchs_jobs_on_a_partitioned_queue_run_in_its_partitions() {
             })
             .await
             .unwrap();
-        let jobs: Vec<NewJob> = (0..30)
-            .map(|i| NewJob {
-                name: "x".into(),
-                data: json!(i),
-                options: JobOptions::default(),
-            })
-            .collect();
+        let jobs: Vec<NewJob> = numbered(30, |_| "x".into());
         batch.add_bulk(parts.name().as_str(), jobs).await.unwrap();
         batch.seal().await.unwrap();
         let spread = per_partition(&parts).await;
@@ -580,13 +573,7 @@ async fn metrics_and_the_audit_span_the_partitions() {
         let q = open(&store, &unique("part-metrics"), Some(3))
             .await
             .unwrap();
-        let jobs: Vec<NewJob> = (0..30)
-            .map(|i| NewJob {
-                name: "m".into(),
-                data: json!(i),
-                options: JobOptions::default(),
-            })
-            .collect();
+        let jobs: Vec<NewJob> = numbered(30, |_| "m".into());
         q.add_bulk(jobs).await.unwrap();
         let w = Worker::builder(q.clone())
             .handler(|_job: JobContext| async { Ok(json!(null)) })
@@ -782,13 +769,7 @@ async fn the_operator_views_read_every_partition() {
     use emq::{Repeat, Schedule};
     for (topology, store) in common::both().await {
         let q = open(&store, &unique("part-views"), Some(3)).await.unwrap();
-        let jobs: Vec<NewJob> = (0..12)
-            .map(|i| NewJob {
-                name: format!("job-{i}"),
-                data: json!(i),
-                options: JobOptions::default(),
-            })
-            .collect();
+        let jobs: Vec<NewJob> = numbered(12, |i| format!("job-{i}"));
         let ids = q.add_bulk(jobs).await.unwrap();
         let held = per_partition(&q).await;
         assert!(

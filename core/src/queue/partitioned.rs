@@ -169,27 +169,24 @@ pub(crate) async fn list_ids(
     Ok(merge(pages, |id| *id, state, offset, limit))
 }
 
-/// A merged page of jobs in `state` (see [`merge`]).
+/// A merged page of jobs in `state` (see [`merge`]): as [`Queue::list`] reads them, or
+/// `as_stored` as [`Queue::list_as_stored`] does.
 pub(crate) async fn list(
     p: &Partitions,
     state: JobState,
     offset: u64,
     limit: u64,
+    as_stored: bool,
 ) -> Result<Vec<Job>> {
     let want = offset.saturating_add(limit);
-    let pages = each(p, |m| Box::pin(m.list_here(state, 0, want))).await?;
-    Ok(merge(pages, |j| j.id, state, offset, limit))
-}
-
-/// A merged page of jobs in `state` as stored (see [`merge`], [`Queue::list_as_stored`]).
-pub(crate) async fn list_as_stored(
-    p: &Partitions,
-    state: JobState,
-    offset: u64,
-    limit: u64,
-) -> Result<Vec<Job>> {
-    let want = offset.saturating_add(limit);
-    let pages = each(p, |m| Box::pin(m.list_as_stored_here(state, 0, want))).await?;
+    let pages = each(p, |m| -> BoxFuture<'_, Result<Vec<Job>>> {
+        if as_stored {
+            Box::pin(m.list_as_stored_here(state, 0, want))
+        } else {
+            Box::pin(m.list_here(state, 0, want))
+        }
+    })
+    .await?;
     Ok(merge(pages, |j| j.id, state, offset, limit))
 }
 

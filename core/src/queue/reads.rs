@@ -190,7 +190,7 @@ impl Queue {
     /// read, [`Queue::get`], says where it is now), one removed in between is left out.
     pub async fn list(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<Job>> {
         if let Some(p) = self.spread() {
-            return (super::partitioned::list(p, state, offset, limit)).await;
+            return (super::partitioned::list(p, state, offset, limit, false)).await;
         }
         self.list_here(state, offset, limit).await
     }
