@@ -5,30 +5,20 @@
 // handle with nothing pending does not keep it alive (a script that adds and never closes exits).
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('path');
 const fs = require('fs');
 const os = require('os');
 const { spawn } = require('child_process');
 const { Queue, GroupFull, InvalidOption } = require('..');
-const { startServers, unique } = require('../testlib/harness');
+const { useServers, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const q of open) await q.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 test('awaited adds one at a time each settle with their own id or typed error', async () => {
-  const q = await Queue.connect(servers.standalone, unique('add-line'));
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, unique('add-line'));
+  h.track(q);
   await q.setGroupMaxWaiting(1, 'g');
   const first = await q.add('a', { n: 1 }, { group: 'g' });
   await assert.rejects(q.add('b', { n: 2 }, { group: 'g' }), (e) => e instanceof GroupFull && e.code === 'group_full');
@@ -40,8 +30,8 @@ test('awaited adds one at a time each settle with their own id or typed error', 
   const counts = await q.counts();
   assert.equal(counts.waiting, 2, 'the refused jobs were not added');
   // Many handles' lines at once, interleaved with awaited adds on each.
-  const qs = await Promise.all([0, 1, 2].map(() => Queue.connect(servers.standalone, unique('add-line-many'))));
-  open.push(...qs);
+  const qs = await Promise.all([0, 1, 2].map(() => Queue.connect(h.servers.standalone, unique('add-line-many'))));
+  h.track(...qs);
   for (let i = 0; i < 50; i++) {
     const ids = await Promise.all(qs.map((h, k) => h.add('j', { i, k })));
     for (let k = 0; k < qs.length; k++) assert.deepEqual((await qs[k].get(ids[k])).data, { i, k });
@@ -72,7 +62,7 @@ function runScript(source) {
 test('a pending add keeps the process alive; a handle with nothing pending lets it exit', async () => {
   const pkg = JSON.stringify(path.resolve(__dirname, '..'));
   const name = JSON.stringify(unique('add-line-exit'));
-  const url = JSON.stringify(servers.standalone);
+  const url = JSON.stringify(h.servers.standalone);
   // Nothing but the add holds the event loop: without the line's hold the process would exit
   // before the add settles (no outcome written); with a hold that is never let go, it would not
   // exit at all (killed at the timeout).
@@ -90,7 +80,7 @@ test('a pending add keeps the process alive; a handle with nothing pending lets 
   assert.equal(signal, null, `the script exits on its own (not killed at the timeout, after ${ms} ms)`);
   assert.equal(code, 0, `the script exits cleanly: ${text}`);
   assert.match(text, /^added j[0-9a-z]{15}$/m, `the add settled before the process exited: ${text}`);
-  const q = await Queue.connect(servers.standalone, JSON.parse(name));
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, JSON.parse(name));
+  h.track(q);
   assert.equal((await q.counts()).waiting, 1);
 });

@@ -5,31 +5,21 @@
 // `status`, `cancel`, and bad input refused with its error class.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker, Batch, InvalidState, InvalidQueueName, InvalidOption, InvalidJobId, JobNotFound } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 for (const topology of ['standalone', 'cluster']) {
   test(`${topology}: callbacks run once after the jobs and the jobs they added`, async () => {
-    const url = servers[topology];
+    const url = h.servers[topology];
     const name = unique('batch');
     const q = await Queue.connect(url, name);
     const jobs = await Queue.connect(url, `${name}-jobs`);
     const cb = await Queue.connect(url, `${name}-cb`);
-    open.push(q, jobs, cb);
+    h.track(q, jobs, cb);
     const batch = await q.batch({
       onComplete: { queue: cb.name, name: 'complete', data: { k: 1 }, opts: { attempts: 2 } },
       onSuccess: { queue: cb.name, name: 'success' },
@@ -65,8 +55,8 @@ for (const topology of ['standalone', 'cluster']) {
 
 test('status, cancel and bad input', async () => {
   const name = unique('batch-bad');
-  const q = await Queue.connect(servers.standalone, name);
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, name);
+  h.track(q);
   const batch = await q.batch();
   await batch.addBulk(`${name}-j`, [0, 1, 2].map((i) => ({ name: 'a', data: i })));
   await batch.seal();
@@ -85,12 +75,12 @@ test('status, cancel and bad input', async () => {
 
 for (const topology of ['standalone', 'cluster']) {
   test(`${topology}: a batch inside a batch counts as one job of its parent`, async () => {
-    const url = servers[topology];
+    const url = h.servers[topology];
     const name = unique('batch-nest');
     const q = await Queue.connect(url, name);
     const jobs = await Queue.connect(url, `${name}-jobs`);
     const cb = await Queue.connect(url, `${name}-cb`);
-    open.push(q, jobs, cb);
+    h.track(q, jobs, cb);
     const parent = await q.batch({ onComplete: { queue: cb.name, name: 'parent-done' } });
     await parent.add(jobs.name, 'direct', 1);
     const child = await parent.batch({ onSuccess: { queue: cb.name, name: 'child-ok' }, description: 'pages' });
@@ -116,8 +106,8 @@ for (const topology of ['standalone', 'cluster']) {
 
 test('a child batch cancelled alone counts failed in its parent; bad options are refused', async () => {
   const name = unique('batch-nest-cancel');
-  const q = await Queue.connect(servers.standalone, name);
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, name);
+  h.track(q);
   const parent = await q.batch();
   const child = await parent.batch({ description: 'inner' });
   await child.add(name, 'one', 1);

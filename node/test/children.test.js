@@ -5,30 +5,20 @@
 // parent that is not waiting refuses (InvalidState), a dedup key is refused (InvalidOption).
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker, InvalidState, InvalidOption, InvalidJobId } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 for (const topology of ['standalone', 'cluster']) {
   test(`${topology}: a running job adds children and runs again with their results`, async () => {
-    const url = servers[topology];
+    const url = h.servers[topology];
     const name = unique('spawn');
     const q = await Queue.connect(url, name);
     const kids = await Queue.connect(url, `${name}-kids`);
-    open.push(q, kids);
+    h.track(q, kids);
     const id = await q.add('import', { rows: 3 });
     const runs = [];
     const pw = new Worker(q, async (job) => {
@@ -56,8 +46,8 @@ for (const topology of ['standalone', 'cluster']) {
 
 test('a waiting parent takes one more child; others refuse', async () => {
   const name = unique('addchild');
-  const q = await Queue.connect(servers.standalone, name);
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, name);
+  h.track(q);
   const ids = await q.addFlow({ queue: name, name: 'p', data: null, children: [{ queue: name, name: 'c', data: 1 }] });
   const extra = await q.addChild(ids.id, name, 'c', 2);
   assert.equal((await q.get(extra)).state, 'waiting');

@@ -6,11 +6,11 @@
 // event loop cross into the addon in one call, which the core carries in a handful of script calls.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, GroupFull } = require('..');
 const { execFileSync } = require('child_process');
-const { startServers, unique } = require('../testlib/harness');
+const { useServers, unique } = require('../testlib/harness');
 
 /** The server's EVALSHA + EVAL calls so far (INFO commandstats). */
 function scriptCalls(url) {
@@ -20,23 +20,13 @@ function scriptCalls(url) {
   return calls;
 }
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const q of open) await q.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 for (const topology of ['standalone', 'cluster']) {
   test(`1,000 concurrent adds each get their own id and read back (${topology})`, async () => {
-    const url = topology === 'cluster' ? servers.cluster : servers.standalone;
+    const url = h.url(topology);
     const q = await Queue.connect(url, unique('coalesce'));
-    open.push(q);
+    h.track(q);
     const n = 1000;
     const ids = await Promise.all(
       Array.from({ length: n }, (_, i) => q.add(`job-${i}`, { i }, i % 2 ? { priority: 1 + (i % 5) } : {})),
@@ -52,9 +42,9 @@ for (const topology of ['standalone', 'cluster']) {
   });
 
   test(`a job past its group's cap among concurrent adds fails alone (${topology})`, async () => {
-    const url = topology === 'cluster' ? servers.cluster : servers.standalone;
+    const url = h.url(topology);
     const q = await Queue.connect(url, unique('coalesce-full'));
-    open.push(q);
+    h.track(q);
     await q.setGroupMaxWaiting(1, 'g');
     const out = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => q.add('j', i, i === 5 || i === 9 ? { group: 'g' } : {})),
@@ -70,8 +60,8 @@ for (const topology of ['standalone', 'cluster']) {
 }
 
 test('the adds of one turn cross into the addon in two calls, and the core carries them in a handful of calls', async () => {
-  const q = await Queue.connect(servers.standalone, unique('coalesce-turn'));
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, unique('coalesce-turn'));
+  h.track(q);
   await q.add('warm', 0); // the scripts loaded, the connection up
   // Count the addon's calls: the native handle is the queue's one symbol-keyed property.
   const native = q[Object.getOwnPropertySymbols(q)[0]];
@@ -80,9 +70,9 @@ test('the adds of one turn cross into the addon in two calls, and the core carri
   native.addStart = (...a) => { crossings.add += 1; return addStart.apply(native, a); };
   native.addMany = (names, ...a) => { crossings.addMany.push(names.length); return addMany.call(native, names, ...a); };
   const n = 1000;
-  const before = scriptCalls(servers.standalone);
+  const before = scriptCalls(h.servers.standalone);
   const ids = await Promise.all(Array.from({ length: n }, (_, i) => q.add('j', { i })));
-  const calls = scriptCalls(servers.standalone) - before;
+  const calls = scriptCalls(h.servers.standalone) - before;
   // two crossings for the turn's 1,000 adds: the first at once, the 999 after it together (one
   // at a time, they made 1,000)
   assert.deepEqual(crossings, { add: 1, addMany: [n - 1] });
@@ -96,8 +86,8 @@ test('the adds of one turn cross into the addon in two calls, and the core carri
 });
 
 test('a bad add among the adds of one turn fails alone, typed, and the others are added', async () => {
-  const q = await Queue.connect(servers.standalone, unique('coalesce-bad'));
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, unique('coalesce-bad'));
+  h.track(q);
   const out = await Promise.allSettled([
     q.add('a', 1),
     q.add('b', 2, { priority: -1 }),

@@ -5,36 +5,18 @@
 // worker events, retention options, and the worker registry.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('path');
 const { spawn } = require('child_process');
 const { Queue, Worker, EmqError, JobInterrupted } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
+const h = useServers();
 
-before(async () => {
-  servers = await startServers();
-});
+const connect = (prefix) => h.connect('standalone', prefix);
 
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
-
-async function connect(prefix) {
-  const q = await Queue.connect(servers.standalone, unique(prefix));
-  open.push(q);
-  return q;
-}
-
-function worker(q, handler, opts) {
-  const w = new Worker(q, handler, { blockTimeout: 200, ...opts });
-  open.push(w);
-  return w;
-}
+const worker = (q, handler, opts) => h.track(new Worker(q, handler, { blockTimeout: 200, ...opts }));
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -191,7 +173,7 @@ for (const sig of ['SIGTERM', 'SIGINT']) {
     const q = await connect(`signal-${sig}`);
     const id = await q.add('long', { n: 1 }, { attempts: 1 });
     const child = spawn(process.execPath, [path.join(__dirname, '..', 'testlib', 'signal-child.js')], {
-      env: { ...process.env, EMQ_TEST_URL: servers.standalone, EMQ_TEST_QUEUE: q.name },
+      env: { ...process.env, EMQ_TEST_URL: h.servers.standalone, EMQ_TEST_QUEUE: q.name },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -340,7 +322,7 @@ test("node/README.md's worker-control quick start runs, and exits on SIGTERM", a
   const file = path.join(dir, 'quickstart.js');
   fs.writeFileSync(file, m[1].replace("require('emq')", `require(${JSON.stringify(path.join(__dirname, '..'))})`));
   const child = spawn(process.execPath, [file], {
-    env: { ...process.env, REDIS_URL: servers.standalone },
+    env: { ...process.env, REDIS_URL: h.servers.standalone },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -5,29 +5,19 @@
 // reset, and a bad name is refused with its error class.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker, InvalidQueueName, InvalidOption } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 test('a job failed for good moves to its dead-letter queue, and replays', async () => {
   const name = unique('dl');
-  const q = await Queue.connect(servers.standalone, name);
-  const dlq = await Queue.connect(servers.standalone, `${name}-dlq`);
-  const other = await Queue.connect(servers.standalone, `${name}-other`);
-  open.push(q, dlq, other);
+  const q = await Queue.connect(h.servers.standalone, name);
+  const dlq = await Queue.connect(h.servers.standalone, `${name}-dlq`);
+  const other = await Queue.connect(h.servers.standalone, `${name}-other`);
+  h.track(q, dlq, other);
   await q.setDeadLetter(`${name}-other`);
   assert.equal(await q.deadLetter(), `${name}-other`);
   const data = { to: 'ada@example.com', n: 1.5, s: 'é\u2028' };
@@ -59,7 +49,7 @@ test('a job failed for good moves to its dead-letter queue, and replays', async 
   assert.deepEqual(replayed.map((r) => [r.queue, r.originId]), [[name, own]]);
   assert.deepEqual(await dlq.deadLetters(), []);
   w = new Worker(q, handler, { blockTimeout: 200 });
-  open.push(w);
+  h.track(w);
   const done = await waitFor('the replayed job completes', async () => {
     const j = await q.get(own);
     return j && j.state === 'completed' ? j : null;
@@ -70,8 +60,8 @@ test('a job failed for good moves to its dead-letter queue, and replays', async 
 
 test('bad dead-letter names are refused with their classes, and nothing is written', async () => {
   const name = unique('dlbad');
-  const q = await Queue.connect(servers.standalone, name);
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, name);
+  h.track(q);
   await assert.rejects(q.add('x', {}, { deadLetter: 'bad{name}' }), InvalidQueueName);
   await assert.rejects(q.add('x', {}, { deadLetter: name }), InvalidOption);
   await assert.rejects(q.setDeadLetter(''), InvalidQueueName);

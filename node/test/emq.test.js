@@ -3,32 +3,17 @@
 // every script run under the core's undeclared-key guard.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('path');
 const { spawn } = require('child_process');
 const emq = require('..');
 const { Queue, Worker, EmqError, UnrecoverableError } = emq;
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
+const h = useServers();
 
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const q of open) await q.close().catch(() => {});
-  if (servers) await servers.stop();
-});
-
-async function connect(topology, prefix) {
-  const url = topology === 'cluster' ? servers.cluster : servers.standalone;
-  const q = await Queue.connect(url, unique(prefix));
-  open.push(q);
-  return q;
-}
+const connect = (topology, prefix) => h.connect(topology, prefix);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const FAST = { blockTimeout: 300 };
@@ -179,8 +164,8 @@ test('bad input gives EmqError with the right code, before anything is sent', as
   await assert.rejects(q.addBulk([{ name: 'x', data: 1n }]), isEmq('invalid_payload'));
   assert.equal(Object.values(await q.counts()).reduce((a, b) => a + b, 0), 0, 'nothing was added');
 
-  await assert.rejects(Queue.connect(servers.standalone, 'a:b'), isEmq('invalid_queue_name', emq.InvalidQueueName));
-  await assert.rejects(Queue.connect(servers.standalone, ''), isEmq('invalid_queue_name'));
+  await assert.rejects(Queue.connect(h.servers.standalone, 'a:b'), isEmq('invalid_queue_name', emq.InvalidQueueName));
+  await assert.rejects(Queue.connect(h.servers.standalone, ''), isEmq('invalid_queue_name'));
   await assert.rejects(q.get('j123'), isEmq('invalid_job_id', emq.InvalidJobId));
   await assert.rejects(q.remove('j0000000000000000'), isEmq('invalid_job_id'));
   await assert.rejects(q.add('x', {}, { attempts: 0 }), isEmq('invalid_option', emq.InvalidOption));
@@ -223,7 +208,7 @@ test('the native worker copes alone with a dispatcher that throws, and settles b
   // throws fails the jobs of its batch it did not settle (never a crash), and `complete` / `fail`
   // settle the others.
   const native = require(path.join(__dirname, '..', 'emq.linux-x64-gnu.node'));
-  const nq = await native.connect([servers.standalone], unique('raw'));
+  const nq = await native.connect([h.servers.standalone], unique('raw'));
   // The raw add: `addStart` under a sequence number, its outcome (the id) back on the handle's line.
   const outcomes = new Map();
   nq.listenAdds((text) => {
@@ -278,7 +263,7 @@ test('the native error codes are the ones the JS layer knows', () => {
 
 test('after close() the process exits by itself', async () => {
   const child = spawn(process.execPath, [path.join(__dirname, '..', 'testlib', 'exit-child.js')], {
-    env: { ...process.env, EMQ_TEST_URL: servers.standalone },
+    env: { ...process.env, EMQ_TEST_URL: h.servers.standalone },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

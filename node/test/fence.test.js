@@ -4,26 +4,16 @@
 // the second greater than the first.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 test('job.fence is positive on each run and grows across the runs of one job', async () => {
-  const q = await Queue.connect(servers.standalone, unique('fence'));
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, unique('fence'));
+  h.track(q);
   const id = await q.add('charge', {}, { attempts: 2, backoff: { type: 'fixed', delay: 50 } });
   const fences = [];
   const w = new Worker(
@@ -35,7 +25,7 @@ test('job.fence is positive on each run and grows across the runs of one job', a
     },
     { blockTimeout: 200 },
   );
-  open.push(w);
+  h.track(w);
   const done = await waitFor('the job to finish', async () => {
     const j = await q.get(id);
     return j && (j.state === 'completed' || j.state === 'failed') ? j : null;

@@ -5,30 +5,15 @@
 // paused group's jobs waiting while another group's run, bad settings refused as invalid_option.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const emq = require('..');
 const { Queue, Worker, EmqError, GroupFull, InvalidOption } = emq;
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
+const h = useServers();
 
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const q of open) await q.close().catch(() => {});
-  if (servers) await servers.stop();
-});
-
-async function connect(topology, prefix) {
-  const url = topology === 'cluster' ? servers.cluster : servers.standalone;
-  const q = await Queue.connect(url, unique(prefix));
-  open.push(q);
-  return q;
-}
+const connect = (topology, prefix) => h.connect(topology, prefix);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const FAST = { blockTimeout: 200 };

@@ -6,28 +6,18 @@
 // changes nothing.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker, InvalidOption } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 for (const topology of ['standalone', 'cluster']) {
   test(`a job without options runs with the queue's defaults (${topology})`, async () => {
-    const url = topology === 'cluster' ? servers.cluster : servers.standalone;
+    const url = h.url(topology);
     const q = await Queue.connect(url, unique('defaults'));
-    open.push(q);
+    h.track(q);
     await q.setJobDefaults({ attempts: 3, backoff: 20, removeOnComplete: true });
     assert.deepEqual(await q.jobDefaults(), { attempts: 3, backoff: { type: 'fixed', delay: 20 }, removeOnComplete: true });
     const id = await q.add('charge', { n: 1 });
@@ -47,8 +37,8 @@ for (const topology of ['standalone', 'cluster']) {
 }
 
 test('defaults read back as given, and bad ones change nothing', async () => {
-  const q = await Queue.connect(servers.standalone, unique('defaults-back'));
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, unique('defaults-back'));
+  h.track(q);
   const given = {
     attempts: 5,
     backoff: { type: 'exponential', delay: 500, max: 30000 },

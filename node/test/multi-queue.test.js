@@ -4,28 +4,18 @@
 // `worker.queues` and `statsByQueue()` read back, and a job's `log` reaching its own queue.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 async function two(tag) {
   const base = unique(tag);
-  const a = await Queue.connect(servers.standalone, `${base}-a`);
-  const b = await Queue.connect(servers.standalone, `${base}-b`);
-  open.push(a, b);
+  const a = await Queue.connect(h.servers.standalone, `${base}-a`);
+  const b = await Queue.connect(h.servers.standalone, `${base}-b`);
+  h.track(a, b);
   return [a, b];
 }
 
@@ -47,7 +37,7 @@ test('strict: every job of the first queue starts before the second queue\'s fir
     starts.push(job.name);
     await job.log(`ran on ${job.name}`);
   }, { concurrency: 2, strict: true, blockTimeout: 200 });
-  open.push(w);
+  h.track(w);
   assert.deepEqual(w.queues, [a.name, b.name]);
   assert.equal(w.queue, a);
   await allDone(w, 60);
@@ -68,7 +58,7 @@ test('weights 5:1 share the first 1,200 starts by weight', async () => {
     starts.push(job.name);
     await new Promise((r) => setTimeout(r, 5));
   }, { concurrency: 4, weights: { [a.name]: 5, [b.name]: 1 }, blockTimeout: 200 });
-  open.push(w);
+  h.track(w);
   await allDone(w, 2400);
   await w.close();
   const aStarts = starts.slice(0, 1200).filter((n) => n === 'a').length;
@@ -103,7 +93,7 @@ test('a worker on one queue keeps working and names it', async () => {
   const [a] = await two('one');
   await a.add('x', {});
   const w = new Worker(a, async () => 'ok', { blockTimeout: 200 });
-  open.push(w);
+  h.track(w);
   assert.deepEqual(w.queues, [a.name]);
   await allDone(w, 1);
   assert.deepEqual(w.statsByQueue().map((s) => [s.queue, s.completed]), [[a.name, 1]]);

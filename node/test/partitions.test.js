@@ -5,47 +5,37 @@
 // worker runs every job of every partition, and groups and schedulers span the partitions.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker, InvalidOption } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
-
-before(async () => {
-  servers = await startServers();
-});
-
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
+const h = useServers();
 
 test('the partition count reads back and is the queue\'s', async () => {
   const name = unique('part');
-  const q = await Queue.connect(servers.standalone, name, { partitions: 6 });
-  open.push(q);
+  const q = await Queue.connect(h.servers.standalone, name, { partitions: 6 });
+  h.track(q);
   assert.equal(q.partitions, 6);
-  const again = await Queue.connect(servers.standalone, name);
-  open.push(again);
+  const again = await Queue.connect(h.servers.standalone, name);
+  h.track(again);
   assert.equal(again.partitions, 6);
-  await assert.rejects(Queue.connect(servers.standalone, name, { partitions: 4 }),
+  await assert.rejects(Queue.connect(h.servers.standalone, name, { partitions: 4 }),
     (e) => e instanceof InvalidOption && /has 6 partitions/.test(e.message));
-  const plain = await Queue.connect(servers.standalone, `${name}-plain`);
-  open.push(plain);
+  const plain = await Queue.connect(h.servers.standalone, `${name}-plain`);
+  h.track(plain);
   assert.equal(plain.partitions, 1);
   for (const bad of [0, -1, 257, 2.5, Number.NaN]) {
-    await assert.rejects(Queue.connect(servers.standalone, `${name}-bad`, { partitions: bad }),
+    await assert.rejects(Queue.connect(h.servers.standalone, `${name}-bad`, { partitions: bad }),
       (e) => e instanceof InvalidOption && /partitions/.test(e.message), String(bad));
   }
-  await assert.rejects(Queue.connect(servers.standalone, `${name}-bad`, { partitions: '3' }), InvalidOption);
+  await assert.rejects(Queue.connect(h.servers.standalone, `${name}-bad`, { partitions: '3' }), InvalidOption);
 });
 
 for (const topology of ['standalone', 'cluster']) {
   test(`one worker runs every job of every partition (${topology})`, async () => {
-    const q = await Queue.connect(servers[topology], unique('part-work'), { partitions: 4 });
-    open.push(q);
+    const q = await Queue.connect(h.servers[topology], unique('part-work'), { partitions: 4 });
+    h.track(q);
     const ids = await q.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'x', data: { i } })));
     ids.push(await q.add('x', { i: 200 }));
     assert.equal((await q.counts()).waiting, 201);
@@ -62,8 +52,8 @@ for (const topology of ['standalone', 'cluster']) {
 
 for (const topology of ['standalone', 'cluster']) {
   test(`groups and schedulers span the partitions (${topology})`, async () => {
-    const q = await Queue.connect(servers[topology], unique('part-gs'), { partitions: 3 });
-    open.push(q);
+    const q = await Queue.connect(h.servers[topology], unique('part-gs'), { partitions: 3 });
+    h.track(q);
     const names = Array.from({ length: 12 }, (_, i) => `t${String(i).padStart(2, '0')}`);
     for (const g of names) await q.add('g', g, { group: g });
     assert.deepEqual((await q.groups(0, 100)).map((g) => g.name), names, 'every group once, by name');

@@ -4,34 +4,16 @@
 // (ms), BullMQ's `true | number | { count, age }`, and bad shapes refused with invalid_option.
 process.env.EMQ_GUARD = '1';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Queue, Worker } = require('..');
-const { startServers, waitFor, unique } = require('../testlib/harness');
+const { useServers, waitFor, unique } = require('../testlib/harness');
 
-let servers;
-const open = [];
+const h = useServers();
 
-before(async () => {
-  servers = await startServers();
-});
+const connect = (prefix) => h.connect('standalone', prefix);
 
-after(async () => {
-  for (const c of open.reverse()) await c.close().catch(() => {});
-  if (servers) await servers.stop();
-});
-
-async function connect(prefix) {
-  const q = await Queue.connect(servers.standalone, unique(prefix));
-  open.push(q);
-  return q;
-}
-
-function worker(q, handler, opts) {
-  const w = new Worker(q, handler, { blockTimeout: 200, ...opts });
-  open.push(w);
-  return w;
-}
+const worker = (q, handler, opts) => h.track(new Worker(q, handler, { blockTimeout: 200, ...opts }));
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

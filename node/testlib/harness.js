@@ -91,4 +91,39 @@ function unique(prefix) {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${n}`;
 }
 
-module.exports = { startServers, waitFor, unique, ROOT };
+/**
+ * The servers of one test file, started before its first test and stopped after its last, with
+ * what the file opened closed first (newest first: workers before their queues). Call it once at
+ * the top of a file; `h.servers` is set once the file's tests run.
+ */
+function useServers(options) {
+  const { before, after } = require('node:test');
+  const opened = [];
+  const h = {
+    servers: null,
+    /** The URL of `topology` ('standalone' or 'cluster'). */
+    url(topology = 'standalone') {
+      return h.servers[topology];
+    },
+    /** Closes these (queues, workers, anything with `close()`) after the file's tests. */
+    track(...closables) {
+      opened.push(...closables);
+      return closables[0];
+    },
+    /** A queue with a fresh name (`unique(prefix)`) on `topology`, closed after the tests. */
+    async connect(topology, prefix, options) {
+      const { Queue } = require('..');
+      return h.track(await Queue.connect(h.url(topology), unique(prefix), options));
+    },
+  };
+  before(async () => {
+    h.servers = await startServers(options);
+  });
+  after(async () => {
+    for (const c of opened.reverse()) await c.close().catch(() => {});
+    if (h.servers) await h.servers.stop();
+  });
+  return h;
+}
+
+module.exports = { startServers, useServers, waitFor, unique, ROOT };
