@@ -11,7 +11,8 @@ import org.junit.jupiter.api.Timeout
 /**
  * Partitioned queues (`Queue.connect(url, name, partitions = N)`, the core's partitions.rs) on a
  * real server: the count reads back and is the queue's (found without it, another count refused
- * with `INVALID_OPTION`), bad counts refused, and one worker runs every job of every partition.
+ * with `INVALID_OPTION`), bad counts refused, one worker runs every job of every partition, and
+ * groups and schedulers span the partitions.
  */
 @Timeout(180)
 class PartitionsTest {
@@ -65,6 +66,43 @@ class PartitionsTest {
                 }
                 assertEquals((0 until 200).map { "{\"i\":$it}" }.toSet(), seen.toSet())
                 assertEquals(200uL, q.counts().completed)
+            } finally {
+                q.close()
+            }
+        }
+    }
+
+    @Test
+    fun `groups and schedulers span the partitions`() = runBlocking {
+        withTimeout(150_000) {
+            val q = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue("kt-part-gs"), partitions = 3)
+            try {
+                val names = (0 until 12).map { "t%02d".format(it) }
+                q.addBulk(names.map { NewJob("g", "\"$it\"", JobOptions(group = it)) })
+                assertEquals(names, q.groups(0uL, 100uL).map { it.name }, "every group once, by name")
+                assertEquals(names.subList(4, 7), q.groups(4uL, 3uL).map { it.name })
+                q.drain(false)
+                val tick = Schedule(name = "tick", dataJson = "{}", everyMs = 40.0, limit = 3uL, options = JobOptions(group = "t01"))
+                assertTrue(q.upsertScheduler("tick", tick))
+                assertTrue(q.upsertScheduler("later", Schedule(name = "later", dataJson = "{}", everyMs = 60_000.0, firstAfterMs = 60_000.0)))
+                assertEquals(listOf("later", "tick"), q.schedulers().map { it.id })
+                val ran = Collections.synchronizedList(mutableListOf<String>())
+                val h = object : JobHandler {
+                    override suspend fun handle(job: JobRecord): String {
+                        ran.add(job.id)
+                        return "null"
+                    }
+                }
+                val w = q.startWorker(h, 2, 5_000.0)
+                try {
+                    eventually(60_000, "three runs") { q.counts().completed.takeIf { it == 3uL } }
+                } finally {
+                    w.shutdown()
+                    w.close()
+                }
+                assertEquals(listOf("later"), q.schedulers().map { it.id }, "removed at its limit")
+                assertTrue(q.removeScheduler("later"))
+                assertTrue(!q.removeScheduler("later"))
             } finally {
                 q.close()
             }
