@@ -657,6 +657,16 @@ async fn the_groups_of_every_partition_list_as_one() {
     }
 }
 
+/// The ids of the queue's schedulers, as `schedulers` lists them.
+async fn scheduler_ids(q: &Queue) -> Vec<String> {
+    q.schedulers()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
+
 /// The partitions (by index) holding scheduler `id`.
 async fn homes_of(q: &Queue, id: &str) -> Vec<usize> {
     let mut out = Vec::new();
@@ -687,13 +697,7 @@ async fn a_scheduler_lives_in_one_partition_and_runs_there_once_per_due_time() {
             q.upsert_scheduler("plain", plain.clone()).await.unwrap(),
             "{topology}"
         );
-        let listed: Vec<String> = q
-            .schedulers()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
+        let listed = scheduler_ids(&q).await;
         assert_eq!(
             listed,
             ["grouped", "plain"],
@@ -726,13 +730,7 @@ async fn a_scheduler_lives_in_one_partition_and_runs_there_once_per_due_time() {
             "{topology}: the runs ran in the scheduler's home partition"
         );
         // At its limit it is removed, from its partition and so from the queue's list.
-        let listed: Vec<String> = q
-            .schedulers()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
+        let listed = scheduler_ids(&q).await;
         assert_eq!(listed, ["plain"], "{topology}: removed at its limit");
         // Upserting again replaces it in place (not created); a new group moves it.
         assert!(
