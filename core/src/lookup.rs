@@ -237,19 +237,13 @@ impl Queue {
     ) -> Result<Vec<Job>> {
         if let Some(p) = self.spread() {
             // Each id's records from its partition, in the order of `ids`.
-            let at = crate::queue::partitioned::owners(p, ids).await?;
-            let mut out = Vec::with_capacity(ids.len());
-            for (i, m) in p.members.iter().enumerate() {
-                let mine: Vec<JobId> = ids
-                    .iter()
-                    .zip(&at)
-                    .filter(|(_, o)| **o == i)
-                    .map(|(id, _)| *id)
-                    .collect();
-                out.extend(m.jobs_listed_in_here(state, &mine, as_stored).await?);
-            }
+            let parts = crate::queue::partitioned::by_owner(p, ids, |m, mine| {
+                Box::pin(async move { m.jobs_listed_in_here(state, &mine, as_stored).await })
+            })
+            .await?;
             let place: HashMap<JobId, usize> =
                 ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+            let mut out: Vec<Job> = parts.into_iter().flat_map(|(_, jobs)| jobs).collect();
             out.sort_by_key(|j| place.get(&j.id).copied());
             return Ok(out);
         }
@@ -262,12 +256,13 @@ impl Queue {
         let Some(p) = self.spread() else {
             return self.names_here(ids).await;
         };
-        let at = crate::queue::partitioned::owners(p, ids).await?;
+        let parts = crate::queue::partitioned::by_owner(p, ids, |m, mine| {
+            Box::pin(async move { m.names_here(&mine).await })
+        })
+        .await?;
         let mut out = vec![None; ids.len()];
-        for (i, m) in p.members.iter().enumerate() {
-            let mine: Vec<usize> = (0..ids.len()).filter(|k| at[*k] == i).collect();
-            let subset: Vec<JobId> = mine.iter().map(|k| ids[*k]).collect();
-            for (k, name) in mine.into_iter().zip(m.names_here(&subset).await?) {
+        for (places, names) in parts {
+            for (k, name) in places.into_iter().zip(names) {
                 out[k] = name;
             }
         }

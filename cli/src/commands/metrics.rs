@@ -55,15 +55,7 @@ pub async fn run(urls: &[String], args: &Args) -> emq::Result<()> {
     // Each with its stored partition count: a partitioned queue's metrics are its partitions'.
     let mut queues = Vec::with_capacity(args.queues.len());
     for n in &args.queues {
-        queues.push(
-            Queue::open(
-                store.clone(),
-                minter.clone(),
-                n,
-                emq::QueueOptions::default(),
-            )
-            .await?,
-        );
+        queues.push(super::queues::open_one(&store, &minter, n).await?);
     }
     let Some(addr) = &args.listen else {
         let all = snapshot(&queues, args.groups).await?;

@@ -102,6 +102,25 @@ pub(crate) async fn owners(p: &Partitions, ids: &[JobId]) -> Result<Vec<usize>> 
         .collect())
 }
 
+/// Runs `f` on each partition with those of `ids` it holds ([`owners`]), all at once; each
+/// result comes with the places in `ids` of the ids that partition was given.
+pub(crate) async fn by_owner<'a, T, F>(
+    p: &'a Partitions,
+    ids: &[JobId],
+    f: F,
+) -> Result<Vec<(Vec<usize>, T)>>
+where
+    F: Fn(&'a Queue, Vec<JobId>) -> BoxFuture<'a, Result<T>>,
+{
+    let at = owners(p, ids).await?;
+    try_join_all(p.members.iter().enumerate().map(|(i, m)| {
+        let places: Vec<usize> = (0..ids.len()).filter(|k| at[*k] == i).collect();
+        let mine = f(m, places.iter().map(|k| ids[*k]).collect());
+        async move { Ok((places, mine.await?)) }
+    }))
+    .await
+}
+
 /// Runs `f` on every partition at once.
 pub(crate) async fn each<'a, T, F>(p: &'a Partitions, f: F) -> Result<Vec<T>>
 where
