@@ -730,3 +730,91 @@ async fn a_group_cap_holds_through_a_kill_storm_and_a_datastore_restart() {
         }),
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_ahead_job_whose_lease_lapsed_while_the_datastore_stood_still_is_not_started() {
+    if chaos_support::is_child() {
+        return;
+    }
+    // A worker holds one job running and two leased ahead (its buffer) when the datastore stops
+    // answering (SIGSTOP) for longer than the lease: the leases lapse on the server's clock, so
+    // another worker's sweep may give those jobs (and their groups' slots) to someone else. The
+    // worker must not start them from its buffer with the leases it could not renew: every run of
+    // the two buffered jobs holds a lease taken after the pause (its fence is later).
+    let server = RedisServer::start_with(ServerOptions::default()).expect("start redis-server");
+    let q = Queue::connect(
+        emq::ConnectOptions::new(server.url()).guarded(true),
+        &common::unique("lapsed-ahead"),
+    )
+    .await
+    .unwrap();
+    // The first job is short (a worker leases ahead once it knows how long its jobs take), the
+    // second runs until the test lets it end, the last two wait in the buffer.
+    let ids = add_all(&q, 4).await;
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let runs: Arc<Mutex<Vec<(JobId, u64)>>> = Arc::default();
+    let (gate2, runs2, gated) = (gate.clone(), runs.clone(), ids[1]);
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            prefetch: Some(2),
+            lease: Duration::from_millis(LEASE_MS),
+            // No sweep of its own during the test: the lapsed leases stay as they were.
+            stalled_interval: Duration::from_secs(60),
+            block_timeout: Duration::from_millis(300),
+            max_stalls: 1_000,
+            completed: Retention::KEEP_ALL,
+            ..WorkerOptions::default()
+        })
+        .handler(move |job: JobContext| {
+            let (gate, runs) = (gate2.clone(), runs2.clone());
+            async move {
+                runs.lock().unwrap().push((job.id(), job.fence()));
+                if job.id() == gated {
+                    gate.notified().await;
+                }
+                Ok(json!(null))
+            }
+        })
+        .run()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            runs.lock().unwrap().len() == 2 && q.counts().await.unwrap().active == 3
+        })
+        .await,
+        "the second job runs, the other two leased ahead: {:?} {:?}",
+        runs.lock().unwrap(),
+        q.counts().await
+    );
+    assert_eq!(runs.lock().unwrap()[1].0, gated, "jobs start in order");
+    let (s, us): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut q.store().conn())
+        .await
+        .unwrap();
+    let paused_us = s * 1_000_000 + us;
+    chaos_support::signal(server.pid(), chaos_support::SIGSTOP);
+    tokio::time::sleep(Duration::from_millis(2 * LEASE_MS)).await;
+    chaos_support::signal(server.pid(), chaos_support::SIGCONT);
+    // The gated job ends at once: its slot goes on with the buffer.
+    gate.notify_one();
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            q.counts().await.is_ok_and(|c| c.completed == 4)
+        })
+        .await,
+        "all four completed: {:?}",
+        q.counts().await
+    );
+    w.close().await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    for (id, fence) in runs.iter().filter(|(id, _)| ids[2..].contains(id)) {
+        assert!(
+            *fence > paused_us,
+            "job {id} ran on the lease it held before the pause (fence {fence}, paused at {paused_us}): {runs:?}"
+        );
+    }
+    for id in &ids[2..] {
+        assert!(runs.iter().any(|(r, _)| r == id), "{id} ran: {runs:?}");
+    }
+}

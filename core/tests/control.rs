@@ -738,3 +738,71 @@ async fn a_cancel_asked_as_soon_as_the_job_starts_reaches_it() {
     w.close().await.unwrap();
     audit_ok(&q).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cancelled_last_in_the_buffer_leaves_its_slot_to_the_next_jobs() {
+    // Concurrency 1 and one job leased ahead: the second job runs until let go while the third
+    // waits in the buffer and is cancelled there. The slot, finding the cancelled job and nothing
+    // after it, ends once (it used to count its end twice: a panic in a debug build, a pool that
+    // thought itself full for good in a release one), so later jobs still run.
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-cancel-buffered").await;
+    let ids: Vec<emq::JobId> = {
+        let mut v = Vec::new();
+        for i in 0..3 {
+            v.push(q.add("j", json!(i), JobOptions::default()).await.unwrap());
+        }
+        v
+    };
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let ran: Arc<Mutex<Vec<emq::JobId>>> = Arc::default();
+    let (gate2, ran2, gated) = (gate.clone(), ran.clone(), ids[1]);
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            prefetch: Some(1),
+            ..fast()
+        })
+        .handler(move |job: JobContext| {
+            let (gate, ran) = (gate2.clone(), ran2.clone());
+            async move {
+                ran.lock().unwrap().push(job.id());
+                if job.id() == gated {
+                    gate.notified().await;
+                }
+                Ok(json!(null))
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until(
+        "the second job runs, the third leased ahead",
+        Duration::from_secs(10),
+        || async { ran.lock().unwrap().len() == 2 && q.counts().await.unwrap().active == 2 },
+    )
+    .await;
+    assert_eq!(
+        q.cancel(ids[2], "not needed").await.unwrap(),
+        emq::CancelOutcome::Requested
+    );
+    // The worker hears of the cancel (its cancels stream) before the slot frees.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gate.notify_one();
+    wait_until(
+        "the third job failed as cancelled",
+        Duration::from_secs(10),
+        || async { q.get(ids[2]).await.unwrap().and_then(|j| j.state) == Some(JobState::Failed) },
+    )
+    .await;
+    let later = q.add("j", json!(3), JobOptions::default()).await.unwrap();
+    wait_until("a later job runs", Duration::from_secs(10), || async {
+        q.get(later).await.unwrap().and_then(|j| j.state) == Some(JobState::Completed)
+    })
+    .await;
+    assert!(
+        !ran.lock().unwrap().contains(&ids[2]),
+        "the cancelled job never ran"
+    );
+    w.close().await.unwrap();
+    audit_ok(&q).await;
+}

@@ -278,6 +278,12 @@ async fn a_worker_serves_every_partition_and_starves_none() {
                     seen.lock()
                         .unwrap()
                         .push(job.queue().name().as_str().to_string());
+                    // Jobs of 2 ms: each member's buffer then holds tens of milliseconds of work,
+                    // more than a refill takes on a loaded machine. (With jobs of no length, a
+                    // master slowed for a moment on a loaded CI machine left its two partitions'
+                    // buffers empty for most starts: 18 and 19 of 480, each refill a round trip
+                    // longer than the others' buffers lasted.)
+                    tokio::time::sleep(Duration::from_millis(2)).await;
                     Ok(json!(null))
                 }
             })

@@ -149,17 +149,18 @@ pub(super) fn free_slots(s: &Shared) -> usize {
         .saturating_sub(s.pool.running.load(Ordering::SeqCst))
 }
 
-/// Takes leased, read jobs now, outside any claim order (a job an add handed over): see
-/// [`register`] and [`enqueue`].
-pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>, reported: usize) {
-    register(s, &jobs, reported);
+/// Takes leased, read jobs now, outside any claim order (a job an add handed over, leased no
+/// earlier than `since`): see [`register`] and [`enqueue`].
+pub(super) fn dispatch(s: &Arc<Shared>, jobs: Vec<(Job, String)>, reported: usize, since: Instant) {
+    register(s, &jobs, reported, since);
     enqueue(s, jobs);
 }
 
-/// Registers leased, read jobs: their leases are renewed from now on and released by `close`. The
-/// first `reported` were leased as started (their claim knew they would start at once); a slot
-/// reports the start of any other when it takes it (see `run_slot`).
-pub(super) fn register(s: &Shared, jobs: &[(Job, String)], reported: usize) {
+/// Registers leased, read jobs, leased by a call sent at `since`: their leases are renewed from
+/// now on and released by `close`. The first `reported` were leased as started (their claim knew
+/// they would start at once); a slot reports the start of any other when it takes it (see
+/// `run_slot`).
+pub(super) fn register(s: &Shared, jobs: &[(Job, String)], reported: usize, since: Instant) {
     if jobs.is_empty() {
         return;
     }
@@ -172,6 +173,9 @@ pub(super) fn register(s: &Shared, jobs: &[(Job, String)], reported: usize) {
                 token: token.clone(),
                 lease_ms: job_lease_ms(s, job),
                 lost: Arc::new(AtomicBool::new(false)),
+                // The claim leased it for the worker's lease (a job's own lease comes with its
+                // first renewal, see `run_slot`).
+                until: since + s.opts.lease,
                 abort: None,
                 interrupt: None,
                 cancel: early.remove(&job.id).map(|(reason, _)| reason),
@@ -264,6 +268,23 @@ pub(super) fn next_or_end(s: &Shared) -> Option<(Arc<Shared>, Job, String)> {
 /// Jobs waiting in this queue's buffer.
 pub(super) fn buffered(s: &Shared) -> usize {
     Pool::buffered(&s.pool.ready.lock().expect("ready"), s.member)
+}
+
+/// The part of a lease that must be left, as last confirmed, for a job leased ahead to start.
+const START_WITH_LEASE_LEFT: u32 = 4;
+
+/// True when job `id`, about to start from the buffer, must not: its lease was found lost, or has
+/// less than a quarter of its length left as this worker last confirmed it. A worker renews every
+/// third of a lease, so that happens only when its renewals failed or stood still (the datastore
+/// out of reach, paused, restarting): the lease may have lapsed on the server's clock, and a sweep
+/// given the job (and its group's slot) to another worker. Such a job is given back instead
+/// (`release.lua`, which does nothing to a lease no longer this worker's).
+pub(super) fn lapsed(s: &Shared, id: JobId) -> bool {
+    let flights = s.flights.lock().expect("flights");
+    flights.get(&id).is_some_and(|f| {
+        f.lost.load(Ordering::Relaxed)
+            || f.until < Instant::now() + Duration::from_millis(f.lease_ms) / START_WITH_LEASE_LEFT
+    })
 }
 
 pub(super) fn job_lease_ms(s: &Shared, job: &Job) -> u64 {

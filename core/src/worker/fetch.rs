@@ -217,6 +217,8 @@ pub(super) async fn block_for_marker(
         .arg(&k.handoff)
         .arg(&k.marker)
         .arg(wait.as_secs_f64().max(0.001));
+    // An add hands over a job leased after this wait began.
+    let since = Instant::now();
     let reply = {
         let waiting = pipe.query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut b.conn);
         tokio::pin!(waiting);
@@ -273,7 +275,7 @@ pub(super) async fn block_for_marker(
                 // Leased to this worker already: take it even at capacity (it waits in the buffer).
                 hold_one(s);
                 // Leased ahead by the add: the slot that takes it reports its start.
-                dispatch(s, vec![(h.job, h.token)], 0);
+                dispatch(s, vec![(h.job, h.token)], 0, since);
                 tokio::task::yield_now().await;
                 return true;
             }

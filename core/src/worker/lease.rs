@@ -1,6 +1,7 @@
 //! Lease renewal: every in-flight job renewed in one `renew.lua` call; lost leases flagged to their handlers.
 
 use super::*;
+use std::collections::HashSet;
 
 pub(super) async fn renew(
     s: &Shared,
@@ -35,12 +36,22 @@ pub(super) async fn renew_loop(s: Arc<Shared>) {
             (groups, shortest)
         };
         for (lease_ms, pairs) in groups {
+            let sent = Instant::now();
             match renew(&s, lease_ms, &pairs).await {
                 Ok(lost) => {
-                    let flights = s.flights.lock().expect("flights");
-                    for id in lost.iter().filter_map(|t| JobId::parse(t).ok()) {
-                        if let Some(f) = flights.get(&id) {
+                    let lost: HashSet<JobId> =
+                        lost.iter().filter_map(|t| JobId::parse(t).ok()).collect();
+                    let mut flights = s.flights.lock().expect("flights");
+                    // Only the leases this call named (a job released and leased again meanwhile
+                    // has a new token and its own reckoning).
+                    for (id, token) in &pairs {
+                        let Some(f) = flights.get_mut(id).filter(|f| &f.token == token) else {
+                            continue;
+                        };
+                        if lost.contains(id) {
                             f.lost.store(true, Ordering::Relaxed);
+                        } else {
+                            f.until = f.until.max(sent + Duration::from_millis(lease_ms));
                         }
                     }
                 }

@@ -140,6 +140,9 @@ struct Flight {
     token: String,
     lease_ms: u64,
     lost: Arc<AtomicBool>,
+    /// Until when its lease surely holds, by this worker's clock: the send time of the last call
+    /// that took or renewed it, plus that call's lease (see [`lapsed`]).
+    until: Instant,
     abort: Option<tokio::task::AbortHandle>,
     /// The running handler's interrupt (None while the job waits in the buffer).
     interrupt: Option<InterruptTx>,

@@ -32,6 +32,8 @@ pub(super) struct Ticket {
     n: u64,
     done: bool,
     leases: bool,
+    /// When it was taken: its call's leases hold from no earlier.
+    sent: Instant,
 }
 
 impl Ticket {
@@ -49,13 +51,14 @@ impl Ticket {
             n,
             done: false,
             leases,
+            sent: Instant::now(),
         }
     }
 
     /// Registers the claim's jobs (the first `reported` were leased as started) and hands them to
     /// the buffer in their turn.
     pub(super) fn deliver(mut self, jobs: Vec<(Job, String)>, reported: usize) {
-        register(&self.s, &jobs, reported);
+        register(&self.s, &jobs, reported, self.sent);
         self.done = true;
         arrive(&self.s, self.n, jobs, self.leases);
     }

@@ -13,6 +13,20 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
         s.defaults().apply(&mut job);
         let job = Arc::new(job);
         let began = Instant::now();
+        // A job whose lease may have lapsed while it waited in the buffer is given back, not run
+        // (see `lapsed`).
+        if lapsed(&s, id) {
+            s.flights.lock().expect("flights").remove(&id);
+            let s2 = s.clone();
+            tokio::spawn(async move { release_jobs(&s2, &[(id, token)]).await });
+            unreserve(&s, 1);
+            next = next_or_end(&s);
+            if next.is_none() {
+                s.pool.idle_all();
+                return;
+            }
+            continue;
+        }
         // A job leased ahead reports its start (so that a crash from now on is charged): in the
         // call that records the previous job when the slot came from one (see below), else in a
         // call of its own, sent beside the run; a job that came back uncounted before waits for
@@ -35,6 +49,10 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                 drop(flights);
                 unreserve(&s, 1);
                 next = next_or_end(&s);
+                if next.is_none() {
+                    s.pool.idle_all();
+                    return;
+                }
                 continue;
             };
             // Cancelled while it waited in the buffer: it does not run.
@@ -53,6 +71,10 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                 });
                 unreserve(&s, 1);
                 next = next_or_end(&s);
+                if next.is_none() {
+                    s.pool.idle_all();
+                    return;
+                }
                 continue;
             }
             flight.interrupt = Some(itx.clone());
