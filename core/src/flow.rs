@@ -7,6 +7,12 @@
 //! parent's queue records the outcome and, when nothing is pending, moves the parent to wait; then
 //! the child's own completion. The first step is idempotent, so a worker dying between the two only
 //! means the child is recovered and re-run, and the parent still completes exactly once.
+//!
+//! A job of a flow (a parent or a child) in a partitioned queue goes to one partition, chosen as
+//! any add's is with its id settled (`Partitions::job_index`: its group's, its dedup key's, else
+//! its id's) before its parent is written, and the references between jobs name that partition
+//! (`<partition>:<id>`), so every step above stays a plain queue's. What a caller reads back
+//! ([`FlowIds`], [`Queue::children_results`]) names the logical queue.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::handler::JobContext;
@@ -77,26 +83,35 @@ impl Queue {
     /// Adds a flow (idempotent: retrying with the same ids, e.g. after a timeout, adds nothing
     /// twice). Returns the ids in the flow's shape.
     pub async fn add_flow(&self, flow: FlowJob) -> Result<FlowIds> {
-        self.plain_only("a flow")?;
         let ids = mint_tree(self, &flow)?;
-        self.add_flow_node(&flow, &ids, "", None).await?;
+        let home = self.home_of(&flow.queue, ids.id, &flow.options).await?;
+        self.add_flow_node(&flow, &ids, home, "", None).await?;
         Ok(ids)
+    }
+
+    /// The queue a job `id` with `options` goes to in `queue`: the queue, or for a partitioned
+    /// one the partition any add would pick for it (its id settled).
+    async fn home_of(&self, queue: &str, id: JobId, options: &JobOptions) -> Result<Queue> {
+        let q = self.queue_opened(queue).await?;
+        Ok(match q.spread() {
+            Some(p) => p.members[p.job_index(id, options)].clone(),
+            None => q,
+        })
     }
 
     fn add_flow_node<'a>(
         &'a self,
         flow: &'a FlowJob,
         ids: &'a FlowIds,
+        q: Queue,
         parent: &'a str,
         trace: Option<&'a crate::trace::TraceContext>,
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let q = self.queue_opened(&flow.queue).await?;
             // A child without a trace context of its own joins its parent's trace.
             let trace = flow.options.trace.as_ref().or(trace);
             let mut options = flow.options.clone();
             options.trace = trace.cloned();
-            q.plain_only("a flow's job")?;
             crate::job::check_payload("a flow job's payload", &flow.data)?;
             let data = serde_json::to_string(&flow.data)?;
             if flow.children.is_empty() {
@@ -110,6 +125,14 @@ impl Queue {
                 q.register_after_add().await;
                 return Ok(());
             }
+            // Each child's queue (its partition), settled before the parent names it.
+            let mut homes = Vec::with_capacity(flow.children.len());
+            for (child, child_ids) in flow.children.iter().zip(&ids.children) {
+                homes.push(
+                    self.home_of(&child.queue, child_ids.id, &child.options)
+                        .await?,
+                );
+            }
             let mut inv = script::ADD_PARENT
                 .on(q.name(), Some(ids.id))?
                 .arg(ids.id)
@@ -120,14 +143,15 @@ impl Queue {
                 .arg(parent)
                 .arg(options.priority)
                 .arg(q.max_events);
-            for c in &ids.children {
-                inv = inv.arg(format!("{}:{}", c.queue, c.id));
+            for (c, home) in ids.children.iter().zip(&homes) {
+                inv = inv.arg(format!("{}:{}", home.name(), c.id));
             }
             let _: i64 = inv.invoke(q.store()).await?;
             q.register_after_add().await;
             let me = format!("{}:{}", q.name(), ids.id);
-            for (child, child_ids) in flow.children.iter().zip(&ids.children) {
-                self.add_flow_node(child, child_ids, &me, trace).await?;
+            for ((child, child_ids), home) in flow.children.iter().zip(&ids.children).zip(homes) {
+                self.add_flow_node(child, child_ids, home, &me, trace)
+                    .await?;
             }
             Ok(())
         })
@@ -135,18 +159,23 @@ impl Queue {
 
     /// The results of a parent's children, by `<queue>:<id>` (failed children under the `ignore`
     /// policy appear as `{"failed": …}`).
+    /// A child in a partitioned queue is named by its logical queue.
     pub async fn children_results(&self, parent: JobId) -> Result<HashMap<String, Value>> {
+        let home = match self.spread() {
+            Some(p) => crate::queue::partitioned::owner(p, parent).await?,
+            None => self,
+        };
         let all: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(self.name().job_key(parent, JobPart::Record))
-            .query_async(&mut self.store().conn())
+            .arg(home.name().job_key(parent, JobPart::Record))
+            .query_async(&mut home.store().conn())
             .await?;
         let mut out = HashMap::new();
         for (field, value) in all {
             let v: Value = serde_json::from_str(&value).unwrap_or(Value::Null);
             if let Some(child) = field.strip_prefix("child:") {
-                out.insert(child.to_string(), v);
+                out.insert(logical_ref(child), v);
             } else if let Some(child) = field.strip_prefix("child_failed:") {
-                out.insert(child.to_string(), serde_json::json!({ "failed": v }));
+                out.insert(logical_ref(child), serde_json::json!({ "failed": v }));
             }
         }
         Ok(out)
@@ -188,12 +217,11 @@ async fn add_child_to(
 ) -> Result<JobId> {
     check_child(&job.options)?;
     crate::job::check_payload("a child job's payload", &job.data)?;
-    let q = parent_q.queue_opened(queue).await?;
-    q.plain_only("a child job's queue")?;
     let id = match job.options.id {
         Some(id) => id,
-        None => q.mint_id()?,
+        None => parent_q.mint_id()?,
     };
+    let q = parent_q.home_of(queue, id, &job.options).await?;
     let data = serde_json::to_string(&job.data)?;
     let me = format!("{}:{}", parent_q.name(), parent);
     let bare = NewJob {
@@ -288,19 +316,33 @@ impl Queue {
         data: Value,
         options: JobOptions,
     ) -> Result<JobId> {
-        self.plain_only("adding a child to a job")?;
         let job = NewJob {
             name: name.to_string(),
             data,
             options,
         };
-        add_child_to(self, parent, "", queue, job).await
+        let home = match self.spread() {
+            Some(p) => crate::queue::partitioned::owner(p, parent).await?,
+            None => self,
+        };
+        add_child_to(home, parent, "", queue, job).await
     }
 }
 
-/// Parses `<queue>:<id>` through both gates.
+/// `<queue>:<id>` with a partition's name given as its logical queue's.
+fn logical_ref(text: &str) -> String {
+    match parse_ref(text) {
+        Ok((q, id)) => match q.partition_of() {
+            Some((base, _)) => format!("{base}:{id}"),
+            None => text.to_string(),
+        },
+        Err(_) => text.to_string(),
+    }
+}
+
+/// Parses `<queue>:<id>` (the queue may be a partition, `<queue>:p<i>.<salt>`) through both gates.
 fn parse_ref(text: &str) -> Result<(QueueName, JobId)> {
-    let (q, id) = text.split_once(':').ok_or_else(|| {
+    let (q, id) = text.rsplit_once(':').ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidJobId,
             format!("{text:?} is not a <queue>:<id> reference"),

@@ -504,22 +504,6 @@ async fn a_queue_known_by_name_gets_its_jobs_in_its_partitions() {
         })
         .await;
         w.close().await.unwrap();
-        // A flow whose job names a partitioned queue is refused, typed, and adds nothing.
-        let flow = emq::FlowJob {
-            queue: q.name().as_str().to_string(),
-            name: "parent".into(),
-            data: json!(null),
-            options: JobOptions::default(),
-            children: vec![emq::FlowJob {
-                queue: dlq.name().as_str().to_string(),
-                name: "child".into(),
-                data: json!(null),
-                options: JobOptions::default(),
-                children: vec![],
-            }],
-        };
-        let e = q.add_flow(flow).await.err().unwrap();
-        assert_eq!(e.code(), ErrorCode::InvalidOption, "{topology}");
         assert_eq!(dlq.counts().await.unwrap().total(), 1, "{topology}");
         dlq.obliterate(true).await.unwrap();
     }
@@ -835,5 +819,175 @@ async fn the_operator_views_read_every_partition() {
             "{topology}"
         );
         q.obliterate(true).await.unwrap();
+    }
+}
+
+/// The index of the partition of `q` that holds job `id`.
+async fn holder(q: &Queue, id: emq::JobId) -> Option<usize> {
+    for (i, p) in q.partitions().unwrap().iter().enumerate() {
+        if p.get(id).await.unwrap().is_some() {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// A flow whose parent and children live in partitioned queues: each job in one partition (a
+/// grouped child in its group's), the parent run once its children are done, with their results
+/// named by the logical queue; a running parent and a waiting one take children in a partitioned
+/// queue too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_spans_partitioned_queues() {
+    for (topology, store) in common::both().await {
+        let parents = open(&store, &unique("part-flow-p"), Some(3)).await.unwrap();
+        let kids = open(&store, &unique("part-flow-c"), Some(3)).await.unwrap();
+        let plain = open(&store, &unique("part-flow-plain"), None)
+            .await
+            .unwrap();
+        let child = |queue: &Queue, n: u64, group: Option<&str>, children: Vec<emq::FlowJob>| {
+            emq::FlowJob {
+                queue: queue.name().as_str().to_string(),
+                name: format!("kid-{n}"),
+                data: json!(n),
+                options: JobOptions {
+                    group: group.map(str::to_string),
+                    ..JobOptions::default()
+                },
+                children,
+            }
+        };
+        // parent -> 4 children in `kids` (one grouped, one a parent itself of a plain job).
+        let flow = emq::FlowJob {
+            queue: parents.name().as_str().to_string(),
+            name: "parent".into(),
+            data: json!("p"),
+            options: JobOptions::default(),
+            children: vec![
+                child(&kids, 1, None, vec![]),
+                child(&kids, 2, None, vec![]),
+                child(&kids, 3, Some("tenant-a"), vec![]),
+                child(&kids, 4, None, vec![child(&plain, 5, None, vec![])]),
+            ],
+        };
+        let ids = parents.add_flow(flow).await.unwrap();
+        assert_eq!(ids.queue, parents.name().as_str(), "{topology}");
+        assert_eq!(ids.children[0].queue, kids.name().as_str(), "{topology}");
+        // The jobs lie in the partitions (the grouped one where its group's jobs go).
+        assert_eq!(
+            per_partition(&kids).await.iter().sum::<u64>(),
+            4,
+            "{topology}"
+        );
+        let grouped = kids
+            .add(
+                "same-group",
+                json!(0),
+                JobOptions {
+                    group: Some("tenant-a".into()),
+                    ..JobOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            holder(&kids, ids.children[2].id).await,
+            holder(&kids, grouped).await,
+            "{topology}: a grouped child goes to its group's partition"
+        );
+        let parent = parents.get(ids.id).await.unwrap().unwrap();
+        assert_eq!(
+            parent.state,
+            Some(emq::JobState::WaitingChildren),
+            "{topology}"
+        );
+        // A waiting parent takes one more child, in a partitioned queue, through the logical handle.
+        let extra = parents
+            .add_child(
+                ids.id,
+                kids.name().as_str(),
+                "extra",
+                json!(6),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+        // The parent's run adds a child of its own the first time, and returns its children's
+        // results the second.
+        let runs = Arc::new(Mutex::new(0u32));
+        let (runs2, kids_name, parents2) = (
+            runs.clone(),
+            kids.name().as_str().to_string(),
+            parents.clone(),
+        );
+        let wp = Worker::builder(parents.clone())
+            .handler(move |job: JobContext| {
+                let (runs, kids_name, parents) =
+                    (runs2.clone(), kids_name.clone(), parents2.clone());
+                async move {
+                    let first = {
+                        let mut r = runs.lock().unwrap();
+                        *r += 1;
+                        *r == 1
+                    };
+                    if first {
+                        job.add_child(&kids_name, "late", json!(7), JobOptions::default())
+                            .await
+                            .unwrap();
+                        return Ok(json!("waiting"));
+                    }
+                    Ok(json!(parents
+                        .children_results(job.id())
+                        .await
+                        .unwrap()
+                        .len()))
+                }
+            })
+            .run()
+            .unwrap();
+        let wk = Worker::builder(kids.clone())
+            .handler(|job: JobContext| async move { Ok(json!(job.data().clone())) })
+            .run()
+            .unwrap();
+        let wplain = Worker::builder(plain.clone())
+            .handler(|job: JobContext| async move { Ok(json!(job.data().clone())) })
+            .run()
+            .unwrap();
+        wait_until("the parent completes", Duration::from_secs(30), || async {
+            parents.get(ids.id).await.unwrap().and_then(|j| j.state)
+                == Some(emq::JobState::Completed)
+        })
+        .await;
+        let results = parents.children_results(ids.id).await.unwrap();
+        // Four flow children, the extra one and the one its run added.
+        assert_eq!(results.len(), 6, "{topology}: {results:?}");
+        for c in &ids.children {
+            assert_eq!(
+                results.get(&format!("{}:{}", kids.name(), c.id)),
+                Some(&json!(
+                    ids.children.iter().position(|x| x.id == c.id).unwrap() + 1
+                )),
+                "{topology}: {results:?}"
+            );
+        }
+        assert_eq!(
+            results.get(&format!("{}:{extra}", kids.name())),
+            Some(&json!(6)),
+            "{topology}"
+        );
+        let done = parents.get(ids.id).await.unwrap().unwrap();
+        assert_eq!(done.result, Some(json!(6)), "{topology}");
+        assert_eq!(*runs.lock().unwrap(), 2, "{topology}");
+        for w in [wp, wk, wplain] {
+            w.close().await.unwrap();
+        }
+        for q in [&parents, &kids] {
+            for p in q.partitions().unwrap() {
+                audit_ok(p).await;
+            }
+        }
+        audit_ok(&plain).await;
+        for q in [parents, kids, plain] {
+            q.obliterate(true).await.unwrap();
+        }
     }
 }

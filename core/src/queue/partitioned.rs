@@ -22,11 +22,13 @@
 //!   instants and specs, a dedup key's holder) and the worker registry read every partition, a
 //!   page's records each from its job's partition ([`owners`]: one pipeline per partition);
 //! - a scheduler lives in one partition, its home (its jobs' group's, else its id's), and
-//!   enqueues its runs there (`scheduler.rs`); the list merges every partition's.
+//!   enqueues its runs there (`scheduler.rs`); the list merges every partition's;
+//! - each job of a flow, and a child added to a job, goes to one partition as an add with its id
+//!   would, and the references between parent and children name partitions (`flow.rs`).
 //!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
-//! keys, which no worker serves): flows, the queue-wide rate limit and global concurrency
-//! (which need a count shared across slots), and a migration into the queue.
+//! keys, which no worker serves): the queue-wide rate limit and global concurrency (which need a
+//! count shared across slots), a migration into the queue, listing batches and creating one.
 
 use super::{NewJob, Queue};
 use crate::error::{Error, ErrorCode, Result};
