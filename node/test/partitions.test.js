@@ -2,7 +2,8 @@
 // Partitioned queues from Node (the core's core/src/partitions.rs), against real servers from
 // emq-harness (standalone and the 3-master cluster): `partitions` reads back and is the queue's
 // (found without it, another count refused with InvalidOption), bad counts are refused, one
-// worker runs every job of every partition, and groups and schedulers span the partitions.
+// worker runs every job of every partition, groups and schedulers span the partitions, and a flow
+// spans partitioned queues.
 process.env.EMQ_GUARD = '1';
 
 const { test } = require('node:test');
@@ -72,5 +73,38 @@ for (const topology of ['standalone', 'cluster']) {
     assert.deepEqual((await q.schedulers()).map((s) => s.id), ['later'], 'removed at its limit');
     assert.equal(await q.removeScheduler('later'), true);
     assert.equal(await q.removeScheduler('later'), false);
+  });
+}
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`a flow spans partitioned queues (${topology})`, async () => {
+    const parents = h.track(await Queue.connect(h.servers[topology], unique('part-flow'), { partitions: 3 }));
+    const kids = h.track(await Queue.connect(h.servers[topology], unique('part-flow-kids'), { partitions: 3 }));
+    const ids = await parents.addFlow({
+      name: 'sum',
+      data: null,
+      children: [1, 2, 3, 4].map((n) => ({ queue: kids.name, name: 'c', data: n })),
+    });
+    assert.equal(ids.queue, parents.name);
+    assert.deepEqual(ids.children.map((c) => c.queue), Array(4).fill(kids.name));
+    assert.equal((await parents.get(ids.id)).state, 'waiting-children');
+    const extra = await parents.addChild(ids.id, kids.name, 'c', 5);
+    let saw = null;
+    const wp = new Worker(parents, async (job) => {
+      saw = await job.childrenResults();
+      return Object.values(saw).reduce((a, b) => a + b, 0);
+    });
+    const wk = new Worker(kids, async (job) => job.data * 10);
+    try {
+      await waitFor('the parent to complete', async () => (await parents.get(ids.id)).state === 'completed');
+    } finally {
+      await wp.close();
+      await wk.close();
+    }
+    assert.equal((await parents.get(ids.id)).result, 150);
+    // The children's results are named by the logical queue.
+    const want = [...ids.children.map((c) => `${kids.name}:${c.id}`), `${kids.name}:${extra}`].sort();
+    assert.deepEqual(Object.keys(saw).sort(), want);
+    assert.deepEqual(await parents.childrenResults(ids.id), saw);
   });
 }

@@ -2,7 +2,7 @@
 count reads back and is the queue's (found without it, another one refused with
 `InvalidOption`), bad counts refused, adds spread and read back through the one handle, a
 worker (async and sync) runs every job of every partition; the events of every partition read as
-one stream, each stream id a cursor over them all."""
+one stream, each stream id a cursor over them all; a flow spans partitioned queues."""
 
 from __future__ import annotations
 
@@ -114,3 +114,39 @@ async def test_groups_and_schedulers_span_the_partitions(request, topology, qnam
     assert [s["id"] for s in await q.schedulers()] == ["later"]  # removed at its limit
     assert await q.remove_scheduler("later") is True
     assert await q.remove_scheduler("later") is False
+
+
+@pytest.mark.parametrize("topology", ["standalone", "cluster"])
+async def test_a_flow_spans_partitioned_queues(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    parents = await emq.Queue.connect(url, qname, partitions=3)
+    kids = await emq.Queue.connect(url, qname + "-kids", partitions=3)
+    ids = await parents.add_flow(
+        {
+            "name": "p",
+            "children": [{"queue": kids.name, "name": "c", "data": n} for n in range(1, 5)],
+        }
+    )
+    assert ids["queue"] == parents.name and ids["children"][0]["queue"] == kids.name
+    assert (await parents.get(ids["id"]))["state"] == "waiting-children"
+    extra = await parents.add_child(ids["id"], kids.name, "c", 5)
+
+    seen: dict = {}
+
+    async def parent(job: emq.Job) -> object:
+        seen.update(await job.children_results())
+        return sum(seen.values())
+
+    async def child(job: emq.Job) -> int:
+        return job.data * 10
+
+    pw, cw = emq.Worker(parents, parent), emq.Worker(kids, child)
+    deadline = time.monotonic() + 30
+    while (await parents.get(ids["id"]))["state"] != "completed":
+        assert time.monotonic() < deadline, await parents.get(ids["id"])
+        await asyncio.sleep(0.05)
+    await pw.close()
+    await cw.close()
+    assert (await parents.get(ids["id"]))["result"] == 150
+    # the children's results are named by the logical queue
+    assert set(seen) == {f"{kids.name}:{c['id']}" for c in ids["children"]} | {f"{kids.name}:{extra}"}

@@ -11,8 +11,8 @@ import org.junit.jupiter.api.Timeout
 /**
  * Partitioned queues (`Queue.connect(url, name, partitions = N)`, the core's partitions.rs) on a
  * real server: the count reads back and is the queue's (found without it, another count refused
- * with `INVALID_OPTION`), bad counts refused, one worker runs every job of every partition, and
- * groups and schedulers span the partitions.
+ * with `INVALID_OPTION`), bad counts refused, one worker runs every job of every partition,
+ * groups and schedulers span the partitions, and a flow spans partitioned queues.
  */
 @Timeout(180)
 class PartitionsTest {
@@ -105,6 +105,45 @@ class PartitionsTest {
                 assertTrue(!q.removeScheduler("later"))
             } finally {
                 q.close()
+            }
+        }
+    }
+
+    @Test
+    fun `a flow spans partitioned queues`() = runBlocking {
+        withTimeout(150_000) {
+            val parents = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue("kt-part-flow"), partitions = 3)
+            val kids = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue("kt-part-kids"), partitions = 3)
+            try {
+                val ids = parents.addFlow(
+                    FlowJob(
+                        name = "sum", dataJson = "null",
+                        children = (1..4).map { FlowJob(name = "c", dataJson = "$it", queue = kids.name()) },
+                    ),
+                )
+                assertEquals(parents.name(), ids.queue)
+                assertEquals(List(4) { kids.name() }, ids.children.map { it.queue })
+                assertEquals(JobState.WAITING_CHILDREN, parents.get(ids.id)!!.state)
+                val h = object : JobHandler {
+                    override suspend fun handle(job: JobRecord): String =
+                        if (job.name == "c") "${job.dataJson.toInt() * 10}" else "\"parent\""
+                }
+                val wp = parents.startWorker(h, 2, 5_000.0)
+                val wk = kids.startWorker(h, 2, 5_000.0)
+                try {
+                    parents.waitFor(ids.id, JobState.COMPLETED)
+                } finally {
+                    for (w in listOf(wp, wk)) {
+                        w.shutdown()
+                        w.close()
+                    }
+                }
+                // The children's results are named by the logical queue.
+                val results = parents.childrenResults(ids.id)
+                assertEquals(ids.children.associate { "${kids.name()}:${it.id}" to "${(ids.children.indexOf(it) + 1) * 10}" }, results)
+            } finally {
+                parents.close()
+                kids.close()
             }
         }
     }
