@@ -262,9 +262,9 @@ impl Queue {
 
     /// The dead-lettered jobs held by this queue (as a dead-letter queue): those waiting (or
     /// failed again) that carry a [`Job::dead_letter_origin`], at most `limit`, in the order of
-    /// [`Queue::list`] per state (waiting, paused, prioritized, delayed, failed).
+    /// [`Queue::list`] per state (waiting, paused, prioritized, delayed, failed); for a
+    /// partitioned queue, every partition's, merged as `list` merges them.
     pub async fn dead_letters(&self, limit: u64) -> Result<Vec<Job>> {
-        self.plain_only("a partitioned dead-letter queue")?;
         let mut out = Vec::new();
         for state in REPLAYABLE {
             let mut offset = 0;
@@ -289,9 +289,9 @@ impl Queue {
     /// (its attempts start from zero) and removed from here. A job that is not a dead-lettered
     /// copy, is running, or whose original id is held there by a live job (its dedup key taken
     /// meanwhile) is left here and not listed. Idempotent steps: run again after a crash, it
-    /// adds nothing twice while the replayed job's record lives.
+    /// adds nothing twice while the replayed job's record lives. A partitioned queue replays from
+    /// every partition.
     pub async fn replay_dead_letters(&self, ids: Option<&[JobId]>) -> Result<Vec<Replayed>> {
-        self.plain_only("a partitioned dead-letter queue")?;
         let ids: Vec<JobId> = match ids {
             Some(ids) => ids.to_vec(),
             None => {
@@ -320,10 +320,15 @@ impl Queue {
             options.id = Some(origin_id);
             options.delay_ms = 0;
             options.dead_lettered = None;
+            // The payload as stored (read back exactly), from the job's partition.
+            let home = match self.spread() {
+                Some(p) => crate::queue::partitioned::owner(p, id).await?,
+                None => self,
+            };
             let data: Option<String> = redis::cmd("HGET")
-                .arg(self.name().job_key(id, JobPart::Record))
+                .arg(home.name().job_key(id, JobPart::Record))
                 .arg("data")
-                .query_async(&mut self.store().conn())
+                .query_async(&mut home.store().conn())
                 .await?;
             let data = data.unwrap_or_else(|| "null".into());
             // The move's last step may be pending (a worker stopped after adding this copy): the

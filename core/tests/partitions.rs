@@ -505,6 +505,19 @@ async fn a_queue_known_by_name_gets_its_jobs_in_its_partitions() {
         .await;
         w.close().await.unwrap();
         assert_eq!(dlq.counts().await.unwrap().total(), 1, "{topology}");
+        // Its views read every partition, and a replay sends the job back to its queue.
+        let letters = dlq.dead_letters(10).await.unwrap();
+        assert_eq!(letters.len(), 1, "{topology}");
+        let origin = letters[0].dead_letter_origin().unwrap();
+        assert_eq!(origin.queue, q.name().as_str(), "{topology}");
+        let replayed = dlq.replay_dead_letters(None).await.unwrap();
+        assert_eq!(replayed.len(), 1, "{topology}");
+        assert_eq!(replayed[0].id, letters[0].id, "{topology}");
+        assert_eq!(dlq.counts().await.unwrap().total(), 0, "{topology}");
+        let back = q.get(replayed[0].origin_id).await.unwrap().unwrap();
+        assert_eq!(back.state, Some(emq::JobState::Waiting), "{topology}");
+        assert_eq!(back.data, json!(1), "{topology}");
+        q.obliterate(true).await.unwrap();
         dlq.obliterate(true).await.unwrap();
     }
 }

@@ -24,7 +24,9 @@
 //! - a scheduler lives in one partition, its home (its jobs' group's, else its id's), and
 //!   enqueues its runs there (`scheduler.rs`); the list merges every partition's;
 //! - each job of a flow, and a child added to a job, goes to one partition as an add with its id
-//!   would, and the references between parent and children name partitions (`flow.rs`).
+//!   would, and the references between parent and children name partitions (`flow.rs`);
+//! - as a dead-letter queue, its copies land in partitions as adds do, and `dead_letters` and
+//!   `replay_dead_letters` read and replay every partition's (`dead_letter.rs`).
 //!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
 //! keys, which no worker serves): the queue-wide rate limit and global concurrency (which need a
