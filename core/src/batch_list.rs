@@ -32,7 +32,8 @@ pub struct BatchPage {
 
 impl Queue {
     /// The batches this queue created, newest first: `limit` (1 to [`MAX_BATCH_PAGE`]) from
-    /// `offset`, each with its counts. `invalid_option` for a limit outside those bounds.
+    /// `offset`, each with its counts (a partitioned queue's from every partition, merged by
+    /// creation time). `invalid_option` for a limit outside those bounds.
     pub async fn batches(&self, offset: u64, limit: u64) -> Result<BatchPage> {
         if limit == 0 || limit > MAX_BATCH_PAGE {
             return Err(Error::new(
@@ -40,18 +41,26 @@ impl Queue {
                 format!("a page of batches holds 1 to {MAX_BATCH_PAGE}, not {limit}"),
             ));
         }
-        self.plain_only("listing batches")?;
-        let mut conn = self.store().conn();
-        let (total, page): (u64, Vec<(String, f64)>) = redis::pipe()
-            .cmd("ZCARD")
-            .arg(&self.keys().batches)
-            .cmd("ZREVRANGE")
-            .arg(&self.keys().batches)
-            .arg(offset.min(i64::MAX as u64))
-            .arg(offset.saturating_add(limit - 1).min(i64::MAX as u64))
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
-            .await?;
+        let (total, page) = match self.spread() {
+            None => self.batch_ids(offset, limit).await?,
+            Some(p) => {
+                // Each partition's first `offset + limit`, merged newest first.
+                let want = offset.saturating_add(limit);
+                let pages = crate::queue::partitioned::each(p, |m| {
+                    Box::pin(async move { m.batch_ids(0, want).await })
+                })
+                .await?;
+                let total = pages.iter().map(|(t, _)| t).sum();
+                let mut all: Vec<(String, f64)> = pages.into_iter().flat_map(|(_, p)| p).collect();
+                all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+                let page = all
+                    .into_iter()
+                    .skip(offset as usize)
+                    .take(limit as usize)
+                    .collect();
+                (total, page)
+            }
+        };
         let mut batches = Vec::with_capacity(page.len());
         for (id, created) in page {
             let Ok(id) = JobId::parse(&id) else { continue };
@@ -66,5 +75,21 @@ impl Queue {
             }
         }
         Ok(BatchPage { total, batches })
+    }
+
+    /// This slot's batch count and a page of its batch ids with their creation times, newest
+    /// first.
+    async fn batch_ids(&self, offset: u64, limit: u64) -> Result<(u64, Vec<(String, f64)>)> {
+        let mut conn = self.store().conn();
+        Ok(redis::pipe()
+            .cmd("ZCARD")
+            .arg(&self.keys().batches)
+            .cmd("ZREVRANGE")
+            .arg(&self.keys().batches)
+            .arg(offset.min(i64::MAX as u64))
+            .arg(offset.saturating_add(limit.max(1) - 1).min(i64::MAX as u64))
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await?)
     }
 }

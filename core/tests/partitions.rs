@@ -529,13 +529,31 @@ async fn a_batchs_jobs_on_a_partitioned_queue_run_in_its_partitions() {
         let home = open(&store, &unique("part-batch-home"), None)
             .await
             .unwrap();
-        // A batch lives in a plain queue's slot; on a partitioned one it is refused, typed.
-        let e = parts
-            .batch(emq::BatchOptions::default())
-            .await
-            .err()
-            .unwrap();
-        assert_eq!(e.code(), ErrorCode::InvalidOption, "{topology}");
+        // A batch created on a partitioned queue lives in one partition (its id's); three of
+        // them list newest first through the one handle, and reopen by id.
+        let made: Vec<emq::Batch> = {
+            let mut v = Vec::new();
+            for _ in 0..3 {
+                v.push(parts.batch(emq::BatchOptions::default()).await.unwrap());
+            }
+            v
+        };
+        let page = parts.batches(0, 10).await.unwrap();
+        assert_eq!(page.total, 3, "{topology}");
+        let listed: Vec<emq::JobId> = page.batches.iter().map(|b| b.status.id).collect();
+        let mut newest_first: Vec<emq::JobId> = made.iter().map(|b| b.id()).collect();
+        newest_first.reverse();
+        assert_eq!(listed, newest_first, "{topology}");
+        assert_eq!(
+            parts.batches(1, 1).await.unwrap().batches[0].status.id,
+            newest_first[1],
+            "{topology}"
+        );
+        for b in &made {
+            b.seal().await.unwrap();
+            let again = parts.open_batch(&b.id().to_string()).unwrap();
+            assert!(again.status(0, 0).await.unwrap().sealed, "{topology}");
+        }
         let batch = home
             .batch(emq::BatchOptions {
                 on_complete: Some(emq::BatchCallback {

@@ -2,7 +2,8 @@
 count reads back and is the queue's (found without it, another one refused with
 `InvalidOption`), bad counts refused, adds spread and read back through the one handle, a
 worker (async and sync) runs every job of every partition; the events of every partition read as
-one stream, each stream id a cursor over them all; a flow spans partitioned queues."""
+one stream, each stream id a cursor over them all; a flow spans partitioned queues; a batch
+created on one lives in one partition."""
 
 from __future__ import annotations
 
@@ -150,3 +151,23 @@ async def test_a_flow_spans_partitioned_queues(request, topology, qname):
     assert (await parents.get(ids["id"]))["result"] == 150
     # the children's results are named by the logical queue
     assert set(seen) == {f"{kids.name}:{c['id']}" for c in ids["children"]} | {f"{kids.name}:{extra}"}
+
+
+async def test_a_batch_created_on_a_partitioned_queue_lives_in_one_partition(cluster, qname):
+    q = await emq.Queue.connect(cluster, qname, partitions=3)
+    cb = await emq.Queue.connect(cluster, qname + "-cb")
+    batch = await q.batch(on_complete={"queue": cb.name, "name": "done", "data": None})
+    assert batch.queue.startswith(qname + ":p")  # the partition it lives in
+    await batch.add_bulk(q.name, [("x", i) for i in range(10)])
+    await batch.seal()
+
+    async def handle(job: emq.Job) -> None:
+        return None
+
+    w = emq.Worker(q, handle)
+    deadline = time.monotonic() + 30
+    while (await cb.counts())["waiting"] < 1:
+        assert time.monotonic() < deadline, await q.counts()
+        await asyncio.sleep(0.05)
+    await w.close()
+    assert (await q.counts())["completed"] == 10

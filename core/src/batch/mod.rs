@@ -125,35 +125,42 @@ fn check_batchable(o: &JobOptions) -> Result<()> {
 }
 
 impl Queue {
-    /// Creates a batch in this queue's slot. Add its jobs with [`Batch::add`] /
-    /// [`Batch::add_bulk`], then [`Batch::seal`] it: its callbacks fall due from then on.
-    /// `invalid_option` for a description over [`MAX_DESCRIPTION`] bytes or a callback's bad
-    /// options, `invalid_queue_name` for a callback's bad queue.
+    /// Creates a batch in this queue's slot (on a partitioned queue, in the partition its id
+    /// routes to). Add its jobs with [`Batch::add`] / [`Batch::add_bulk`], then [`Batch::seal`]
+    /// it: its callbacks fall due from then on. `invalid_option` for a description over
+    /// [`MAX_DESCRIPTION`] bytes or a callback's bad options, `invalid_queue_name` for a
+    /// callback's bad queue.
     pub async fn batch(&self, options: BatchOptions) -> Result<Batch> {
-        self.plain_only("creating a batch (create it on a plain queue; its jobs may go to any)")?;
         let (on_complete, on_success) = check_batch_options(&options)?;
         let id = self.mint_id()?;
+        let home = self.batch_home(id);
         let _: i64 = script::BATCH_CREATE
-            .on(self.name(), Some(id))?
+            .on(home.name(), Some(id))?
             .arg(id)
             .arg(options.description.as_deref().unwrap_or(""))
             .arg(on_complete)
             .arg(on_success)
-            .invoke(self.store())
+            .invoke(home.store())
             .await?;
-        Ok(Batch {
-            queue: self.clone(),
-            id,
-        })
+        Ok(Batch { queue: home, id })
     }
 
     /// A handle on batch `id` of this queue (`invalid_job_id` for a malformed id; whether it
     /// exists shows in [`Batch::status`]).
     pub fn open_batch(&self, id: &str) -> Result<Batch> {
+        let id = JobId::parse(id)?;
         Ok(Batch {
-            queue: self.clone(),
-            id: JobId::parse(id)?,
+            queue: self.batch_home(id),
+            id,
         })
+    }
+
+    /// Where batch `id` of this queue lives: the queue, or the partition its id routes to.
+    fn batch_home(&self, id: JobId) -> Queue {
+        match self.spread() {
+            Some(p) => p.for_id(id).clone(),
+            None => self.clone(),
+        }
     }
 
     /// Records every outcome of this queue's batched jobs still on its way to its batch (a crash

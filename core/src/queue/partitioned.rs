@@ -26,11 +26,13 @@
 //! - each job of a flow, and a child added to a job, goes to one partition as an add with its id
 //!   would, and the references between parent and children name partitions (`flow.rs`);
 //! - as a dead-letter queue, its copies land in partitions as adds do, and `dead_letters` and
-//!   `replay_dead_letters` read and replay every partition's (`dead_letter.rs`).
+//!   `replay_dead_letters` read and replay every partition's (`dead_letter.rs`);
+//! - a batch created on it lives in the partition its id routes to (`open_batch` finds it there),
+//!   and `batches` merges every partition's, newest first (`batch/mod.rs`, `batch_list.rs`).
 //!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
 //! keys, which no worker serves): the queue-wide rate limit and global concurrency (which need a
-//! count shared across slots), a migration into the queue, listing batches and creating one.
+//! count shared across slots) and a migration into the queue.
 
 use super::{NewJob, Queue};
 use crate::error::{Error, ErrorCode, Result};
