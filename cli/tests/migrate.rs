@@ -181,27 +181,46 @@ async fn copy_to_cluster(from: &emq::Store, to: &emq::Store, prefix: &str, queue
 }
 
 async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
+    every_state_into(dir, prefix, on_cluster, "payments", None).await;
+}
+
+/// [`every_state_for`] into a queue of `partitions` partitions (None: a plain queue).
+async fn every_state_into(
+    dir: &Path,
+    prefix: &str,
+    on_cluster: bool,
+    queue: &str,
+    partitions: Option<u16>,
+) {
     let server = RedisServer::start().expect("redis-server");
     let fixture_url = server.url();
     let summary =
-        tokio::task::block_in_place(|| fixtures(dir, &fixture_url, prefix, "payments", &["all"]));
+        tokio::task::block_in_place(|| fixtures(dir, &fixture_url, prefix, queue, &["all"]));
     let due_ms = summary["delayed_due_ms"].as_u64().expect("due");
     let (store, urls) = if on_cluster {
         let urls = emq_harness::shared_cluster().urls();
         let store = emq::Store::connect(ConnectOptions::seeds(urls.clone()).guarded(true))
             .await
             .expect("connect cluster");
-        let nodes = copy_to_cluster(&conn(&fixture_url).await, &store, prefix, "payments").await;
+        let nodes = copy_to_cluster(&conn(&fixture_url).await, &store, prefix, queue).await;
         assert!(nodes >= 2, "the source keys landed on {nodes} node(s)");
         (store, urls)
     } else {
         (conn(&fixture_url).await, vec![fixture_url.clone()])
     };
-    let before = snapshot(&store, prefix, "payments").await;
-    assert!(before.contains_key(&format!("{prefix}:payments:wait")));
-    let q = Queue::connect(ConnectOptions::seeds(urls.clone()), "payments")
-        .await
-        .unwrap();
+    let before = snapshot(&store, prefix, queue).await;
+    assert!(before.contains_key(&format!("{prefix}:{queue}:wait")));
+    let q = Queue::connect_with(
+        ConnectOptions::seeds(urls.clone()),
+        queue,
+        emq::QueueOptions { partitions },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        q.partitions().map_or(1, |p| p.len()),
+        usize::from(partitions.unwrap_or(1))
+    );
 
     // The dry run writes nothing, and says what would move.
     let dry = tokio::task::block_in_place(|| {
@@ -211,7 +230,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
                 "--from-prefix",
                 prefix,
                 "--queue",
-                "payments",
+                queue,
                 "--dry-run",
                 "--completed",
             ],
@@ -236,18 +255,12 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         "the dry run added jobs"
     );
     assert!(q.schedulers().await.unwrap().is_empty());
-    assert_eq!(snapshot(&store, prefix, "payments").await, before);
+    assert_eq!(snapshot(&store, prefix, queue).await, before);
 
     let report = tokio::task::block_in_place(|| {
         migrate(
             &urls,
-            &[
-                "--from-prefix",
-                prefix,
-                "--queue",
-                "payments",
-                "--completed",
-            ],
+            &["--from-prefix", prefix, "--queue", queue, "--completed"],
         )
     });
     assert_eq!(rows(&report), expect, "{report:#}");
@@ -286,7 +299,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     assert!(!has("flow"), "the flow moves whole: {reasons:?}");
     assert!(has("migrated scheduler"), "{reasons:?}");
     // The source is not written without --delete-source.
-    assert_eq!(snapshot(&store, prefix, "payments").await, before);
+    assert_eq!(snapshot(&store, prefix, queue).await, before);
     let counts = q.counts().await.unwrap();
     assert_eq!(counts.failed, 1);
     assert_eq!(counts.completed, 1);
@@ -296,7 +309,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         "{counts:?} (the migration ran after the job's due time?)"
     );
     // The 11 waiting copies, and the every-hour scheduler's first run: it was due, and the
-    // cron scheduler's upsert primes it by firing the queue's due schedulers.
+    // migration fires the due schedulers once they are copied.
     // And the flow's two children; their parent waits for them.
     assert_eq!(counts.waiting, 14, "{counts:?}");
     assert_eq!(counts.waiting_children, 1, "{counts:?}");
@@ -305,13 +318,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
     let again = tokio::task::block_in_place(|| {
         migrate(
             &urls,
-            &[
-                "--from-prefix",
-                prefix,
-                "--queue",
-                "payments",
-                "--completed",
-            ],
+            &["--from-prefix", prefix, "--queue", queue, "--completed"],
         )
     });
     for (state, (read, written, already, _)) in rows(&again) {
@@ -331,7 +338,7 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         "--from-prefix",
         prefix,
         "--queue",
-        "payments",
+        queue,
         "--dry-run",
     ]);
     let out = tokio::task::block_in_place(|| common::run_emq(&human, &[], Duration::from_secs(60)));
@@ -350,8 +357,8 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
         ["wait", "12", "0", "11", "1"],
         "{table}"
     );
-    run_the_copies(&store, &q, prefix, due_ms).await;
-    delete_source_for(&store, &urls, &q, prefix).await;
+    run_the_copies(&store, &q, prefix, queue, due_ms).await;
+    delete_source_for(&store, &urls, &q, prefix, queue).await;
     let audit = q.audit().await.unwrap();
     assert!(audit.ok(), "{:?}", audit.problems);
 }
@@ -359,7 +366,13 @@ async fn every_state_for(dir: &Path, prefix: &str, on_cluster: bool) {
 /// `--delete-source` after a migration: every copied source job (the flow's too, and the schedulers)
 /// is deleted, nothing is copied again, and what was not copied (the held job, the pending
 /// scheduler runs) stays.
-async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefix: &str) {
+async fn delete_source_for(
+    store: &emq::Store,
+    urls: &[String],
+    q: &Queue,
+    prefix: &str,
+    queue: &str,
+) {
     let counts = q.counts().await.unwrap();
     let gone = tokio::task::block_in_place(|| {
         migrate(
@@ -368,7 +381,7 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
                 "--from-prefix",
                 prefix,
                 "--queue",
-                "payments",
+                queue,
                 "--completed",
                 "--delete-source",
             ],
@@ -394,21 +407,21 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
         }
     };
     // Left in wait: the every-hour scheduler's pending run.
-    assert_eq!(len(format!("{prefix}:payments:wait"), "LLEN").await, 1);
+    assert_eq!(len(format!("{prefix}:{queue}:wait"), "LLEN").await, 1);
     for set in ["prioritized", "failed", "completed", "repeat"] {
         assert_eq!(
-            len(format!("{prefix}:payments:{set}"), "ZCARD").await,
+            len(format!("{prefix}:{queue}:{set}"), "ZCARD").await,
             0,
             "{set}"
         );
     }
-    assert_eq!(len(format!("{prefix}:payments:delayed"), "ZCARD").await, 1);
+    assert_eq!(len(format!("{prefix}:{queue}:delayed"), "ZCARD").await, 1);
     assert_eq!(
-        len(format!("{prefix}:payments:waiting-children"), "ZCARD").await,
+        len(format!("{prefix}:{queue}:waiting-children"), "ZCARD").await,
         0
     );
     let active: Vec<String> = redis::cmd("LRANGE")
-        .arg(format!("{prefix}:payments:active"))
+        .arg(format!("{prefix}:{queue}:active"))
         .arg(0)
         .arg(-1)
         .query_async(&mut c)
@@ -416,7 +429,7 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
         .unwrap();
     assert_eq!(active.len(), 1);
     let lock: i64 = redis::cmd("EXISTS")
-        .arg(format!("{prefix}:payments:{}:lock", active[0]))
+        .arg(format!("{prefix}:{queue}:{}:lock", active[0]))
         .query_async(&mut c)
         .await
         .unwrap();
@@ -424,18 +437,18 @@ async fn delete_source_for(store: &emq::Store, urls: &[String], q: &Queue, prefi
 }
 
 /// Checks the copies (failures, results, schedulers), then runs them with an emq worker.
-async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, due_ms: u64) {
+async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, queue: &str, due_ms: u64) {
     // Failures keep their reason, stack and attempts; results are kept; the lookup works.
     let mut c = store.conn();
     let failed_src: Vec<String> = redis::cmd("ZRANGE")
-        .arg(format!("{prefix}:payments:failed"))
+        .arg(format!("{prefix}:{queue}:failed"))
         .arg(0)
         .arg(-1)
         .query_async(&mut c)
         .await
         .unwrap();
     let fid = q
-        .migrated_id(prefix, "payments", &failed_src[0])
+        .migrated_id(prefix, queue, &failed_src[0])
         .await
         .unwrap()
         .expect("mapped");
@@ -448,7 +461,7 @@ async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, due_ms: u64
     assert!(failure.stack.unwrap_or_default().contains("boom 2"));
     assert_eq!(
         q.migrated_source(fid).await.unwrap().as_deref(),
-        Some(format!("{prefix}:payments:{}", failed_src[0]).as_str())
+        Some(format!("{prefix}:{queue}:{}", failed_src[0]).as_str())
     );
     let done = q.list(JobState::Completed, 0, 10).await.unwrap();
     assert_eq!(done.len(), 1);
@@ -498,13 +511,22 @@ async fn run_the_copies(store: &emq::Store, q: &Queue, prefix: &str, due_ms: u64
             .map(|(_, v, _)| *v)
             .collect()
     };
-    assert_eq!(names("p"), vec![21, 23, 22, 20], "{seen:?}");
-    let plain: Vec<i64> = seen
+    let mut prioritized = names("p");
+    let mut plain: Vec<i64> = seen
         .iter()
         .filter(|(n, _, _)| n == "w" || n == "w-lifo")
         .map(|(_, v, _)| *v)
         .collect();
-    assert_eq!(plain, [10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "{seen:?}");
+    if q.partitions().is_some() {
+        // A partitioned queue keeps order within a partition, not across them: each runs once.
+        prioritized.sort_unstable();
+        plain.sort_unstable();
+        assert_eq!(prioritized, vec![20, 21, 22, 23], "{seen:?}");
+        assert_eq!(plain, (0..=10).collect::<Vec<i64>>(), "{seen:?}");
+    } else {
+        assert_eq!(prioritized, vec![21, 23, 22, 20], "{seen:?}");
+        assert_eq!(plain, [10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "{seen:?}");
+    }
     assert_eq!(names("tick"), vec![-1], "{seen:?}");
     let d: Vec<u64> = seen
         .iter()
@@ -543,6 +565,14 @@ async fn a_real_bullmq_queue_in_every_state_arrives_once_with_prefix_bull_and_v1
 async fn on_the_3_master_cluster_flat_source_keys_on_several_nodes_migrate_too() {
     let Some(dir) = bullmq() else { return };
     every_state_for(&dir, "bull", true).await;
+}
+
+/// Into a partitioned queue (`emq migrate` finds its stored count): the same report, counts and
+/// runs, each job in one partition (its dedup key's where it has one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn into_a_partitioned_queue_on_the_cluster_every_state_arrives_once() {
+    let Some(dir) = bullmq() else { return };
+    every_state_into(&dir, "bull", true, "payments-parts", Some(3)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -778,14 +778,16 @@ async fn a_leased_ahead_job_whose_lease_lapsed_while_the_datastore_stood_still_i
         })
         .run()
         .unwrap();
+    let held = eventually(Duration::from_secs(10), || async {
+        let started = runs.lock().unwrap().len();
+        started == 2 && q.counts().await.unwrap().active == 3
+    })
+    .await;
+    let started = runs.lock().unwrap().clone();
+    let counts = q.counts().await.ok();
     assert!(
-        eventually(Duration::from_secs(10), || async {
-            runs.lock().unwrap().len() == 2 && q.counts().await.unwrap().active == 3
-        })
-        .await,
-        "the second job runs, the other two leased ahead: {:?} {:?}",
-        runs.lock().unwrap(),
-        q.counts().await
+        held,
+        "the second job runs, the other two leased ahead: {started:?} {counts:?}"
     );
     assert_eq!(runs.lock().unwrap()[1].0, gated, "jobs start in order");
     let (s, us): (u64, u64) = redis::cmd("TIME")

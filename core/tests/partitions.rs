@@ -435,11 +435,6 @@ async fn calls_not_spread_yet_are_typed_refusals() {
             .await
             .err()
             .map(|e| e.code()),
-        // Its finished jobs would land in the logical name's own keys.
-        q.migrate_from_bullmq(&emq::migrate::MigrateOptions::new("bull", "none-here"))
-            .await
-            .err()
-            .map(|e| e.code()),
     ];
     for (i, code) in refused.iter().enumerate() {
         assert_eq!(*code, Some(ErrorCode::InvalidOption), "call {i}");

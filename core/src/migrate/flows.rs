@@ -24,7 +24,6 @@ impl Migration<'_> {
             }
         }
         for (pid, _) in parents {
-            self.report.row("waiting-children").read += 1;
             let pfield = self.src.job(&pid);
             let mut c = self.conn();
             let phash: HashMap<String, String> = redis::cmd("HGETALL")
@@ -60,6 +59,15 @@ impl Migration<'_> {
             } else {
                 None
             };
+            // Another partition's pass moves (or reports) it; its children are not copied on
+            // their own by this one either.
+            if !self.mine(&pfield, &phash) {
+                if reason.is_none() {
+                    self.flow_children.extend(deps);
+                }
+                continue;
+            }
+            self.report.row("waiting-children").read += 1;
             if let Some(reason) = reason {
                 self.report.skip("waiting-children", &pid, reason.into());
                 continue;
@@ -153,8 +161,9 @@ impl Migration<'_> {
                 if r.due_ms.is_none() {
                     o.lifo = false;
                 }
+                // The target's name: on a partitioned target each job goes to its partition.
                 FlowJob {
-                    queue: this.q.name().to_string(),
+                    queue: this.target.name().to_string(),
                     name: r.fields.get("name").cloned().unwrap_or_default(),
                     data: data_of(&r.fields),
                     options: o,
@@ -167,7 +176,7 @@ impl Migration<'_> {
                 let c = job(self, child, *id);
                 parent.children.push(c);
             }
-            self.q.add_flow(parent).await?;
+            self.target.add_flow(parent).await?;
             let mut pipe = redis::pipe();
             for (f, id) in fields.iter().zip(&ids) {
                 pipe.cmd("HSET")

@@ -13,7 +13,10 @@
 //! **The target** is written only through emq's own API: [`Queue::add_bulk`] with a pre-minted
 //! [`JobOptions::id`] for waiting, prioritized and delayed jobs (the add script makes a second add
 //! of the same id a no-op), [`Queue::upsert_scheduler`] for schedulers, and `migrate_finished.lua`
-//! (a failed or completed record inserted and marked in one step) for finished jobs.
+//! (a failed or completed record inserted and marked in one step) for finished jobs. A
+//! partitioned target gets one pass per partition, each copying the source jobs that belong to
+//! it (its group's, else its dedup key's, else its source key's partition: `Migration::mine`),
+//! with the `migrated` hash of that partition; flows go through the target's `add_flow`.
 //!
 //! **Crash safety.** Before a job's copy is written, the id minted for it is stored with `HSETNX` in
 //! the queue's `migrated` hash (field: the source job's key `<prefix>:<queue>:<id>`, data); once the
@@ -247,17 +250,15 @@ impl MigrateReport {
 impl Queue {
     /// The emq id a migration gave the source job `<prefix>:<queue>:<source_id>` (minted before its
     /// copy was written: check the job exists with [`Queue::get`]); None when it was never migrated
-    /// into this queue.
+    /// into this queue (a partitioned one: into any of its partitions).
     pub async fn migrated_id(
         &self,
         from_prefix: &str,
         source_queue: &str,
         source_id: &str,
     ) -> Result<Option<JobId>> {
-        let v: Option<String> = redis::cmd("HGET")
-            .arg(self.name().key(Family::Migrated))
-            .arg(format!("{from_prefix}:{source_queue}:{source_id}"))
-            .query_async(&mut self.store().conn())
+        let v = self
+            .migrated_field(&format!("{from_prefix}:{source_queue}:{source_id}"))
             .await?;
         match v {
             None => Ok(None),
@@ -267,20 +268,36 @@ impl Queue {
 
     /// The source job key (`<prefix>:<queue>:<source id>`) a migrated job was copied from.
     pub async fn migrated_source(&self, id: JobId) -> Result<Option<String>> {
-        Ok(redis::cmd("HGET")
-            .arg(self.name().key(Family::Migrated))
-            .arg(format!("={id}"))
-            .query_async(&mut self.store().conn())
-            .await?)
+        self.migrated_field(&format!("={id}")).await
+    }
+
+    /// A field of the migration's id mapping: this queue's, or the first partition's that has it.
+    async fn migrated_field(&self, field: &str) -> Result<Option<String>> {
+        let homes: Vec<&Queue> = match self.spread() {
+            Some(p) => p.members.iter().collect(),
+            None => vec![self],
+        };
+        for q in homes {
+            let v: Option<String> = redis::cmd("HGET")
+                .arg(q.name().key(Family::Migrated))
+                .arg(field)
+                .query_async(&mut q.store().conn())
+                .await?;
+            if v.is_some() {
+                return Ok(v);
+            }
+        }
+        Ok(None)
     }
 
     /// Copies one BullMQ (or EchoMQ 1.x) queue into this queue; see the [module](crate::migrate)
     /// for what maps and why a run may be killed and run again.
     ///
-    /// A partitioned target is refused (`invalid_option`): finished jobs and the migration's own
-    /// bookkeeping would land in the logical name's keys, which no worker or listing reads.
+    /// Into a partitioned queue, the source is read once per partition: each pass copies the
+    /// jobs that belong to its partition (by their group, else dedup key, else source key; see
+    /// `Migration::mine`), keeping their id mapping in that partition's slot, so a finished job's
+    /// copy and its mark stay one step; the schedulers are copied once, before the passes.
     pub async fn migrate_from_bullmq(&self, options: &MigrateOptions) -> Result<MigrateReport> {
-        self.plain_only("migrating into a partitioned queue (migrate into a plain queue)")?;
         options.validate()?;
         let started = Instant::now();
         let src = Source {
@@ -288,6 +305,8 @@ impl Queue {
         };
         let mut m = Migration {
             q: self,
+            target: self,
+            part: None,
             o: options,
             src,
             report: MigrateReport {
@@ -313,35 +332,26 @@ impl Queue {
             );
         }
         m.schedulers().await?;
-        // The ready jobs are read first: a flow moves only when all its children are among them.
-        let mut ready = Vec::new();
-        for list in ["wait", "paused"] {
-            ready.push((list, Kind::List, m.list_ids(list).await?));
+        let passes: Vec<(
+            &Queue,
+            Option<(usize, &crate::queue::partition_set::Partitions)>,
+        )> = match self.spread() {
+            None => vec![(self, None)],
+            Some(p) => p
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, q)| (q, Some((i, p.as_ref()))))
+                .collect(),
+        };
+        for (q, part) in passes {
+            m.q = q;
+            m.part = part;
+            m.flows.clear();
+            m.flow_children.clear();
+            m.copy_all().await?;
         }
-        for (set, kind) in [
-            ("prioritized", Kind::Prioritized),
-            ("delayed", Kind::Delayed),
-        ] {
-            ready.push((set, kind, m.zset_ids(set).await?));
-        }
-        m.plan_flows(&ready).await?;
-        m.active().await?;
-        for (container, kind, ids) in ready {
-            let state = if kind == Kind::List {
-                "wait"
-            } else {
-                container
-            };
-            m.copy(state, container, kind, ids).await?;
-        }
-        m.copy_flows().await?;
-        let failed = m.zset_ids("failed").await?;
-        m.copy("failed", "failed", Kind::Finished, failed).await?;
-        if options.completed {
-            let done = m.zset_ids("completed").await?;
-            m.copy("completed", "completed", Kind::Finished, done)
-                .await?;
-        } else {
+        if !options.completed {
             let n: u64 = redis::cmd("ZCARD")
                 .arg(m.src.key("completed"))
                 .query_async(&mut self.store().conn())
@@ -358,5 +368,43 @@ impl Queue {
         }
         m.report.elapsed_ms = started.elapsed().as_millis() as u64;
         Ok(m.report)
+    }
+}
+
+impl Migration<'_> {
+    /// This pass's copies: the ready jobs (and the flows that move whole), the active ones
+    /// without a lock, the failed and, when asked, the completed ones.
+    async fn copy_all(&mut self) -> Result<()> {
+        // The ready jobs are read first: a flow moves only when all its children are among them.
+        let mut ready = Vec::new();
+        for list in ["wait", "paused"] {
+            ready.push((list, Kind::List, self.list_ids(list).await?));
+        }
+        for (set, kind) in [
+            ("prioritized", Kind::Prioritized),
+            ("delayed", Kind::Delayed),
+        ] {
+            ready.push((set, kind, self.zset_ids(set).await?));
+        }
+        self.plan_flows(&ready).await?;
+        self.active().await?;
+        for (container, kind, ids) in ready {
+            let state = if kind == Kind::List {
+                "wait"
+            } else {
+                container
+            };
+            self.copy(state, container, kind, ids).await?;
+        }
+        self.copy_flows().await?;
+        let failed = self.zset_ids("failed").await?;
+        self.copy("failed", "failed", Kind::Finished, failed)
+            .await?;
+        if self.o.completed {
+            let done = self.zset_ids("completed").await?;
+            self.copy("completed", "completed", Kind::Finished, done)
+                .await?;
+        }
+        Ok(())
     }
 }

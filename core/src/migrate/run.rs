@@ -14,7 +14,13 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 
 pub(super) struct Migration<'a> {
+    /// Where this pass writes: the target queue, or one partition of a partitioned target.
     pub(super) q: &'a Queue,
+    /// The queue `migrate_from_bullmq` was called on (a partitioned one's logical handle).
+    pub(super) target: &'a Queue,
+    /// For a partitioned target: this pass's partition (its index) and the partitions. Each
+    /// source job belongs to one pass (see [`Migration::mine`]).
+    pub(super) part: Option<(usize, &'a crate::queue::partition_set::Partitions)>,
     pub(super) o: &'a MigrateOptions,
     pub(super) src: Source,
     pub(super) report: MigrateReport,
@@ -36,6 +42,26 @@ pub(super) struct Flow {
 impl Migration<'_> {
     pub(super) fn conn(&self) -> crate::store::Conn {
         self.q.store().conn()
+    }
+
+    /// True when source job `field` (its hash `fields`) is this pass's: always for a plain
+    /// target; for a partitioned one, when the partition of its copy's group, else its dedup key
+    /// (where an add with either goes), else its source key, is this pass's. Its copy, its id
+    /// mapping (`migrated`, in that partition's slot beside the copy) and its report rows are
+    /// written by that pass alone.
+    pub(super) fn mine(&self, field: &str, fields: &HashMap<String, String>) -> bool {
+        let Some((i, p)) = self.part else {
+            return true;
+        };
+        let o = map_options(&opts_of(fields), 0, &mut Default::default());
+        let key = o.group.as_deref().or(o.dedup.as_deref()).unwrap_or(field);
+        p.key_index(key) == i
+    }
+
+    /// True when a source job reported without its hash (a skipped one) is this pass's: by its
+    /// source key.
+    pub(super) fn mine_by_key(&self, field: &str) -> bool {
+        self.part.map_or(true, |(i, p)| p.key_index(field) == i)
     }
 
     /// A list's ids, oldest first (BullMQ pushes on the left and takes from the right).
@@ -83,6 +109,9 @@ impl Migration<'_> {
         let mut free = Vec::new();
         for ((id, s), lock) in ids.into_iter().zip(locks) {
             if lock? == 1 {
+                if !self.mine_by_key(&self.src.job(&id)) {
+                    continue;
+                }
                 self.report.row("active").read += 1;
                 self.report.skip(
                     "active",
@@ -204,6 +233,9 @@ impl Migration<'_> {
         for ((((id, score), field), hash), mark) in chunk.iter().zip(&fields).zip(hashes).zip(marks)
         {
             let hash = hash?;
+            if !self.mine(field, &hash) {
+                continue; // another partition's pass copies it
+            }
             if self.flow_children.contains(field) {
                 continue; // copied with its flow (copy_flows)
             }

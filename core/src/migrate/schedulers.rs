@@ -72,6 +72,11 @@ impl Migration<'_> {
                 Err(e) => return Err(e),
             }
         }
+        if !self.o.dry_run && !self.schedulers.is_empty() {
+            // A migrated scheduler already due enqueues its run now, in whichever partition it
+            // lives (an upsert fires only its own slot's due schedulers).
+            self.q.fire_due_schedulers().await?;
+        }
         if left_in_source > 0 {
             self.report.notes.push(format!(
                 "{left_in_source} scheduler(s) now exist in both BullMQ and emq: remove them from \

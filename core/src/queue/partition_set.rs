@@ -286,7 +286,7 @@ impl Partitions {
         }
     }
 
-    fn key_index(&self, key: &str) -> usize {
+    pub(crate) fn key_index(&self, key: &str) -> usize {
         usize::from(crc16(key.as_bytes())) % self.members.len()
     }
 

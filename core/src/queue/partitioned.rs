@@ -30,9 +30,12 @@
 //! - a batch created on it lives in the partition its id routes to (`open_batch` finds it there),
 //!   and `batches` merges every partition's, newest first (`batch/mod.rs`, `batch_list.rs`).
 //!
+//! - a migration into it reads the source once per partition, each pass copying the jobs that
+//!   belong to its partition (`migrate/mod.rs`).
+//!
 //! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
 //! keys, which no worker serves): the queue-wide rate limit and global concurrency (which need a
-//! count shared across slots) and a migration into the queue.
+//! count shared across slots).
 
 use super::{NewJob, Queue};
 use crate::error::{Error, ErrorCode, Result};
