@@ -778,7 +778,10 @@ async fn a_job_cancelled_last_in_the_buffer_leaves_its_slot_to_the_next_jobs() {
     wait_until(
         "the second job runs, the third leased ahead",
         Duration::from_secs(10),
-        || async { ran.lock().unwrap().len() == 2 && q.counts().await.unwrap().active == 2 },
+        || async {
+            let started = ran.lock().unwrap().len();
+            started == 2 && q.counts().await.unwrap().active == 2
+        },
     )
     .await;
     assert_eq!(
