@@ -19,12 +19,8 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
             s.flights.lock().expect("flights").remove(&id);
             let s2 = s.clone();
             tokio::spawn(async move { release_jobs(&s2, &[(id, token)]).await });
-            unreserve(&s, 1);
-            next = next_or_end(&s);
-            if next.is_none() {
-                s.pool.idle_all();
-                return;
-            }
+            let Some(n) = pass_over(&s) else { return };
+            next = Some(n);
             continue;
         }
         // A job leased ahead reports its start (so that a crash from now on is charged): in the
@@ -47,12 +43,8 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
             // Gone: close released it while it waited in the buffer.
             let Some(flight) = flights.get_mut(&id) else {
                 drop(flights);
-                unreserve(&s, 1);
-                next = next_or_end(&s);
-                if next.is_none() {
-                    s.pool.idle_all();
-                    return;
-                }
+                let Some(n) = pass_over(&s) else { return };
+                next = Some(n);
                 continue;
             };
             // Cancelled while it waited in the buffer: it does not run.
@@ -69,12 +61,8 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
                     finish(&s2, &job2, &token, Err(e)).await;
                     recorded(&s2, 1);
                 });
-                unreserve(&s, 1);
-                next = next_or_end(&s);
-                if next.is_none() {
-                    s.pool.idle_all();
-                    return;
-                }
+                let Some(n) = pass_over(&s) else { return };
+                next = Some(n);
                 continue;
             }
             flight.interrupt = Some(itx.clone());
@@ -211,6 +199,17 @@ pub(super) async fn run_slot(first_owner: Arc<Shared>, first: Job, first_token: 
     s.pool.running.store(ready.slots, Ordering::SeqCst);
     drop(ready);
     s.pool.idle_all();
+}
+
+/// The slot leaves a buffered job it does not run (gone, cancelled, lapsed): its room given back,
+/// and the slot's next job, or None once the slot has ended (nothing buffered), counted once.
+fn pass_over(s: &Arc<Shared>) -> Option<(Arc<Shared>, Job, String)> {
+    unreserve(s, 1);
+    let next = next_or_end(s);
+    if next.is_none() {
+        s.pool.idle_all();
+    }
+    next
 }
 
 /// The failure code of a cancelled job (`Queue::cancel`).
