@@ -8,6 +8,12 @@
 //! at its first start (end in the `group-windows` ZSET, starts so far in `group-counts`, both on the
 //! server's clock, trimmed when the window ends); a group that has used its window leaves the
 //! groups' turns until it ends, when a claim rejoins it, so one busy group never blocks the others.
+//!
+//! On a partitioned queue the global concurrency and the rate limit are split evenly over the
+//! partitions ([`shares`]: each partition's claims keep its share, so the total never exceeds the
+//! limit); a share one partition leaves unused is not lent to another yet, so a queue whose load
+//! is uneven over its partitions gets less than the limit. The per-group rate limit applies in
+//! each partition as is (a group's jobs keep to one partition).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::Queue;
@@ -31,10 +37,50 @@ pub struct GroupRateLimit {
     pub window: Duration,
 }
 
+/// `total` split over `n` partitions, as even as whole numbers allow (the first ones take the
+/// remainder); `invalid_option` when some partition would get none.
+pub(crate) fn shares(total: u32, n: usize, what: &str) -> Result<Vec<u32>> {
+    let n32 = n as u32;
+    if total < n32 {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "{what} of a partitioned queue is split over its {n} partitions, at least 1 each: it must be at least {n}, got {total}"
+            ),
+        ));
+    }
+    Ok((0..n32)
+        .map(|i| total / n32 + u32::from(i < total % n32))
+        .collect())
+}
+
 impl Queue {
-    /// Sets (or with None lifts) the most jobs of this queue active at once across all workers.
+    /// Sets (or with None lifts) the most jobs of this queue active at once across all workers
+    /// (a partitioned queue: split over its partitions, see the module doc).
     pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<()> {
-        self.plain_only("a global concurrency limit")?;
+        if let Some(p) = self.spread() {
+            let each: Vec<Option<u32>> = match max {
+                Some(0) | None => vec![max; p.members.len()],
+                Some(n) => shares(n, p.members.len(), "the global concurrency")?
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+            };
+            futures::future::try_join_all(
+                p.members
+                    .iter()
+                    .zip(each)
+                    .map(|(m, share)| m.set_global_concurrency_here(share)),
+            )
+            .await?;
+            return Ok(());
+        }
+        self.set_global_concurrency_here(max).await
+    }
+
+    /// [`Queue::set_global_concurrency`] on this queue's own slot (a plain queue, or one
+    /// partition).
+    pub(crate) async fn set_global_concurrency_here(&self, max: Option<u32>) -> Result<()> {
         let mut conn = self.store().conn();
         let meta = &self.keys().meta;
         match max {
@@ -56,9 +102,33 @@ impl Queue {
         }
     }
 
-    /// Sets (or with None lifts) the queue's rate limit.
+    /// Sets (or with None lifts) the queue's rate limit (a partitioned queue: its `max` split
+    /// over its partitions, each with the same window; see the module doc).
     pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<()> {
-        self.plain_only("a queue-wide rate limit")?;
+        if let Some(p) = self.spread() {
+            let each: Vec<Option<RateLimit>> = match limit {
+                Some(l) if l.max > 0 && l.window.as_millis() > 0 => {
+                    shares(l.max, p.members.len(), "the rate limit's max")?
+                        .into_iter()
+                        .map(|max| Some(RateLimit { max, ..l }))
+                        .collect()
+                }
+                other => vec![other; p.members.len()],
+            };
+            futures::future::try_join_all(
+                p.members
+                    .iter()
+                    .zip(each)
+                    .map(|(m, share)| m.set_rate_limit_here(share)),
+            )
+            .await?;
+            return Ok(());
+        }
+        self.set_rate_limit_here(limit).await
+    }
+
+    /// [`Queue::set_rate_limit`] on this queue's own slot (a plain queue, or one partition).
+    pub(crate) async fn set_rate_limit_here(&self, limit: Option<RateLimit>) -> Result<()> {
         let mut conn = self.store().conn();
         let meta = &self.keys().meta;
         match limit {

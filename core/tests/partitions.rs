@@ -425,19 +425,88 @@ async fn the_events_of_every_partition_read_as_one_stream() {
     }
 }
 
+/// The global concurrency and the rate limit of a partitioned queue are split evenly over its
+/// partitions: the total is never exceeded (at most 3 of 10 slots busy; 30 jobs at 6 per 500 ms
+/// take at least four windows), and a limit below the partition count is refused, typed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_not_spread_yet_are_typed_refusals() {
+async fn the_queue_wide_limits_split_over_the_partitions() {
     let store = common::standalone().await;
-    let q = open(&store, &unique("part-refuse"), Some(3)).await.unwrap();
-    let refused = [
-        q.set_rate_limit(None).await.err().map(|e| e.code()),
-        q.set_global_concurrency(Some(2))
-            .await
-            .err()
-            .map(|e| e.code()),
-    ];
-    for (i, code) in refused.iter().enumerate() {
-        assert_eq!(*code, Some(ErrorCode::InvalidOption), "call {i}");
+    let q = open(&store, &unique("part-limits"), Some(3)).await.unwrap();
+    for e in [
+        q.set_global_concurrency(Some(2)).await.err(),
+        q.set_global_concurrency(Some(0)).await.err(),
+        q.set_rate_limit(Some(emq::RateLimit {
+            max: 2,
+            window: Duration::from_millis(500),
+        }))
+        .await
+        .err(),
+    ] {
+        assert_eq!(e.map(|e| e.code()), Some(ErrorCode::InvalidOption));
+    }
+    // At most 3 at once (one per partition), from a worker of concurrency 10.
+    q.set_global_concurrency(Some(3)).await.unwrap();
+    q.add_bulk(numbered(30, |_| "c".into())).await.unwrap();
+    let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (r2, m2) = (running.clone(), most.clone());
+    let w = Worker::builder(q.clone())
+        .concurrency(10)
+        .handler(move |_job: JobContext| {
+            let (running, most) = (r2.clone(), m2.clone());
+            async move {
+                use std::sync::atomic::Ordering::SeqCst;
+                let now = running.fetch_add(1, SeqCst) + 1;
+                most.fetch_max(now, SeqCst);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                running.fetch_sub(1, SeqCst);
+                Ok(json!(null))
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until("30 done", Duration::from_secs(30), || async {
+        w.stats().completed == 30
+    })
+    .await;
+    w.close().await.unwrap();
+    let most = most.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=3).contains(&most), "{most} ran at once (limit 3)");
+    q.set_global_concurrency(None).await.unwrap();
+    // 6 per 500 ms: 2 per partition per window; a partition's 10 jobs take at least four windows
+    // after its first.
+    q.set_rate_limit(Some(emq::RateLimit {
+        max: 6,
+        window: Duration::from_millis(500),
+    }))
+    .await
+    .unwrap();
+    let ids = q.add_bulk(numbered(30, |_| "r".into())).await.unwrap();
+    assert_eq!(ids.len(), 30);
+    let mut busiest = 0;
+    for p in q.partitions().unwrap() {
+        busiest = busiest.max(p.counts().await.unwrap().waiting);
+    }
+    let began = std::time::Instant::now();
+    let w = Worker::builder(q.clone())
+        .concurrency(10)
+        .handler(|_job: JobContext| async { Ok(json!(null)) })
+        .run()
+        .unwrap();
+    wait_until("30 more done", Duration::from_secs(30), || async {
+        w.stats().completed == 30
+    })
+    .await;
+    let took = began.elapsed();
+    w.close().await.unwrap();
+    let windows = (busiest as u32).div_ceil(2) - 1;
+    assert!(
+        took >= Duration::from_millis(500) * windows - Duration::from_millis(50),
+        "{busiest} jobs in one partition at 2 per 500 ms took {took:?}"
+    );
+    q.set_rate_limit(None).await.unwrap();
+    for p in q.partitions().unwrap() {
+        audit_ok(p).await;
     }
     // Nothing was written into the logical name's own keys.
     let plain = Queue::with_store(

@@ -171,3 +171,31 @@ async def test_a_batch_created_on_a_partitioned_queue_lives_in_one_partition(clu
         await asyncio.sleep(0.05)
     await w.close()
     assert (await q.counts())["completed"] == 10
+
+
+async def test_the_queue_wide_limits_split_over_the_partitions(standalone, qname):
+    q = await emq.Queue.connect(standalone, qname, partitions=3)
+    with pytest.raises(InvalidOption, match="at least 3"):
+        await q.set_global_concurrency(2)
+    with pytest.raises(InvalidOption, match="at least 3"):
+        await q.set_rate_limit(2, 0.5)
+    await q.set_global_concurrency(3)
+    await q.add_bulk([("c", i) for i in range(24)])
+    running, most = 0, 0
+
+    async def handle(job: emq.Job) -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.03)
+        running -= 1
+
+    w = emq.Worker(q, handle, concurrency=10)
+    deadline = time.monotonic() + 30
+    while (await q.counts())["completed"] < 24:
+        assert time.monotonic() < deadline, await q.counts()
+        await asyncio.sleep(0.05)
+    await w.close()
+    assert 1 <= most <= 3, most
+    await q.set_global_concurrency(None)
+    await q.set_rate_limit(None)

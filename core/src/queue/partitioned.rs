@@ -28,17 +28,16 @@
 //! - as a dead-letter queue, its copies land in partitions as adds do, and `dead_letters` and
 //!   `replay_dead_letters` read and replay every partition's (`dead_letter.rs`);
 //! - a batch created on it lives in the partition its id routes to (`open_batch` finds it there),
-//!   and `batches` merges every partition's, newest first (`batch/mod.rs`, `batch_list.rs`).
-//!
+//!   and `batches` merges every partition's, newest first (`batch/mod.rs`, `batch_list.rs`);
 //! - a migration into it reads the source once per partition, each pass copying the jobs that
-//!   belong to its partition (`migrate/mod.rs`).
+//!   belong to its partition (`migrate/mod.rs`);
+//! - the global concurrency and the rate limit are split evenly over the partitions, each
+//!   partition keeping its share (`limits.rs`; a share left unused is not lent yet).
 //!
-//! Not spread yet (a typed `invalid_option`, never a silent write into the logical name's own
-//! keys, which no worker serves): the queue-wide rate limit and global concurrency (which need a
-//! count shared across slots).
+//! No call of a queue handle writes into the logical name's own job keys, which no worker serves.
 
 use super::{NewJob, Queue};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::job::{Counts, Job, JobState};
 use crate::job_id::JobId;
 use crate::keyspace::JobPart;
@@ -50,21 +49,6 @@ impl Queue {
     /// The partitions, when this is a partitioned queue's handle.
     pub(crate) fn spread(&self) -> Option<&Arc<Partitions>> {
         self.parts.as_ref()
-    }
-
-    /// `invalid_option` on a partitioned queue, for a call not spread over partitions yet.
-    pub(crate) fn plain_only(&self, what: &str) -> Result<()> {
-        match &self.parts {
-            None => Ok(()),
-            Some(p) => Err(Error::new(
-                ErrorCode::InvalidOption,
-                format!(
-                    "{what} is not supported on a partitioned queue yet ({} has {} partitions)",
-                    self.name,
-                    p.members.len()
-                ),
-            )),
-        }
     }
 }
 
