@@ -2,8 +2,8 @@
 // Partitioned queues from Node (the core's core/src/partitions.rs), against real servers from
 // emq-harness (standalone and the 3-master cluster): `partitions` reads back and is the queue's
 // (found without it, another count refused with InvalidOption), bad counts are refused, one
-// worker runs every job of every partition, groups and schedulers span the partitions, and a flow
-// spans partitioned queues.
+// worker runs every job of every partition, groups and schedulers span the partitions, a flow
+// spans partitioned queues, and the queue-wide limits split over the partitions.
 process.env.EMQ_GUARD = '1';
 
 const { test } = require('node:test');
@@ -108,3 +108,22 @@ for (const topology of ['standalone', 'cluster']) {
     assert.deepEqual(await parents.childrenResults(ids.id), saw);
   });
 }
+
+test('the queue-wide limits split over the partitions', async () => {
+  const q = h.track(await Queue.connect(h.servers.standalone, unique('part-limits'), { partitions: 3 }));
+  await assert.rejects(q.setGlobalConcurrency(2), (e) => e instanceof InvalidOption && /at least 3/.test(e.message));
+  await q.setGlobalConcurrency(3);
+  await q.addBulk(Array.from({ length: 24 }, (_, i) => ({ name: 'c', data: i })));
+  let running = 0;
+  let most = 0;
+  const w = new Worker(q, async () => {
+    running += 1;
+    most = Math.max(most, running);
+    await new Promise((r) => setTimeout(r, 30));
+    running -= 1;
+  }, { concurrency: 10 });
+  await waitFor('24 done', async () => (await q.counts()).completed === 24);
+  await w.close();
+  assert.ok(most >= 1 && most <= 3, `${most} ran at once (limit 3)`);
+  await q.setGlobalConcurrency(null);
+});

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Timeout
  * Partitioned queues (`Queue.connect(url, name, partitions = N)`, the core's partitions.rs) on a
  * real server: the count reads back and is the queue's (found without it, another count refused
  * with `INVALID_OPTION`), bad counts refused, one worker runs every job of every partition,
- * groups and schedulers span the partitions, and a flow spans partitioned queues.
+ * groups and schedulers span the partitions, a flow spans partitioned queues, and the queue-wide
+ * limits split over the partitions.
  */
 @Timeout(180)
 class PartitionsTest {
@@ -144,6 +145,42 @@ class PartitionsTest {
             } finally {
                 parents.close()
                 kids.close()
+            }
+        }
+    }
+
+    @Test
+    fun `the queue-wide limits split over the partitions`() = runBlocking {
+        withTimeout(150_000) {
+            val q = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue("kt-part-limits"), partitions = 3)
+            try {
+                val e = assertCode(ErrorCode.INVALID_OPTION, "below the partition count") {
+                    runBlocking { q.setGlobalConcurrency(2u) }
+                }
+                assertTrue((e as EmqException.Failed).reason.contains("at least 3"), e.reason)
+                q.setGlobalConcurrency(3u)
+                q.addBulk(List(24) { NewJob("c", "$it") })
+                val running = java.util.concurrent.atomic.AtomicInteger(0)
+                val most = java.util.concurrent.atomic.AtomicInteger(0)
+                val h = object : JobHandler {
+                    override suspend fun handle(job: JobRecord): String {
+                        most.accumulateAndGet(running.incrementAndGet()) { a, b -> maxOf(a, b) }
+                        kotlinx.coroutines.delay(30)
+                        running.decrementAndGet()
+                        return "null"
+                    }
+                }
+                val w = q.startWorker(h, 10, 5_000.0)
+                try {
+                    eventually(60_000, "24 jobs done") { w.stats().completed.takeIf { it == 24uL } }
+                } finally {
+                    w.shutdown()
+                    w.close()
+                }
+                assertTrue(most.get() in 1..3, "${most.get()} ran at once (limit 3)")
+                q.setGlobalConcurrency(null)
+            } finally {
+                q.close()
             }
         }
     }
