@@ -809,3 +809,64 @@ async fn a_job_cancelled_last_in_the_buffer_leaves_its_slot_to_the_next_jobs() {
     w.close().await.unwrap();
     audit_ok(&q).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_ahead_job_with_a_longer_lease_of_its_own_runs_once() {
+    // A job whose own lease (60 s) is longer than the worker's (3 s) waits in the buffer while
+    // the job before it runs: it starts once its turn comes, on the lease its claim took (the
+    // worker's), and is not given back for having less than a quarter of its own lease left.
+    let store = common::standalone().await;
+    let q = queue_on(&store, "ctl-own-lease").await;
+    q.add("quick", json!(0), JobOptions::default())
+        .await
+        .unwrap();
+    q.add("slow", json!(1), JobOptions::default())
+        .await
+        .unwrap();
+    let own = q
+        .add(
+            "own-lease",
+            json!(2),
+            JobOptions {
+                lease_ms: 60_000,
+                ..JobOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ran: Arc<Mutex<Vec<String>>> = Arc::default();
+    let ran2 = ran.clone();
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            prefetch: Some(1),
+            // Renewed every second: the job leased ahead starts before its first renewal.
+            lease: Duration::from_secs(3),
+            ..fast()
+        })
+        .handler(move |job: JobContext| {
+            let ran = ran2.clone();
+            async move {
+                ran.lock().unwrap().push(job.job().name.clone());
+                if job.job().name == "slow" {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                Ok(json!(null))
+            }
+        })
+        .run()
+        .unwrap();
+    wait_until(
+        "the job with its own lease completes",
+        Duration::from_secs(10),
+        || async { q.get(own).await.unwrap().and_then(|j| j.state) == Some(JobState::Completed) },
+    )
+    .await;
+    w.close().await.unwrap();
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(ran, ["quick", "slow", "own-lease"], "{ran:?}");
+    let (events, _) = q.job_events(own, 0, 1_000).await.unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert!(!kinds.contains(&"released"), "given back unrun: {kinds:?}");
+    audit_ok(&q).await;
+}

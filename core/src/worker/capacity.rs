@@ -176,6 +176,7 @@ pub(super) fn register(s: &Shared, jobs: &[(Job, String)], reported: usize, sinc
                 // The claim leased it for the worker's lease (a job's own lease comes with its
                 // first renewal, see `run_slot`).
                 until: since + s.opts.lease,
+                span: s.opts.lease,
                 abort: None,
                 interrupt: None,
                 cancel: early.remove(&job.id).map(|(reason, _)| reason),
@@ -282,8 +283,7 @@ const START_WITH_LEASE_LEFT: u32 = 4;
 pub(super) fn lapsed(s: &Shared, id: JobId) -> bool {
     let flights = s.flights.lock().expect("flights");
     flights.get(&id).is_some_and(|f| {
-        f.lost.load(Ordering::Relaxed)
-            || f.until < Instant::now() + Duration::from_millis(f.lease_ms) / START_WITH_LEASE_LEFT
+        f.lost.load(Ordering::Relaxed) || f.until < Instant::now() + f.span / START_WITH_LEASE_LEFT
     })
 }
 

@@ -51,7 +51,10 @@ pub(super) async fn renew_loop(s: Arc<Shared>) {
                         if lost.contains(id) {
                             f.lost.store(true, Ordering::Relaxed);
                         } else {
-                            f.until = f.until.max(sent + Duration::from_millis(lease_ms));
+                            // The server's lease now ends `lease_ms` after this call reached it
+                            // (a job's own lease may be shorter than the claim's).
+                            f.span = Duration::from_millis(lease_ms);
+                            f.until = sent + f.span;
                         }
                     }
                 }

@@ -141,8 +141,9 @@ struct Flight {
     lease_ms: u64,
     lost: Arc<AtomicBool>,
     /// Until when its lease surely holds, by this worker's clock: the send time of the last call
-    /// that took or renewed it, plus that call's lease (see [`lapsed`]).
+    /// that took or renewed it, plus that call's lease (`span`; see [`lapsed`]).
     until: Instant,
+    span: Duration,
     abort: Option<tokio::task::AbortHandle>,
     /// The running handler's interrupt (None while the job waits in the buffer).
     interrupt: Option<InterruptTx>,
