@@ -75,10 +75,13 @@ impl Drop for Ticket {
 }
 
 /// Ticket `n`'s jobs arrive: they and every later ticket's already here go to the buffer while
-/// they are next in line.
+/// they are next in line, all of them before any slot starts one (the buffer puts them in the
+/// server's lease order, `Pool::push`).
 fn arrive(s: &Arc<Shared>, n: u64, jobs: Vec<(Job, String)>, leases: bool) {
     let mut o = s.order.lock().expect("claim order");
     o.early.insert(n, (jobs, leases));
+    let mut due: Vec<(Job, String)> = Vec::new();
+    let mut none_coming = false;
     loop {
         let next = o.next;
         let Some((jobs, leases)) = o.early.remove(&next) else {
@@ -88,11 +91,13 @@ fn arrive(s: &Arc<Shared>, n: u64, jobs: Vec<(Job, String)>, leases: bool) {
         if leases {
             s.pool.coming(s.member, false);
         }
-        if jobs.is_empty() && leases && s.pool.waits_for_coming() {
-            // What another queue's jobs waited for is not coming: let them start.
-            fill(s);
-        } else {
-            enqueue(s, jobs);
-        }
+        // What another queue's jobs waited for is not coming: let them start.
+        none_coming |= jobs.is_empty() && leases && s.pool.waits_for_coming();
+        due.extend(jobs);
+    }
+    if !due.is_empty() {
+        enqueue(s, due);
+    } else if none_coming {
+        fill(s);
     }
 }

@@ -362,9 +362,25 @@ impl Pool {
         self.held_by[m].fetch_sub(n, Ordering::SeqCst);
     }
 
-    /// Buffers member `m`'s jobs.
+    /// Buffers member `m`'s jobs in the order the server leased them (by their lease tokens,
+    /// see [`lease_order`]): claims come back in the order they were sent (`order.rs`), but two
+    /// sent at once by two tasks may reach the server the other way round, and then the later
+    /// claim holds the earlier jobs. A job is put before the buffered ones leased after it.
     pub(super) fn push(ready: &mut Ready, m: usize, jobs: Vec<(Job, String)>) {
-        ready.jobs[m].extend(jobs);
+        let buf = &mut ready.jobs[m];
+        for job in jobs {
+            let key = lease_order(&job.1);
+            let at = match (key, buf.back().and_then(|b| lease_order(&b.1))) {
+                // Leased after the last one (the usual case), or not comparable: at the back.
+                (None, _) | (_, None) => buf.len(),
+                (Some(k), Some(last)) if k >= last => buf.len(),
+                (Some(k), _) => buf
+                    .iter()
+                    .position(|b| lease_order(&b.1).is_some_and(|o| o > k))
+                    .unwrap_or(buf.len()),
+            };
+            buf.insert(at, job);
+        }
     }
 
     /// Jobs waiting in member `m`'s buffer.
@@ -427,10 +443,46 @@ impl Pool {
     }
 }
 
+/// Where a lease token (`<server µs>.<place in its claim>`) falls in the server's order of leases.
+fn lease_order(token: &str) -> Option<(u64, u32)> {
+    let (us, place) = token.split_once('.')?;
+    Some((us.parse().ok()?, place.parse().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn the_buffer_keeps_the_servers_lease_order() {
+        let job = |n: u64| {
+            let mut j = Job::from_record(
+                JobId::from_parts(1_700_000_000_000, 1, n as u16),
+                None,
+                HashMap::new(),
+            );
+            j.name = format!("j{n}");
+            j
+        };
+        let p = five_to_one();
+        let mut ready = p.ready.lock().unwrap();
+        // A claim leased at µs 200 comes back first, then one leased at µs 100 (sent later by
+        // another task but run first by the server), then one at 300.
+        Pool::push(
+            &mut ready,
+            0,
+            vec![(job(3), "200.1".into()), (job(4), "200.2".into())],
+        );
+        Pool::push(
+            &mut ready,
+            0,
+            vec![(job(1), "100.1".into()), (job(2), "100.2".into())],
+        );
+        Pool::push(&mut ready, 0, vec![(job(5), "300.1".into())]);
+        let names: Vec<String> = ready.jobs[0].iter().map(|(j, _)| j.name.clone()).collect();
+        assert_eq!(names, ["j1", "j2", "j3", "j4", "j5"]);
+    }
 
     fn five_to_one() -> Pool {
         let names = ["a".to_string(), "b".to_string()];
