@@ -15,7 +15,17 @@ const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 10
 async function main() {
   const [url, name, leaseMs, sleepMs, tag, conc] = process.env.EMQ_CHAOS_CHILD.split('|');
   const urls = url.split(',');
-  const q = await emq.Queue.connect(urls.length > 1 ? urls : urls[0], name);
+  // A child started while the storm has the datastore down (its restart) connects once it is back.
+  let q;
+  for (let tries = 0; ; tries += 1) {
+    try {
+      q = await emq.Queue.connect(urls.length > 1 ? urls : urls[0], name);
+      break;
+    } catch (e) {
+      if (tries >= 200) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
   const handler = async (job) => {
     process.stdout.write(`STARTED ${job.id} ${nowUs()}\n`);
     await new Promise((r) => setTimeout(r, Number(sleepMs)));

@@ -15,7 +15,15 @@ LIFETIME_S = 240
 async def main() -> None:
     url, name, lease_ms, sleep_ms, tag, conc = os.environ["EMQ_CHAOS_CHILD"].split("|")
     urls = url.split(",")
-    q = await emq.Queue.connect(urls if len(urls) > 1 else urls[0], name)
+    # A child started while the storm has the datastore down (its restart) connects once it is back.
+    for tries in range(201):
+        try:
+            q = await emq.Queue.connect(urls if len(urls) > 1 else urls[0], name)
+            break
+        except emq.EmqError:
+            if tries == 200:
+                raise
+            await asyncio.sleep(0.1)
     pause = int(sleep_ms) / 1000
 
     async def handle(job):

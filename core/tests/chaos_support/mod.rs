@@ -97,7 +97,20 @@ pub async fn child_body() {
     } else {
         emq::ConnectOptions::new(url)
     };
-    let q = Queue::connect(opts.guarded(true), &name).await.unwrap();
+    // A child started while the storm has the datastore down (its restart) connects once it is
+    // back.
+    let opts = opts.guarded(true);
+    let mut tries = 0;
+    let q = loop {
+        match Queue::connect(opts.clone(), &name).await {
+            Ok(q) => break q,
+            Err(_) if tries < 200 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("connect: {e}"),
+        }
+    };
     let w = Worker::builder(q)
         .options(WorkerOptions {
             concurrency,
@@ -164,11 +177,16 @@ pub struct Run {
     pub end_us: Option<u64>,
 }
 
+/// How much of each end of a run [`Fleet::most_at_once`] leaves out (see there).
+pub const CLOCK_SLACK_US: u64 = 5_000;
+
 /// A fault injected on a child: when, until when (a kill never heals), and the jobs it had running.
 #[derive(Clone, Debug)]
 struct Fault {
     child: usize,
     at: Instant,
+    /// When it began, in µs since the epoch ([`now_us`], the runs' stamps).
+    at_us: u64,
     healed: Option<Instant>,
     killed: bool,
     in_flight: Vec<String>,
@@ -350,6 +368,7 @@ impl Fleet {
         self.faults.push(Fault {
             child: n,
             at,
+            at_us,
             healed: None,
             killed: true,
             in_flight,
@@ -363,6 +382,7 @@ impl Fleet {
         self.faults.push(Fault {
             child: n,
             at: Instant::now(),
+            at_us: now_us(),
             healed: None,
             killed: false,
             in_flight,
@@ -443,16 +463,35 @@ impl Fleet {
 
     /// The most runs of one group's jobs (`group_of`: job id -> group) that ran at once, per group,
     /// from the handlers' own stamps (a run that ends when another starts does not overlap it; a
-    /// run with no end yet counts as running).
+    /// run with no end yet counts as running). The stamps come from three processes' clocks, one
+    /// of them derived (Node's `performance.timeOrigin + now()`, which drifts from the wall clock
+    /// by tens of µs a second), and a slot freed on the server is taken by another worker within
+    /// a round trip or two of the handler's return: each run counts from [`CLOCK_SLACK_US`] after
+    /// its start to as long before its end, so runs that merely touch are not counted as
+    /// overlapping (a run over its group's cap would overlap by most of a job).
     pub fn most_at_once(&self, group_of: &HashMap<String, String>) -> HashMap<String, usize> {
+        self.most_at_once_within(group_of, CLOCK_SLACK_US)
+    }
+
+    /// [`Fleet::most_at_once`] with `slack_us` left out of each end of every run.
+    pub fn most_at_once_within(
+        &self,
+        group_of: &HashMap<String, String>,
+        slack_us: u64,
+    ) -> HashMap<String, usize> {
         let mut edges: HashMap<&str, Vec<(u64, i32)>> = HashMap::new();
         for (id, runs) in &self.runs {
             let Some(g) = group_of.get(id) else { continue };
             for r in runs {
                 let Some(start) = r.start_us else { continue };
+                let end = r.end_us.unwrap_or(u64::MAX);
+                let (from, to) = (start + slack_us, end.saturating_sub(slack_us));
+                if from >= to {
+                    continue;
+                }
                 let e = edges.entry(g.as_str()).or_default();
-                e.push((start, 1));
-                e.push((r.end_us.unwrap_or(u64::MAX), -1));
+                e.push((from, 1));
+                e.push((to, -1));
             }
         }
         edges
@@ -467,6 +506,14 @@ impl Fleet {
                 }
                 (g.to_string(), most as usize)
             })
+            .collect()
+    }
+
+    /// Each fault as (child, killed, µs since the epoch it began, last 8 digits), oldest first.
+    pub fn kill_times(&self) -> Vec<(usize, bool, u64)> {
+        self.faults
+            .iter()
+            .map(|f| (f.child, f.killed, f.at_us % 100_000_000))
             .collect()
     }
 
