@@ -691,19 +691,6 @@ async fn a_group_cap_holds_through_a_kill_storm_and_a_datastore_restart() {
     .await;
     let (lost, twice) = final_checks(&q, &mut fleet, &ids).await;
     let most = fleet.most_at_once(&group_of);
-    // What the slack left out (runs of one group that overlapped by under 2 × the slack), for the
-    // report: these are touching runs, not a cap exceeded.
-    let touching: Vec<(String, usize)> = fleet
-        .most_at_once_within(&group_of, 0)
-        .into_iter()
-        .filter(|(g, n)| *n > most.get(g).copied().unwrap_or(0))
-        .collect();
-    if !touching.is_empty() {
-        eprintln!(
-            "group cap: runs overlapping by under {} µs, not counted: {touching:?}",
-            2 * chaos_support::CLOCK_SLACK_US
-        );
-    }
     fleet.stop_all();
     let labels: Vec<&str> = langs.iter().map(|l| l.0).collect();
     let mut runs_by: HashMap<&str, usize> = HashMap::new();

@@ -177,9 +177,6 @@ pub struct Run {
     pub end_us: Option<u64>,
 }
 
-/// How much of each end of a run [`Fleet::most_at_once`] leaves out (see there).
-pub const CLOCK_SLACK_US: u64 = 5_000;
-
 /// A fault injected on a child: when, until when (a kill never heals), and the jobs it had running.
 #[derive(Clone, Debug)]
 struct Fault {
@@ -308,12 +305,20 @@ impl Fleet {
                             }
                         }
                     }
+                    // A line read after its child was killed (it was still in the pipe when the
+                    // kill marked the child's runs ended): the run ended at the kill too. Left
+                    // open, it counted as running for the rest of the test.
+                    let killed_at = self
+                        .faults
+                        .iter()
+                        .find(|f| f.child == ev.child && f.killed)
+                        .map(|f| f.at_us);
                     self.runs.entry(id).or_default().push(Run {
                         child: ev.child,
                         started: ev.at,
                         done: false,
                         start_us,
-                        end_us: None,
+                        end_us: killed_at,
                     });
                 }
                 Some("DONE") => {
@@ -463,32 +468,14 @@ impl Fleet {
 
     /// The most runs of one group's jobs (`group_of`: job id -> group) that ran at once, per group,
     /// from the handlers' own stamps (a run that ends when another starts does not overlap it; a
-    /// run with no end yet counts as running). The stamps come from three processes' clocks, one
-    /// of them derived (Node's `performance.timeOrigin + now()`, which drifts from the wall clock
-    /// by tens of µs a second), and a slot freed on the server is taken by another worker within
-    /// a round trip or two of the handler's return: each run counts from [`CLOCK_SLACK_US`] after
-    /// its start to as long before its end, so runs that merely touch are not counted as
-    /// overlapping (a run over its group's cap would overlap by most of a job).
+    /// run with no end yet counts as running).
     pub fn most_at_once(&self, group_of: &HashMap<String, String>) -> HashMap<String, usize> {
-        self.most_at_once_within(group_of, CLOCK_SLACK_US)
-    }
-
-    /// [`Fleet::most_at_once`] with `slack_us` left out of each end of every run.
-    pub fn most_at_once_within(
-        &self,
-        group_of: &HashMap<String, String>,
-        slack_us: u64,
-    ) -> HashMap<String, usize> {
         let mut edges: HashMap<&str, Vec<(u64, i32)>> = HashMap::new();
         for (id, runs) in &self.runs {
             let Some(g) = group_of.get(id) else { continue };
             for r in runs {
                 let Some(start) = r.start_us else { continue };
-                let end = r.end_us.unwrap_or(u64::MAX);
-                let (from, to) = (start + slack_us, end.saturating_sub(slack_us));
-                if from >= to {
-                    continue;
-                }
+                let (from, to) = (start, r.end_us.unwrap_or(u64::MAX));
                 let e = edges.entry(g.as_str()).or_default();
                 e.push((from, 1));
                 e.push((to, -1));
