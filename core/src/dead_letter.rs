@@ -304,7 +304,9 @@ impl Queue {
         };
         let mut out = Vec::new();
         for id in ids {
-            let Some(job) = self.get(id).await? else {
+            // The job's own queue (its partition, found once).
+            let home = self.holder_of(id).await?;
+            let Some(job) = home.get(id).await? else {
                 continue;
             };
             let Some(origin) = job.dead_letter_origin() else {
@@ -320,11 +322,7 @@ impl Queue {
             options.id = Some(origin_id);
             options.delay_ms = 0;
             options.dead_lettered = None;
-            // The payload as stored (read back exactly), from the job's partition.
-            let home = match self.spread() {
-                Some(p) => crate::queue::partitioned::owner(p, id).await?,
-                None => self,
-            };
+            // The payload as stored (read back exactly).
             let data: Option<String> = redis::cmd("HGET")
                 .arg(home.name().job_key(id, JobPart::Record))
                 .arg("data")
@@ -344,7 +342,7 @@ impl Queue {
             if back.add_json(&job.name, &data, options).await? != origin_id {
                 continue;
             }
-            match self.remove(id).await? {
+            match home.remove(id).await? {
                 Moved::Moved | Moved::NotFound => out.push(Replayed {
                     id,
                     queue: origin.queue,

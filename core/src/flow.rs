@@ -161,10 +161,7 @@ impl Queue {
     /// policy appear as `{"failed": …}`).
     /// A child in a partitioned queue is named by its logical queue.
     pub async fn children_results(&self, parent: JobId) -> Result<HashMap<String, Value>> {
-        let home = match self.spread() {
-            Some(p) => crate::queue::partitioned::owner(p, parent).await?,
-            None => self,
-        };
+        let home = self.holder_of(parent).await?;
         let all: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(home.name().job_key(parent, JobPart::Record))
             .query_async(&mut home.store().conn())
@@ -321,10 +318,7 @@ impl Queue {
             data,
             options,
         };
-        let home = match self.spread() {
-            Some(p) => crate::queue::partitioned::owner(p, parent).await?,
-            None => self,
-        };
+        let home = self.holder_of(parent).await?;
         add_child_to(home, parent, "", queue, job).await
     }
 }

@@ -66,14 +66,10 @@ impl Queue {
                     .map(Some)
                     .collect(),
             };
-            futures::future::try_join_all(
-                p.members
-                    .iter()
-                    .zip(each)
-                    .map(|(m, share)| m.set_global_concurrency_here(share)),
-            )
-            .await?;
-            return Ok(());
+            return crate::queue::partitioned::each_with(p, each, |m, share| {
+                Box::pin(m.set_global_concurrency_here(share))
+            })
+            .await;
         }
         self.set_global_concurrency_here(max).await
     }
@@ -115,14 +111,10 @@ impl Queue {
                 }
                 other => vec![other; p.members.len()],
             };
-            futures::future::try_join_all(
-                p.members
-                    .iter()
-                    .zip(each)
-                    .map(|(m, share)| m.set_rate_limit_here(share)),
-            )
-            .await?;
-            return Ok(());
+            return crate::queue::partitioned::each_with(p, each, |m, share| {
+                Box::pin(m.set_rate_limit_here(share))
+            })
+            .await;
         }
         self.set_rate_limit_here(limit).await
     }

@@ -50,6 +50,15 @@ impl Queue {
     pub(crate) fn spread(&self) -> Option<&Arc<Partitions>> {
         self.parts.as_ref()
     }
+
+    /// The queue that holds job `id`: this one, or on a partitioned handle the partition that
+    /// holds it ([`owner`]).
+    pub(crate) async fn holder_of(&self, id: JobId) -> Result<&Queue> {
+        match self.spread() {
+            Some(p) => owner(p, id).await,
+            None => Ok(self),
+        }
+    }
 }
 
 /// The partition that holds job `id` (asked of all at once), else the one its id routes to.
@@ -120,6 +129,16 @@ where
     F: Fn(&'a Queue) -> BoxFuture<'a, Result<T>>,
 {
     try_join_all(p.members.iter().map(f)).await
+}
+
+/// Runs `f` on every partition with its own one of `values` (one per partition, in order), all
+/// at once.
+pub(crate) async fn each_with<'a, T, F>(p: &'a Partitions, values: Vec<T>, f: F) -> Result<()>
+where
+    F: Fn(&'a Queue, T) -> BoxFuture<'a, Result<()>>,
+{
+    try_join_all(p.members.iter().zip(values).map(|(m, v)| f(m, v))).await?;
+    Ok(())
 }
 
 /// Sums what `f` gives on every partition.
