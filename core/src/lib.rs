@@ -61,6 +61,7 @@ pub mod scheduler;
 pub mod script;
 #[cfg(not(feature = "testing"))]
 mod script;
+mod shares;
 pub mod spec;
 mod store;
 mod task;

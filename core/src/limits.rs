@@ -59,17 +59,7 @@ impl Queue {
     /// (a partitioned queue: split over its partitions, see the module doc).
     pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<()> {
         if let Some(p) = self.spread() {
-            let each: Vec<Option<u32>> = match max {
-                Some(0) | None => vec![max; p.members.len()],
-                Some(n) => shares(n, p.members.len(), "the global concurrency")?
-                    .into_iter()
-                    .map(Some)
-                    .collect(),
-            };
-            return crate::queue::partitioned::each_with(p, each, |m, share| {
-                Box::pin(m.set_global_concurrency_here(share))
-            })
-            .await;
+            return crate::shares::set_total(self, p, max).await;
         }
         self.set_global_concurrency_here(max).await
     }

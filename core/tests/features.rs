@@ -23,6 +23,60 @@ fn opts(concurrency: usize) -> WorkerOptions {
     }
 }
 
+/// With a global concurrency of 1 and two workers, the next job starts as soon as one ends: it
+/// does not sit, leased and unstarted, in a worker's buffer until that worker's blocking wait
+/// ends (the completer's refill was held behind the fetch loop's empty claim, whose ticket lived
+/// across its wait: gaps of the whole 5 s block timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_queue_starts_the_next_job_when_one_ends() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "gconc-gap").await;
+    q.set_global_concurrency(Some(1)).await.unwrap();
+    q.add_bulk(jobs("n", 12)).await.unwrap();
+    let runs = Arc::new(std::sync::Mutex::new(Vec::<(Instant, Instant)>::new()));
+    let mut workers: Vec<WorkerHandle> = Vec::new();
+    for _ in 0..2 {
+        let runs = runs.clone();
+        workers.push(
+            Worker::builder(q.clone())
+                .options(WorkerOptions {
+                    concurrency: 5,
+                    ..WorkerOptions::default()
+                })
+                .handler(move |_job: JobContext| {
+                    let runs = runs.clone();
+                    async move {
+                        let began = Instant::now();
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        runs.lock().unwrap().push((began, Instant::now()));
+                        Ok(Value::Null)
+                    }
+                })
+                .run()
+                .unwrap(),
+        );
+    }
+    wait_until("12 done", Duration::from_secs(60), || async {
+        q.counts().await.unwrap().completed == 12
+    })
+    .await;
+    for w in workers {
+        w.close().await.unwrap();
+    }
+    let mut runs = runs.lock().unwrap().clone();
+    runs.sort();
+    let gap = runs
+        .windows(2)
+        .map(|w| w[1].0.saturating_duration_since(w[0].1))
+        .max()
+        .unwrap();
+    assert!(
+        gap < Duration::from_secs(2),
+        "the longest wait between one job's end and the next one's start was {gap:?}"
+    );
+    audit_ok(&q).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_concurrency_holds_across_workers() {
     for (topology, store) in common::both().await {

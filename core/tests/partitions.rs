@@ -425,15 +425,15 @@ async fn the_events_of_every_partition_read_as_one_stream() {
     }
 }
 
-/// The global concurrency and the rate limit of a partitioned queue are split evenly over its
-/// partitions: the total is never exceeded (at most 3 of 10 slots busy; 30 jobs at 6 per 500 ms
-/// take at least four windows), and a limit below the partition count is refused, typed.
+/// The global concurrency of a partitioned queue holds over all its partitions (2 over 3
+/// partitions: at most 2 of 10 slots busy), and its rate limit is split evenly over them (30 jobs
+/// at 6 per 500 ms take at least four windows); a rate limit below the partition count and a
+/// concurrency of 0 are refused, typed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_queue_wide_limits_split_over_the_partitions() {
+async fn the_queue_wide_limits_hold_over_the_partitions() {
     let store = common::standalone().await;
     let q = open(&store, &unique("part-limits"), Some(3)).await.unwrap();
     for e in [
-        q.set_global_concurrency(Some(2)).await.err(),
         q.set_global_concurrency(Some(0)).await.err(),
         q.set_rate_limit(Some(emq::RateLimit {
             max: 2,
@@ -444,8 +444,9 @@ async fn the_queue_wide_limits_split_over_the_partitions() {
     ] {
         assert_eq!(e.map(|e| e.code()), Some(ErrorCode::InvalidOption));
     }
-    // At most 3 at once (one per partition), from a worker of concurrency 10.
-    q.set_global_concurrency(Some(3)).await.unwrap();
+    // At most 2 at once over the 3 partitions (below their count: one has no share at a time),
+    // from a worker of concurrency 10.
+    q.set_global_concurrency(Some(2)).await.unwrap();
     q.add_bulk(numbered(30, |_| "c".into())).await.unwrap();
     let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -471,7 +472,7 @@ async fn the_queue_wide_limits_split_over_the_partitions() {
     .await;
     w.close().await.unwrap();
     let most = most.load(std::sync::atomic::Ordering::SeqCst);
-    assert!((1..=3).contains(&most), "{most} ran at once (limit 3)");
+    assert_eq!(most, 2, "{most} ran at once (limit 2)");
     q.set_global_concurrency(None).await.unwrap();
     // 6 per 500 ms: 2 per partition per window; a partition's 10 jobs take at least four windows
     // after its first.
@@ -517,6 +518,100 @@ async fn the_queue_wide_limits_split_over_the_partitions() {
     .unwrap();
     assert_eq!(plain.counts().await.unwrap().total(), 0);
     q.obliterate(true).await.unwrap();
+}
+
+/// The global concurrency goes where the work is (`shares.rs`): 4 over 4 partitions with every
+/// job in one group (one partition) runs 4 at once, not the 1 an even split would allow; then
+/// with work in every partition, two workers never run more than 4 together, and every job runs
+/// once. On both topologies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_global_concurrency_goes_to_the_partitions_with_work() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    for (topology, store) in common::both().await {
+        let q = open(&store, &unique("part-lend"), Some(4)).await.unwrap();
+        q.set_global_concurrency(Some(4)).await.unwrap();
+        let hot = JobOptions {
+            group: Some("hot".into()),
+            ..JobOptions::default()
+        };
+        let jobs: Vec<NewJob> = (0..40)
+            .map(|i| NewJob {
+                name: "hot".into(),
+                data: json!(i),
+                options: hot.clone(),
+            })
+            .collect();
+        q.add_bulk(jobs).await.unwrap();
+        assert_eq!(
+            per_partition(&q).await.iter().filter(|n| **n > 0).count(),
+            1,
+            "{topology}: one group, one partition"
+        );
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let runs = Arc::new(Mutex::new(Vec::<u64>::new()));
+        let worker = |q: &Queue| {
+            let (running, most, runs) = (running.clone(), most.clone(), runs.clone());
+            Worker::builder(q.clone())
+                .concurrency(10)
+                .handler(move |job: JobContext| {
+                    let (running, most, runs) = (running.clone(), most.clone(), runs.clone());
+                    async move {
+                        let now = running.fetch_add(1, SeqCst) + 1;
+                        most.fetch_max(now, SeqCst);
+                        runs.lock().unwrap().push(job.data().as_u64().unwrap());
+                        tokio::time::sleep(Duration::from_millis(60)).await;
+                        running.fetch_sub(1, SeqCst);
+                        Ok(json!(null))
+                    }
+                })
+                .run()
+                .unwrap()
+        };
+        let (a, b) = (worker(&q), worker(&q));
+        wait_until("40 hot jobs done", Duration::from_secs(30), || async {
+            a.stats().completed + b.stats().completed == 40
+        })
+        .await;
+        assert_eq!(
+            most.load(SeqCst),
+            4,
+            "{topology}: the hot partition got the whole limit"
+        );
+        // Work everywhere: 100 jobs spread by id, the limit still holds over both workers.
+        most.store(0, SeqCst);
+        let spread: Vec<NewJob> = (40..140)
+            .map(|i| NewJob {
+                name: "spread".into(),
+                data: json!(i),
+                options: JobOptions::default(),
+            })
+            .collect();
+        q.add_bulk(spread).await.unwrap();
+        wait_until("140 jobs done", Duration::from_secs(30), || async {
+            a.stats().completed + b.stats().completed == 140
+        })
+        .await;
+        a.close().await.unwrap();
+        b.close().await.unwrap();
+        assert!(
+            (1..=4).contains(&most.load(SeqCst)),
+            "{topology}: {} ran at once (limit 4)",
+            most.load(SeqCst)
+        );
+        let mut seen = runs.lock().unwrap().clone();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..140).collect::<Vec<u64>>(),
+            "{topology}: each job once"
+        );
+        q.set_global_concurrency(None).await.unwrap();
+        for p in q.partitions().unwrap() {
+            audit_ok(p).await;
+        }
+        q.obliterate(true).await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

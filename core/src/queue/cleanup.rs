@@ -225,6 +225,7 @@ impl Queue {
         if let Some(p) = self.spread() {
             let n = super::partitioned::sum(p, |m| Box::pin(m.obliterate_here(force))).await?;
             crate::queue::partition_set::forget_count(self).await?;
+            crate::shares::forget(self).await?;
             return Ok(n);
         }
         self.obliterate_here(force).await

@@ -94,6 +94,12 @@ impl WorkerBuilder {
             }
         }
         let pool = Pool::new(self.opts.concurrency, &names, &self.opts.queue_order)?;
+        let partitioned: Vec<Queue> = self
+            .queues
+            .iter()
+            .filter(|q| q.partitions().is_some())
+            .cloned()
+            .collect();
         let (queues, pool) = spread_partitions(self.queues, pool, &self.opts.queue_order)?;
         let pool = Arc::new(pool);
         // One id for the whole worker: each member registers under it in its own queue's slot
@@ -125,7 +131,15 @@ impl WorkerBuilder {
             let tasks = start_tasks(&s);
             (s, tasks)
         });
-        let (shared, tasks) = handles.next().expect("one queue at least");
+        let (shared, mut tasks) = handles.next().expect("one queue at least");
+        // A partitioned queue's global concurrency moves to where its jobs are (`shares.rs`):
+        // every worker on it takes part in the rounds (one holds them at a time).
+        for q in partitioned {
+            tasks.push(TaskHandle::spawn(crate::shares::lend_loop(
+                q,
+                waiter.clone(),
+            )));
+        }
         let siblings = handles
             .map(|(shared, tasks)| WorkerHandle {
                 shared,

@@ -156,6 +156,9 @@ pub(super) async fn fetch_loop(s: Arc<Shared>) {
             start(&s, jobs, starting, ticket).await;
             continue;
         }
+        // Nothing leased: let the later claims' jobs through now (the completer's refill, say),
+        // not when this wait ends (they would sit in the buffer, unstarted, until it does).
+        drop(ticket);
         let wait = due
             .map(|d| Duration::from_millis(d.max(1)))
             .unwrap_or(s.opts.block_timeout)
