@@ -9,11 +9,10 @@
 //! server's clock, trimmed when the window ends); a group that has used its window leaves the
 //! groups' turns until it ends, when a claim rejoins it, so one busy group never blocks the others.
 //!
-//! On a partitioned queue the global concurrency and the rate limit are split evenly over the
-//! partitions ([`shares`]: each partition's claims keep its share, so the total never exceeds the
-//! limit); a share one partition leaves unused is not lent to another yet, so a queue whose load
-//! is uneven over its partitions gets less than the limit. The per-group rate limit applies in
-//! each partition as is (a group's jobs keep to one partition).
+//! On a partitioned queue the global concurrency and the rate limit are kept as one share per
+//! partition, which each partition's claims honour and the workers move to the partitions that
+//! have work, never past the limit (`shares.rs`). The per-group rate limit applies in each
+//! partition as is (a group's jobs keep to one partition).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::Queue;
@@ -37,29 +36,16 @@ pub struct GroupRateLimit {
     pub window: Duration,
 }
 
-/// `total` split over `n` partitions, as even as whole numbers allow (the first ones take the
-/// remainder); `invalid_option` when some partition would get none.
-pub(crate) fn shares(total: u32, n: usize, what: &str) -> Result<Vec<u32>> {
-    let n32 = n as u32;
-    if total < n32 {
-        return Err(Error::new(
-            ErrorCode::InvalidOption,
-            format!(
-                "{what} of a partitioned queue is split over its {n} partitions, at least 1 each: it must be at least {n}, got {total}"
-            ),
-        ));
-    }
-    Ok((0..n32)
-        .map(|i| total / n32 + u32::from(i < total % n32))
-        .collect())
-}
-
 impl Queue {
     /// Sets (or with None lifts) the most jobs of this queue active at once across all workers
-    /// (a partitioned queue: split over its partitions, see the module doc).
+    /// (a partitioned queue: over all its partitions, see the module doc).
     pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<()> {
         if let Some(p) = self.spread() {
-            return crate::shares::set_total(self, p, max).await;
+            if max == Some(0) {
+                return self.set_global_concurrency_here(max).await;
+            }
+            return crate::shares::set_total(self, p, crate::shares::Limit::Concurrency, max, None)
+                .await;
         }
         self.set_global_concurrency_here(max).await
     }
@@ -88,23 +74,29 @@ impl Queue {
         }
     }
 
-    /// Sets (or with None lifts) the queue's rate limit (a partitioned queue: its `max` split
-    /// over its partitions, each with the same window; see the module doc).
+    /// Sets (or with None lifts) the queue's rate limit (a partitioned queue: its `max` over all
+    /// its partitions, each counting its share in its own window of that length; see the module
+    /// doc).
     pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<()> {
         if let Some(p) = self.spread() {
-            let each: Vec<Option<RateLimit>> = match limit {
-                Some(l) if l.max > 0 && l.window.as_millis() > 0 => {
-                    shares(l.max, p.members.len(), "the rate limit's max")?
-                        .into_iter()
-                        .map(|max| Some(RateLimit { max, ..l }))
-                        .collect()
+            return match limit {
+                Some(l) if l.max == 0 || l.window.as_millis() == 0 => {
+                    self.set_rate_limit_here(limit).await
                 }
-                other => vec![other; p.members.len()],
+                Some(l) => {
+                    crate::shares::set_total(
+                        self,
+                        p,
+                        crate::shares::Limit::Rate,
+                        Some(l.max),
+                        Some(l.window),
+                    )
+                    .await
+                }
+                None => {
+                    crate::shares::set_total(self, p, crate::shares::Limit::Rate, None, None).await
+                }
             };
-            return crate::queue::partitioned::each_with(p, each, |m, share| {
-                Box::pin(m.set_rate_limit_here(share))
-            })
-            .await;
         }
         self.set_rate_limit_here(limit).await
     }

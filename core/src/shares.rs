@@ -1,28 +1,32 @@
-//! A partitioned queue's global concurrency, lent to the partitions that have work: the queue's
-//! limit `G` ([`Queue::set_global_concurrency`]) is kept as one share per partition (each
-//! partition's own `concurrency`, which its claims honour as a plain queue's, `lib/claim.lua`),
-//! and the workers move the shares to where the jobs are, so an uneven load still gets `G` jobs
-//! running at once, never more.
+//! A partitioned queue's global concurrency and rate limit, lent to the partitions that have
+//! work: each limit `L` ([`Queue::set_global_concurrency`], [`Queue::set_rate_limit`]) is kept as
+//! one share per partition (each partition's own `concurrency` and `rl_max`, which its claims
+//! honour as a plain queue's, `lib/claim.lua`), and the workers move the shares to where the jobs
+//! are, so an uneven load still gets the whole limit, never more.
 //!
 //! What this file owns:
-//! - **The total**, stored in the logical queue's own meta hash (`share_total`, no job key), with
-//!   a version (`share_v`) that every share write carries (`share_total.lua`). Setting it writes
-//!   an even split (some partitions 0 when `G` is below the partition count).
+//! - **The totals**, stored in the logical queue's own meta hash (`share_total`, `share_rate`; no
+//!   job key), with a version (`share_v`) that every share write carries (`share_total.lua`).
+//!   Setting a limit writes an even split (some partitions 0 when `L` is below the partition
+//!   count; the rate limit's window the same on each).
 //! - **Rounds**: every worker on a partitioned queue tries, every [`ROUND_EVERY`], to take the
 //!   round's lease (`share_lease.lua`, on the server's clock, [`ROUND_LEASE`]; the holder renews it
-//!   each round) with a fresh version. The holder reads every partition (its jobs in `active` and
-//!   its ready jobs) and stamps the version on it (`share_set.lua`, which refuses a lower version
-//!   than it has seen: a round whose lease lapsed, or one older than the last total, changes
-//!   nothing), computes the targets ([`targets`]: max-min fair over the partitions' work, the rest
-//!   spread evenly), **shrinks** first, then **grows** only into what is free: `G` minus, for each
-//!   partition, the larger of its share and its jobs in `active` (read after its shrink; a
-//!   partition never leases past its share, so that bound only falls). So the shares' claims never
-//!   have more than `G` jobs active together, at any moment, even while shares move.
+//!   each round) with a fresh version. The holder reads every partition (its jobs in `active`, its
+//!   starts in the current rate window, its ready jobs) and stamps the version on it
+//!   (`share_set.lua`, which refuses a lower version than it has seen: a round whose lease lapsed,
+//!   or one older than the last limit set, changes nothing), computes the targets ([`targets`]:
+//!   max-min fair over the partitions' work, the rest spread evenly), **shrinks** first, then
+//!   **grows** only into what is free: `L` minus, for each partition, the larger of its share and
+//!   its use (jobs in `active`; starts in its window), read after its shrink (a partition never
+//!   goes past its share, so that bound only falls). So the partitions together never have more
+//!   than `L` jobs active, nor more than `L` starts counted in their current windows, at any
+//!   moment, even while shares move. (Each partition's rate window is its own fixed window, as a
+//!   plain queue's.)
 //!
-//! A share raised wakes a worker of that partition. A partition that gets work while every slot
-//! is busy elsewhere waits for the next round and for one of those jobs to end (about
-//! [`ROUND_EVERY`] plus a job's run); while slots are free, the spread rest gives each partition
-//! some at once. Without any worker the shares stay as last written.
+//! A share raised wakes a worker of that partition. A partition that gets work while the whole
+//! limit is used elsewhere waits for the next round and for room (a job's end; a window's end);
+//! while some is free, the spread rest gives each partition some at once. Without any worker the
+//! shares stay as last written.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::partition_set::Partitions;
@@ -42,17 +46,38 @@ pub(crate) const ROUND_LEASE: Duration = Duration::from_secs(1);
 /// after this long.
 const TRY_AGAIN: Duration = Duration::from_millis(500);
 
-/// Sets (or with None lifts) the global concurrency of the partitioned queue `q`: the total and
-/// a new version in its own slot, then an even split of shares over its partitions.
-pub(crate) async fn set_total(q: &Queue, parts: &Partitions, total: Option<u32>) -> Result<()> {
-    if total == Some(0) {
-        return Err(Error::new(
-            ErrorCode::InvalidOption,
-            "global concurrency must be at least 1 (pause the queue to stop it)",
-        ));
+/// A limit that is kept as shares: the global concurrency, or the rate limit's max.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// Most jobs active at once (each share bounds its partition's `active`).
+    Concurrency,
+    /// Most jobs started per window (each share bounds its partition's starts in its window).
+    Rate,
+}
+
+impl Limit {
+    /// The logical queue's meta field that holds the total.
+    fn field(self) -> &'static str {
+        match self {
+            Limit::Concurrency => "share_total",
+            Limit::Rate => "share_rate",
+        }
     }
+}
+
+/// Sets (or with None lifts) `limit` on the partitioned queue `q`: the total and a new version in
+/// its own slot, then an even split of shares over its partitions (for the rate limit, each with
+/// `window`).
+pub(crate) async fn set_total(
+    q: &Queue,
+    parts: &Partitions,
+    limit: Limit,
+    total: Option<u32>,
+    window: Option<Duration>,
+) -> Result<()> {
     let v: i64 = script::SHARE_TOTAL
         .on(q.name(), None)?
+        .arg(limit.field())
         .arg(total.map(|t| t.to_string()).unwrap_or_default())
         .invoke(q.store())
         .await?;
@@ -64,23 +89,27 @@ pub(crate) async fn set_total(q: &Queue, parts: &Partitions, total: Option<u32>)
             .map(|s| s.to_string())
             .collect(),
     };
-    // A stale reply means a newer total came meanwhile: its shares stand.
-    try_join_all(
-        parts
-            .members
-            .iter()
-            .zip(&each)
-            .map(|(m, s)| share_set(m, v, s.clone())),
-    )
+    let window = window
+        .map(|w| (w.as_millis() as u64).to_string())
+        .unwrap_or_default();
+    // A stale reply means a newer limit came meanwhile: its shares stand.
+    try_join_all(parts.members.iter().zip(each).map(|(m, share)| {
+        let (conc, rate) = match limit {
+            Limit::Concurrency => (share, String::new()),
+            Limit::Rate => (String::new(), share),
+        };
+        share_set(m, v, conc, rate, window.clone())
+    }))
     .await?;
     Ok(())
 }
 
-/// Forgets the total, version and lease of an obliterated partitioned queue.
+/// Forgets the totals, version and lease of an obliterated partitioned queue.
 pub(crate) async fn forget(q: &Queue) -> Result<()> {
     let _: i64 = redis::cmd("HDEL")
         .arg(&q.keys().meta)
         .arg("share_total")
+        .arg("share_rate")
         .arg("share_v")
         .arg("share_holder")
         .arg("share_until")
@@ -94,24 +123,38 @@ pub(crate) async fn forget(q: &Queue) -> Result<()> {
 struct Seen {
     active: u64,
     ready: u64,
-    /// The share before the call; None when it had none.
-    share: Option<u64>,
+    /// The concurrency share before the call; None when it had none.
+    conc: Option<u64>,
+    /// Starts in the current rate window.
+    used: u64,
+    /// The rate share before the call; None when it had none.
+    rate: Option<u64>,
 }
 
-/// One `share_set.lua` call; None when the version was stale.
-async fn share_set(m: &Queue, version: i64, share: String) -> Result<Option<Seen>> {
+/// One `share_set.lua` call (`''` keeps a share); None when the version was stale.
+async fn share_set(
+    m: &Queue,
+    version: i64,
+    conc: String,
+    rate: String,
+    window: String,
+) -> Result<Option<Seen>> {
     let r: Vec<i64> = script::SHARE_SET
         .on(m.name(), None)?
         .arg(version)
-        .arg(share)
+        .arg(conc)
+        .arg(rate)
+        .arg(window)
         .invoke(m.store())
         .await?;
     match r.as_slice() {
         [-1] => Ok(None),
-        [active, ready, before] => Ok(Some(Seen {
+        [active, ready, conc, used, rate] => Ok(Some(Seen {
             active: *active as u64,
             ready: *ready as u64,
-            share: u64::try_from(*before).ok(),
+            conc: u64::try_from(*conc).ok(),
+            used: (*used).max(0) as u64,
+            rate: u64::try_from(*rate).ok(),
         })),
         _ => Err(Error::new(
             ErrorCode::Internal,
@@ -120,8 +163,76 @@ async fn share_set(m: &Queue, version: i64, share: String) -> Result<Option<Seen
     }
 }
 
+/// One limit's plan for a round: the targets, and what each partition may use from now on
+/// whatever it is told next (the larger of its share and its use: a partition never goes past
+/// its share, so that bound only falls).
+struct Plan {
+    total: u64,
+    target: Vec<u64>,
+    share: Vec<Option<u64>>,
+    reserved: Vec<u64>,
+}
+
+impl Plan {
+    fn new(
+        total: u64,
+        share: Vec<Option<u64>>,
+        used: Vec<u64>,
+        demand: &[u64],
+        turn: usize,
+    ) -> Plan {
+        let reserved = share
+            .iter()
+            .zip(&used)
+            .map(|(s, u)| s.unwrap_or(u64::MAX).max(*u))
+            .collect();
+        Plan {
+            total,
+            target: targets(total, demand, turn),
+            share,
+            reserved,
+        }
+    }
+
+    /// The share to write to partition `i` when shrinking ('' keeps it): a share with none (lifted
+    /// meanwhile) counts as unbounded.
+    fn shrink(&self, i: usize) -> Option<u64> {
+        self.share[i]
+            .map_or(true, |s| self.target[i] < s)
+            .then_some(self.target[i])
+    }
+
+    /// After the shrinks (`used` as they left each shrunk partition), the share to grow each
+    /// partition to, into what is free.
+    fn grows(&mut self, used_after: &[Option<u64>]) -> Vec<Option<u64>> {
+        for (i, u) in used_after.iter().enumerate() {
+            if let Some(u) = u {
+                self.reserved[i] = self.target[i].max(*u);
+            }
+        }
+        let mut free = self
+            .total
+            .saturating_sub(self.reserved.iter().fold(0u64, |a, r| a.saturating_add(*r)));
+        (0..self.target.len())
+            .map(|i| {
+                let share = self.share[i]?;
+                if used_after[i].is_some() || self.target[i] <= share || free == 0 {
+                    return None;
+                }
+                let grow = (self.target[i] - share).min(free);
+                free -= grow;
+                Some(share + grow)
+            })
+            .collect()
+    }
+}
+
+fn text(v: Option<u64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
 /// One round of moving the shares of the partitioned queue `q` (its partitions `parts`) as
-/// `holder`; false when another holder has the lease or the queue has no global concurrency.
+/// `holder`; false when another holder has the lease or the queue has neither limit.
 pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result<bool> {
     let r: Vec<i64> = script::SHARE_LEASE
         .on(q.name(), None)?
@@ -129,51 +240,89 @@ pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result
         .arg(ROUND_LEASE.as_millis() as u64)
         .invoke(q.store())
         .await?;
-    let (version, total) = match r.as_slice() {
-        [v, t] if *v > 0 => (*v, (*t).max(0) as u64),
+    let (version, conc_total, rate_total) = match r.as_slice() {
+        [v, c, r] if *v > 0 => (*v, u64::try_from(*c).ok(), u64::try_from(*r).ok()),
         _ => return Ok(false),
     };
     let members = &parts.members;
-    let read = try_join_all(members.iter().map(|m| share_set(m, version, String::new()))).await?;
+    let n = members.len();
+    let keep = || String::new();
+    let read = try_join_all(
+        members
+            .iter()
+            .map(|m| share_set(m, version, keep(), keep(), keep())),
+    )
+    .await?;
     let Some(seen) = read.into_iter().collect::<Option<Vec<Seen>>>() else {
         return Ok(true);
     };
-    let demand: Vec<u64> = seen.iter().map(|s| s.active + s.ready).collect();
-    let target = targets(total, &demand, version as usize);
-    // What each partition may have in `active` from now on, whatever it is told next.
-    let mut reserved: Vec<u64> = seen
-        .iter()
-        .map(|s| s.share.unwrap_or(u64::MAX).max(s.active))
+    let turn = version as usize;
+    let mut conc = conc_total.map(|t| {
+        let demand: Vec<u64> = seen.iter().map(|s| s.active + s.ready).collect();
+        Plan::new(
+            t,
+            seen.iter().map(|s| s.conc).collect(),
+            seen.iter().map(|s| s.active).collect(),
+            &demand,
+            turn,
+        )
+    });
+    let mut rate = rate_total.map(|t| {
+        let demand: Vec<u64> = seen.iter().map(|s| s.used + s.ready).collect();
+        Plan::new(
+            t,
+            seen.iter().map(|s| s.rate).collect(),
+            seen.iter().map(|s| s.used).collect(),
+            &demand,
+            turn,
+        )
+    });
+    // Shrink first.
+    let shrink: Vec<(Option<u64>, Option<u64>)> = (0..n)
+        .map(|i| {
+            (
+                conc.as_ref().and_then(|p| p.shrink(i)),
+                rate.as_ref().and_then(|p| p.shrink(i)),
+            )
+        })
         .collect();
-    // Shrink first: a share with none (lifted meanwhile) counts as unbounded.
-    let shrink: Vec<usize> = (0..members.len())
-        .filter(|&i| seen[i].share.map_or(true, |s| target[i] < s))
-        .collect();
-    let shrunk = try_join_all(
-        shrink
-            .iter()
-            .map(|&i| share_set(&members[i], version, target[i].to_string())),
-    )
+    let shrunk = try_join_all(shrink.iter().enumerate().map(|(i, (c, r))| async move {
+        if c.is_none() && r.is_none() {
+            return Ok(Some(None));
+        }
+        let after = share_set(&members[i], version, text(*c), text(*r), String::new()).await?;
+        Ok::<_, Error>(after.map(Some))
+    }))
     .await?;
-    for (&i, after) in shrink.iter().zip(&shrunk) {
-        let Some(after) = after else {
-            return Ok(true);
-        };
-        reserved[i] = target[i].max(after.active);
-    }
+    let Some(shrunk) = shrunk.into_iter().collect::<Option<Vec<Option<Seen>>>>() else {
+        return Ok(true);
+    };
     // Then grow, into what is free.
-    let mut free = total.saturating_sub(reserved.iter().fold(0u64, |a, r| a.saturating_add(*r)));
-    for i in 0..members.len() {
-        let Some(share) = seen[i].share else { continue };
-        if target[i] <= share || free == 0 || shrink.contains(&i) {
-            continue;
+    let conc_grows = conc.as_mut().map(|p| {
+        let after: Vec<Option<u64>> = (0..n)
+            .map(|i| shrink[i].0.and(shrunk[i].map(|s| s.active)))
+            .collect();
+        p.grows(&after)
+    });
+    let rate_grows = rate.as_mut().map(|p| {
+        let after: Vec<Option<u64>> = (0..n)
+            .map(|i| shrink[i].1.and(shrunk[i].map(|s| s.used)))
+            .collect();
+        p.grows(&after)
+    });
+    let grown = try_join_all((0..n).map(|i| {
+        let c = conc_grows.as_ref().and_then(|g| g[i]);
+        let r = rate_grows.as_ref().and_then(|g| g[i]);
+        async move {
+            if c.is_none() && r.is_none() {
+                return Ok(());
+            }
+            share_set(&members[i], version, text(c), text(r), String::new()).await?;
+            Ok::<_, Error>(())
         }
-        let grow = (target[i] - share).min(free);
-        match share_set(&members[i], version, (share + grow).to_string()).await? {
-            Some(_) => free -= grow,
-            None => return Ok(true),
-        }
-    }
+    }))
+    .await;
+    grown?;
     Ok(true)
 }
 

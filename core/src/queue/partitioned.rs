@@ -31,8 +31,8 @@
 //!   and `batches` merges every partition's, newest first (`batch/mod.rs`, `batch_list.rs`);
 //! - a migration into it reads the source once per partition, each pass copying the jobs that
 //!   belong to its partition (`migrate/mod.rs`);
-//! - the global concurrency and the rate limit are split evenly over the partitions, each
-//!   partition keeping its share (`limits.rs`; a share left unused is not lent yet).
+//! - the global concurrency and the rate limit are kept as one share per partition, which the
+//!   workers move to the partitions that have work, never past the total (`shares.rs`).
 //!
 //! No call of a queue handle writes into the logical name's own job keys, which no worker serves.
 
@@ -129,16 +129,6 @@ where
     F: Fn(&'a Queue) -> BoxFuture<'a, Result<T>>,
 {
     try_join_all(p.members.iter().map(f)).await
-}
-
-/// Runs `f` on every partition with its own one of `values` (one per partition, in order), all
-/// at once.
-pub(crate) async fn each_with<'a, T, F>(p: &'a Partitions, values: Vec<T>, f: F) -> Result<()>
-where
-    F: Fn(&'a Queue, T) -> BoxFuture<'a, Result<()>>,
-{
-    try_join_all(p.members.iter().zip(values).map(|(m, v)| f(m, v))).await?;
-    Ok(())
 }
 
 /// Sums what `f` gives on every partition.
