@@ -25,8 +25,9 @@
 //!
 //! A share raised wakes a worker of that partition. A partition that gets work while the whole
 //! limit is used elsewhere waits for the next round and for room (a job's end; a window's end);
-//! while some is free, the spread rest gives each partition some at once. Without any worker the
-//! shares stay as last written.
+//! while some is free, the spread rest gives each partition some at once. Without any worker, or
+//! while a partition does not answer (a round stops at the first error), the shares stay as last
+//! written.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::queue::partition_set::Partitions;
@@ -257,26 +258,19 @@ pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result
         return Ok(true);
     };
     let turn = version as usize;
-    let mut conc = conc_total.map(|t| {
-        let demand: Vec<u64> = seen.iter().map(|s| s.active + s.ready).collect();
+    // Each limit's plan from its share and use on every partition (its work: use plus ready).
+    let plan = |total: u64, share: fn(&Seen) -> Option<u64>, used: fn(&Seen) -> u64| {
+        let demand: Vec<u64> = seen.iter().map(|s| used(s) + s.ready).collect();
         Plan::new(
-            t,
-            seen.iter().map(|s| s.conc).collect(),
-            seen.iter().map(|s| s.active).collect(),
+            total,
+            seen.iter().map(share).collect(),
+            seen.iter().map(used).collect(),
             &demand,
             turn,
         )
-    });
-    let mut rate = rate_total.map(|t| {
-        let demand: Vec<u64> = seen.iter().map(|s| s.used + s.ready).collect();
-        Plan::new(
-            t,
-            seen.iter().map(|s| s.rate).collect(),
-            seen.iter().map(|s| s.used).collect(),
-            &demand,
-            turn,
-        )
-    });
+    };
+    let mut conc = conc_total.map(|t| plan(t, |s| s.conc, |s| s.active));
+    let mut rate = rate_total.map(|t| plan(t, |s| s.rate, |s| s.used));
     // Shrink first.
     let shrink: Vec<(Option<u64>, Option<u64>)> = (0..n)
         .map(|i| {
