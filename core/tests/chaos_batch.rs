@@ -271,7 +271,16 @@ async fn a_batch_over_three_masters_holds_through_kills_and_a_failover() {
         "{st:?}"
     );
 
-    // Each callback once, with the batch's counts.
+    // Each callback once, with the batch's counts. "done" means the callbacks are due (their ids
+    // pinned); each is added by a later step, which a killed worker leaves to another's
+    // maintenance after BATCH_GRACE: wait for both (CI once read the queue between the two adds).
+    eventually(Duration::from_secs(30), || async {
+        cb.list_ids(JobState::Waiting, 0, 100)
+            .await
+            .map(|ids| ids.len() >= 2)
+            .unwrap_or(false)
+    })
+    .await;
     let mut cbs = Vec::new();
     for id in cb.list_ids(JobState::Waiting, 0, 100).await.unwrap() {
         cbs.push(cb.get(id).await.unwrap().unwrap());
