@@ -43,8 +43,8 @@ pub(crate) const ROUND_EVERY: Duration = Duration::from_millis(100);
 /// holder stops.
 pub(crate) const ROUND_LEASE: Duration = Duration::from_secs(1);
 
-/// A worker that did not get the lease (or whose queue has no global concurrency) tries again
-/// after this long.
+/// A worker that did not get the lease (or whose queue has neither limit) tries again after this
+/// long.
 const TRY_AGAIN: Duration = Duration::from_millis(500);
 
 /// A limit that is kept as shares: the global concurrency, or the rate limit's max.
@@ -304,7 +304,7 @@ pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result
             .collect();
         p.grows(&after)
     });
-    let grown = try_join_all((0..n).map(|i| {
+    try_join_all((0..n).map(|i| {
         let c = conc_grows.as_ref().and_then(|g| g[i]);
         let r = rate_grows.as_ref().and_then(|g| g[i]);
         async move {
@@ -315,8 +315,7 @@ pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result
             Ok::<_, Error>(())
         }
     }))
-    .await;
-    grown?;
+    .await?;
     Ok(true)
 }
 

@@ -266,10 +266,12 @@ scripts! {
     BATCH_CANCEL => "batch_cancel",
     /// Reads the clock of the node that owns the queue.
     SERVER_TIME => "server_time",
-    /// Starts a round of lending a partitioned queue's global concurrency (its lease and version).
+    /// Starts a round of lending a partitioned queue's global concurrency and rate limit (its
+    /// lease and version).
     SHARE_LEASE => "share_lease",
-    /// Sets or lifts a partitioned queue's global concurrency, with a new version for its shares.
+    /// Sets or lifts a partitioned queue's global concurrency or rate limit, with a new version
+    /// for its shares.
     SHARE_TOTAL => "share_total",
-    /// Reads, and sets, one partition's share of its queue's global concurrency (version-fenced).
+    /// Reads, and sets, one partition's shares of its queue's limits (version-fenced).
     SHARE_SET => "share_set",
 }

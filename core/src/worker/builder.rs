@@ -132,7 +132,8 @@ impl WorkerBuilder {
             (s, tasks)
         });
         let (shared, mut tasks) = handles.next().expect("one queue at least");
-        // A partitioned queue's global concurrency moves to where its jobs are (`shares.rs`):
+        // A partitioned queue's global concurrency and rate limit move to where its jobs are
+        // (`shares.rs`):
         // every worker on it takes part in the rounds (one holds them at a time).
         for q in partitioned {
             tasks.push(TaskHandle::spawn(crate::shares::lend_loop(
