@@ -109,10 +109,13 @@ pub(crate) async fn forward(q: &Queue, id: JobId) -> Result<bool> {
         .arg(q.name().job_key(id, JobPart::Record))
         .query_async(&mut q.store().conn())
         .await?;
-    let stored: Value = record
-        .get("opts")
-        .and_then(|o| serde_json::from_str(o).ok())
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let stored: Value = crate::job::with_batch_field(
+        record
+            .get("opts")
+            .and_then(|o| serde_json::from_str(o).ok())
+            .unwrap_or_else(|| Value::Object(Default::default())),
+        record.get("batch"),
+    );
     let was: JobOptions = serde_json::from_value(stored.clone()).unwrap_or_default();
     let num = |k: &str| record.get(k).and_then(|v| v.parse::<u64>().ok());
     let origin = DeadLetterOrigin {

@@ -289,6 +289,22 @@ fn unreadable_error(id: JobId, field: &str, e: serde_json::Error) -> Error {
     )
 }
 
+/// A job's options as it reads them: the stored ones, and its batch from the record's own `batch`
+/// field (`<queue>|<batch id>`, written by `batch_add.lua` for a job added in its batch's slot)
+/// as a job of a batch in another slot carries it in its options ([`crate::BatchRef`]).
+pub(crate) fn with_batch_field(mut options: Value, batch: Option<&String>) -> Value {
+    let at = batch.and_then(|b| b.len().checked_sub(crate::job_id::TEXT_LEN + 1));
+    if let (Some(b), Some(at), Value::Object(o)) = (batch, at, &mut options) {
+        if b.as_bytes()[at] == b'|' {
+            o.insert(
+                "batch".to_string(),
+                serde_json::json!({ "queue": &b[..at], "id": &b[at + 1..] }),
+            );
+        }
+    }
+    options
+}
+
 /// A stored JSON field: None when absent; when it does not parse, None and the error noted.
 fn json_field(
     id: JobId,
@@ -349,8 +365,11 @@ impl Job {
             failure: map
                 .get("failure")
                 .and_then(|s| serde_json::from_str(s).ok()),
-            options: json_field(id, &map, "opts", &mut bad)
-                .unwrap_or_else(|| Value::Object(Default::default())),
+            options: with_batch_field(
+                json_field(id, &map, "opts", &mut bad)
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+                map.get("batch"),
+            ),
             dedup: map.get("dedup").filter(|d| !d.is_empty()).cloned(),
             parent: map.get("parent").filter(|d| !d.is_empty()).cloned(),
             unreadable: bad,

@@ -1042,3 +1042,163 @@ async fn ids_given_again_are_counted_in_once_across_calls() {
         audit_ok(&jobs).await;
     }
 }
+
+/// Jobs for the batch's own queue (its slot) are counted in by the add's own call
+/// (`batch_add.lua`), their records naming the batch in a field of their own: the same outcomes,
+/// callbacks, reads, cancel and audit as a batch whose jobs sit in another slot; ids given again
+/// are counted once; and a job that existed before, outside the batch, is not counted in (it
+/// would hold the batch open for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_on_the_batch_own_queue_are_counted_in_by_their_add() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-own").await;
+        let cb = q.queue(&unique("b-own-cb")).unwrap();
+        let own = q.name().as_str().to_string();
+        // A job of the queue that is no batch's.
+        let outside = q
+            .add("work", json!({ "i": 99 }), JobOptions::default())
+            .await
+            .unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let ids: Vec<_> = (0..600).map(|_| q.mint_id().unwrap()).collect();
+        let mut jobs: Vec<NewJob> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| NewJob {
+                name: "work".into(),
+                data: json!({ "i": i, "fail": i == 3 }),
+                options: JobOptions {
+                    id: Some(*id),
+                    ..JobOptions::default()
+                },
+            })
+            .collect();
+        // Job 0 twice in one add (the second is the same job), and the outside job.
+        jobs.insert(300, jobs[0].clone());
+        jobs.push(NewJob {
+            name: "work".into(),
+            data: json!({}),
+            options: JobOptions {
+                id: Some(outside),
+                ..JobOptions::default()
+            },
+        });
+        let got = batch.add_bulk(&own, jobs.clone()).await.unwrap();
+        assert_eq!(got.len(), 602, "{topology}");
+        assert_eq!(got[601], outside);
+        assert_eq!(batch.status(0, 0).await.unwrap().total, 600, "{topology}");
+        // Again, the same ids: nothing more counted in or added.
+        batch.add_bulk(&own, jobs).await.unwrap();
+        assert_eq!(batch.status(0, 0).await.unwrap().total, 600, "{topology}");
+        assert_eq!(q.counts().await.unwrap().waiting, 601, "{topology}");
+        let job = q.get(ids[5]).await.unwrap().unwrap();
+        let r = job.batch_ref().expect("the job reads its batch back");
+        assert_eq!(
+            (r.queue.as_str(), r.id),
+            (own.as_str(), batch.id().to_string())
+        );
+        assert!(q.get(outside).await.unwrap().unwrap().batch_ref().is_none());
+        // A running job adds to its batch on the batch's own queue.
+        let spawn = batch
+            .add(
+                &own,
+                "spawn",
+                json!({ "to": own, "children": 3 }),
+                JobOptions::default(),
+            )
+            .await
+            .unwrap();
+        let w = worker(&q, Arc::new(AtomicBool::new(true)));
+        wait_until("every outcome", Duration::from_secs(30), || async {
+            let st = batch.status(0, 10).await.unwrap();
+            st.completed + st.failed == 604
+        })
+        .await;
+        batch.seal().await.unwrap();
+        let st = batch.status(0, 10).await.unwrap();
+        assert!(st.done, "{topology} {st:?}");
+        assert_eq!(
+            (st.total, st.completed, st.failed),
+            (604, 603, 1),
+            "{topology}"
+        );
+        assert_eq!(st.failed_jobs[0].id, ids[3]);
+        assert!(q.get(spawn).await.unwrap().is_some());
+        let cbs = callbacks(&cb).await;
+        assert_eq!(cbs.len(), 1, "{topology}: on_complete once (a job failed)");
+        let done = cbs[0].batch_done().unwrap();
+        assert_eq!((done.total, done.completed, done.failed), (604, 603, 1));
+        w.close().await.unwrap();
+        audit_ok(&q).await;
+        // Cancel finds the waiting jobs counted in by the add.
+        let other = q.batch(both_callbacks(&cb)).await.unwrap();
+        other.add_bulk(&own, plain(4, &[])).await.unwrap();
+        assert_eq!(other.cancel().await.unwrap(), 4, "{topology}");
+        let st = other.status(0, 0).await.unwrap();
+        assert_eq!((st.failed, st.pending), (4, 0), "{topology}");
+        let e = other
+            .add(&own, "more", json!(1), JobOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidState, "{topology}");
+        audit_ok(&q).await;
+        audit_ok(&cb).await;
+    }
+}
+
+/// A job of a batch on the batch's own queue names its batch in its record's own field, which
+/// each way a worker can get a job carries: handed over by the add to an idle worker, or claimed
+/// by the one call that the wake-up marker names (`claim_id.lua`, which reads the record's fields
+/// by name); each outcome reaches the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_records_its_batch_own_jobs_however_it_got_them() {
+    let store = common::standalone().await;
+    let q = queue_on(&store, "b-own-idle").await;
+    let own = q.name().as_str().to_string();
+    let batch = q.batch(BatchOptions::default()).await.unwrap();
+    let w = Worker::builder(q.clone())
+        .options(WorkerOptions {
+            concurrency: 1,
+            block_timeout: Duration::from_secs(5),
+            ..WorkerOptions::default()
+        })
+        .handler(|_job: JobContext| async move { Ok::<Value, HandlerError>(json!("ok")) })
+        .run()
+        .unwrap();
+    let mut conn = store.conn();
+    for (round, handed) in [(1u64, true), (2, false)] {
+        // Idle: blocked and registered; without its registration, the marker path.
+        wait_until("the worker registered", Duration::from_secs(10), || {
+            let mut conn = conn.clone();
+            let key = q.keys().waiters.clone();
+            async move {
+                let n: u64 = redis::cmd("ZCARD")
+                    .arg(&key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                n == 1
+            }
+        })
+        .await;
+        if !handed {
+            let _: u64 = redis::cmd("DEL")
+                .arg(&q.keys().waiters)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        batch
+            .add(&own, "one", json!(round), JobOptions::default())
+            .await
+            .unwrap();
+        wait_until(
+            "its outcome in the batch",
+            Duration::from_secs(15),
+            || async { batch.status(0, 0).await.unwrap().completed == round },
+        )
+        .await;
+    }
+    w.close().await.unwrap();
+    audit_ok(&q).await;
+}

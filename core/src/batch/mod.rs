@@ -7,7 +7,10 @@
 //! idempotent (as dead letters do, `dead_letter.rs`):
 //! 1. **Counting in** (`batch_count.lua`, the batch's slot): the job's id, minted before, is counted
 //!    in pending once; then the job is added to its queue under that id (an idempotent add) with
-//!    the batch in its options (`batch`: [`BatchRef`]). A running job of the batch adds jobs the
+//!    the batch in its options (`batch`: [`BatchRef`]). A job for the batch's own queue shares its
+//!    slot: one call (`batch_add.lua`) adds it and counts it in, its record naming the batch in a
+//!    field of its own (`batch`: `<queue>|<id>`, read back into the options by `Job`), and a job
+//!    whose id existed already is not counted in by it. A running job of the batch adds jobs the
 //!    same way ([`crate::JobContext::batch`]): it is pending itself until its outcome is recorded, so
 //!    the batch stays open until they are done.
 //! 2. **An outcome** (completed, or failed for good): the job's finish script (`complete.lua`, or
@@ -214,8 +217,9 @@ impl Batch {
         }
     }
 
-    /// Adds a job to `queue` (any queue) as part of this batch: counted in first, then added
-    /// under its id (`options.id`, or a fresh one), so a retry with the same id adds it once.
+    /// Adds a job to `queue` (any queue) as part of this batch: counted in first (on the batch's own
+    /// queue, by the add's own call), then added under its id (`options.id`, or a fresh one), so a
+    /// retry with the same id adds it once.
     /// `job_not_found` when there is no such batch, `invalid_state` when it was cancelled or is
     /// done, `invalid_option` for a dedup key.
     pub async fn add(
@@ -242,6 +246,15 @@ impl Batch {
     /// Adds jobs to `queue` as part of this batch ([`Batch::add`] for each: counted in by 500 per
     /// call, the calls in one pipeline, then one bulk add).
     pub async fn add_bulk(&self, queue: &str, mut jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        // Jobs for the batch's own queue (a plain queue, or the partition it lives in, by its
+        // name) share its slot: they are counted in by the add's own call (batch_add.lua), one
+        // step instead of two, and no round trip reads the queue's partition count.
+        if queue == self.queue.name().as_str() {
+            for j in &mut jobs {
+                check_batchable(&j.options)?;
+            }
+            return self.queue.add_bulk_sent(jobs, Some(self.id)).await;
+        }
         // A partitioned queue's jobs go to its partitions (its stored count, one round trip).
         let target = self.queue.queue_opened(queue).await?;
         // Which ids were minted here: a chunk of those alone is counted in without reading first.

@@ -8,7 +8,7 @@ use super::*;
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{check_payload, payload_from_text};
 use crate::job_id::JobId;
-use crate::keyspace::{JobPart, QueueKeys, QueueName};
+use crate::keyspace::{BatchPart, JobPart, QueueKeys, QueueName};
 use crate::options::JobOptions;
 use crate::script::{self, Invocation};
 use serde_json::Value;
@@ -142,52 +142,58 @@ fn compact_json_cached(options: &JobOptions) -> Arc<str> {
 }
 
 impl Queue {
-    /// One call of `add.lua` for a batch of (id, job, data text).
-    pub(crate) fn add_invocation(&self, batch: &[(JobId, &NewJob, String)]) -> Result<Invocation> {
-        self.add_invocation_refusing(batch, "", Refusal::Call)
-    }
-
     /// As `add_invocation`, every job of the batch a child of `parent` ("<queue>:<id>", or "").
     pub(crate) fn add_invocation_with_parent(
         &self,
         batch: &[(JobId, &NewJob, String)],
         parent: &str,
     ) -> Result<Invocation> {
-        self.add_invocation_refusing(batch, parent, Refusal::Call)
+        self.add_invocation_refusing(batch, parent, Refusal::Call, None)
     }
 
-    /// As `add_invocation_with_parent`, jobs past a group's cap refused as `refusal` says.
+    /// As `add_invocation_with_parent`, jobs past a group's cap refused as `refusal` says; with
+    /// `into`, a call of `batch_add.lua` that counts the jobs it adds into that batch of this
+    /// queue (same slot) in the same call.
     fn add_invocation_refusing(
         &self,
         batch: &[(JobId, &NewJob, String)],
         parent: &str,
         refusal: Refusal,
+        into: Option<JobId>,
     ) -> Result<Invocation> {
-        if let ([(id, job, data)], "") = (batch, parent) {
+        if let ([(id, job, data)], "", None) = (batch, parent, into) {
             if is_plain(&job.options) {
                 return self.add_one_invocation(*id, job, data);
             }
         }
         let k = &self.keys;
-        let mut inv = script::ADD
-            .prepare()
-            .key(&k.wait)
-            .key(&k.paused)
-            .key(&k.delayed)
-            .key(&k.prioritized)
-            .key(&k.meta)
-            .key(&k.events)
-            .key(&k.dedup)
-            .key(&k.marker)
-            .key(&k.groups)
-            .key(&k.dedup_expiry)
-            .key(&k.waiters)
-            .key(&k.handoff)
-            .key(&k.active)
-            .key(&k.leases)
-            .key(&k.delayed_priority)
-            .group_keys(k)
-            .key(&k.group_names);
+        let mut inv = match into {
+            None => &script::ADD,
+            Some(_) => &script::BATCH_ADD,
+        }
+        .prepare()
+        .key(&k.wait)
+        .key(&k.paused)
+        .key(&k.delayed)
+        .key(&k.prioritized)
+        .key(&k.meta)
+        .key(&k.events)
+        .key(&k.dedup)
+        .key(&k.marker)
+        .key(&k.groups)
+        .key(&k.dedup_expiry)
+        .key(&k.waiters)
+        .key(&k.handoff)
+        .key(&k.active)
+        .key(&k.leases)
+        .key(&k.delayed_priority)
+        .group_keys(k)
+        .key(&k.group_names);
+        if let Some(b) = into {
+            inv = inv
+                .key(&self.name.batch_key(b, BatchPart::Record))
+                .key(&self.name.batch_key(b, BatchPart::Jobs));
+        }
         for (id, _, _) in batch {
             inv = inv.key(&self.name.job_key(*id, JobPart::Record));
         }
@@ -195,6 +201,9 @@ impl Queue {
             Refusal::Call => "",
             Refusal::Job => "j",
         });
+        if let Some(b) = into {
+            inv = inv.arg(self.name.as_str()).arg(b);
+        }
         for (id, job, data) in batch {
             job.options.validate()?;
             let o = &job.options;
@@ -388,8 +397,9 @@ impl Queue {
         &self,
         batch: &[(JobId, &NewJob, String)],
         deadline: Instant,
+        into: Option<JobId>,
     ) -> Result<Vec<String>> {
-        self.add_call_refusing(batch, deadline, Refusal::Call)
+        self.add_call_refusing(batch, deadline, Refusal::Call, into)
             .await
             .map_err(|e| match e.code() {
                 ErrorCode::ServerUnavailable => unavailable_add(e, batch),
@@ -399,26 +409,28 @@ impl Queue {
 
     /// As [`Queue::add_call`], jobs past a group's cap refused as `refusal` says, and an add still
     /// unavailable at the deadline failing with the datastore's own error (the caller names the
-    /// ids, [`unavailable_add`]).
+    /// ids, [`unavailable_add`]); with `into`, counted into that batch of this queue in the same
+    /// call.
     pub(super) async fn add_call_refusing(
         &self,
         batch: &[(JobId, &NewJob, String)],
         deadline: Instant,
         refusal: Refusal,
+        into: Option<JobId>,
     ) -> Result<Vec<String>> {
         let mut pause = Duration::from_millis(50);
         loop {
             let sent = match (&self.store.options().durable, batch) {
-                (None, [(id, job, data)]) if is_plain(&job.options) => {
+                (None, [(id, job, data)]) if into.is_none() && is_plain(&job.options) => {
                     self.add_one_call(*id, job, data).await
                 }
                 (Some(d), _) => {
-                    let inv = self.add_invocation_refusing(batch, "", refusal)?;
+                    let inv = self.add_invocation_refusing(batch, "", refusal, into)?;
                     let ids = batch.iter().map(|(id, _, _)| *id).collect();
                     crate::durable::add_durably(&self.store, &self.keys.meta, inv, d, ids).await
                 }
                 (None, _) => {
-                    self.add_invocation_refusing(batch, "", refusal)?
+                    self.add_invocation_refusing(batch, "", refusal, into)?
                         .invoke::<Vec<String>>(&self.store)
                         .await
                 }
@@ -476,9 +488,16 @@ impl Queue {
 
     /// Adds many jobs, a few hundred per script call and the calls pipelined; returns their ids in
     /// order.
-    pub async fn add_bulk(
+    pub async fn add_bulk(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        self.add_bulk_sent(jobs, None).await
+    }
+
+    /// [`Queue::add_bulk`]; with `into`, the jobs are counted into that batch of this queue (a
+    /// plain queue's, or this partition's) by the add's own calls ([`Queue::add_bulk_into`]).
+    pub(crate) async fn add_bulk_sent(
         &self,
         #[cfg_attr(not(feature = "otel"), allow(unused_mut))] mut jobs: Vec<NewJob>,
+        into: Option<JobId>,
     ) -> Result<Vec<JobId>> {
         #[cfg(feature = "otel")]
         let send = crate::otel::Send::start(self.name(), Some(jobs.len()));
@@ -486,7 +505,10 @@ impl Queue {
         for j in &mut jobs {
             send.stamp(&mut j.options);
         }
-        let added = self.add_bulk_routed(jobs).await;
+        let added = match into {
+            None => self.add_bulk_routed(jobs).await,
+            Some(_) => self.add_bulk_into(jobs, into).await,
+        };
         #[cfg(feature = "otel")]
         send.end(added.as_ref().map(|_| None));
         added
@@ -500,7 +522,17 @@ impl Queue {
     }
 
     /// [`Queue::add_bulk`] on this queue's own slot (a plain queue, or one partition).
-    pub(super) async fn add_bulk_here(&self, mut jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+    pub(super) async fn add_bulk_here(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        self.add_bulk_into(jobs, None).await
+    }
+
+    /// [`Queue::add_bulk_here`]; with `into`, every job added now is counted into that batch of
+    /// this queue (same slot) by the add's own call (`batch_add.lua`), so a retry counts none twice.
+    pub(super) async fn add_bulk_into(
+        &self,
+        mut jobs: Vec<NewJob>,
+        into: Option<JobId>,
+    ) -> Result<Vec<JobId>> {
         // A caller's id is taken out of the options before they are sent: it is never stored with
         // them (`#[serde(skip)]`), and left in, it made every job's options differ, so the
         // per-thread copy of their compact JSON (`compact_json_cached`) missed on every job of a
@@ -539,7 +571,7 @@ impl Queue {
         if self.store.options().durable.is_some() {
             // Durable: one call at a time, each with its WAIT (crate::durable).
             for (n, batch) in prepared.chunks(ADD_BATCH).enumerate() {
-                settle(self.add_call(batch, deadline).await?, n * ADD_BATCH)?;
+                settle(self.add_call(batch, deadline, into).await?, n * ADD_BATCH)?;
             }
             self.register_after_add().await;
             return Ok(ids);
@@ -549,11 +581,18 @@ impl Queue {
         for (g, group) in prepared.chunks(GROUP).enumerate() {
             let invs = group
                 .chunks(ADD_BATCH)
-                .map(|batch| self.add_invocation(batch))
+                .map(|batch| self.add_invocation_refusing(batch, "", Refusal::Call, into))
                 .collect::<Result<Vec<_>>>()?;
             if let Some((first, call)) = pending.take() {
-                self.settle_group(&prepared, first, joined(call.await), deadline, &mut settle)
-                    .await?;
+                self.settle_group(
+                    &prepared,
+                    first,
+                    joined(call.await),
+                    deadline,
+                    into,
+                    &mut settle,
+                )
+                .await?;
             }
             let store = self.store.clone();
             let call =
@@ -561,8 +600,15 @@ impl Queue {
             pending = Some((g * GROUP, call));
         }
         if let Some((first, call)) = pending.take() {
-            self.settle_group(&prepared, first, joined(call.await), deadline, &mut settle)
-                .await?;
+            self.settle_group(
+                &prepared,
+                first,
+                joined(call.await),
+                deadline,
+                into,
+                &mut settle,
+            )
+            .await?;
         }
         self.register_after_add().await;
         Ok(ids)
@@ -576,6 +622,7 @@ impl Queue {
         first: usize,
         replies: Result<Vec<Vec<String>>>,
         deadline: Instant,
+        into: Option<JobId>,
         settle: &mut impl FnMut(Vec<String>, usize) -> Result<()>,
     ) -> Result<()> {
         let end = (first + ADD_BATCH * ADD_IN_FLIGHT).min(prepared.len());
@@ -587,7 +634,10 @@ impl Queue {
             }
             Err(e) if e.code() == ErrorCode::ServerUnavailable => {
                 for (n, batch) in prepared[first..end].chunks(ADD_BATCH).enumerate() {
-                    settle(self.add_call(batch, deadline).await?, first + n * ADD_BATCH)?;
+                    settle(
+                        self.add_call(batch, deadline, into).await?,
+                        first + n * ADD_BATCH,
+                    )?;
                 }
             }
             Err(e) => return Err(e),

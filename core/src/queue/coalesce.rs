@@ -113,7 +113,7 @@ impl Queue {
         let _in_flight = InFlight { queue: self };
         let batch = [(id, &job, data)];
         let refused = self
-            .add_call_refusing(&batch, deadline, Refusal::Call)
+            .add_call_refusing(&batch, deadline, Refusal::Call, None)
             .await
             .map_err(|e| unavailable_named(e, &batch))?;
         match refused.get(1) {
@@ -209,7 +209,10 @@ impl Queue {
             .map(|(id, job, data)| (*id, &*job, std::mem::take(data)))
             .collect();
         let mut outcomes: Vec<Result<Option<JobId>>> = (0..jobs.len()).map(|_| Ok(None)).collect();
-        match self.add_call_refusing(&jobs, deadline, Refusal::Job).await {
+        match self
+            .add_call_refusing(&jobs, deadline, Refusal::Job, None)
+            .await
+        {
             Ok(refused) => {
                 for pair in refused.chunks(2) {
                     if let [index, holder] = pair {

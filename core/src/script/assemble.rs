@@ -12,6 +12,7 @@ pub(super) const LIBS: &[(&str, &str)] = &[
     ("lib/groups.lua", include_str!("../../lua/lib/groups.lua")),
     ("lib/ready.lua", include_str!("../../lua/lib/ready.lua")),
     ("lib/claim.lua", include_str!("../../lua/lib/claim.lua")),
+    ("lib/add.lua", include_str!("../../lua/lib/add.lua")),
     (
         "lib/batch_note.lua",
         include_str!("../../lua/lib/batch_note.lua"),

@@ -160,6 +160,8 @@ scripts! {
     NODE_RELEASE => "node_release",
     /// Adds a batch of jobs.
     ADD => "add",
+    /// Adds jobs to a queue and counts them into a batch of that queue in the same call.
+    BATCH_ADD => "batch_add",
     /// Adds one plain job (no delay, priority, dedup, group, parent or LIFO).
     ADD_ONE => "add_one",
     /// Leases ready jobs to a worker.

@@ -42,10 +42,14 @@ pub(super) fn parse_claim(reply: Vec<redis::Value>) -> Result<(Option<u64>, Vec<
     Ok(((due >= 0).then_some(due as u64), jobs))
 }
 
-pub(super) const RECORD_FIELDS: [&str; 12] = [
+/// The record fields a run reads, by name (`claim_id.lua` returns only these; the other claims
+/// read the whole record): a field missing here is missing from the job a marker-named claim
+/// starts, as `batch` (the batch of a job added in its batch's slot) once was.
+pub(super) const RECORD_FIELDS: [&str; 13] = [
     "name",
     "data",
     "opts",
+    "batch",
     "atts",
     "attempts",
     "stalls",
