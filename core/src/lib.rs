@@ -89,6 +89,7 @@ pub use metrics::{prometheus_text, QueueMetrics};
 pub use minter::IdMinter;
 pub use options::{Backoff, DeadLetterOrigin, JobOptions, ParentPolicy, Removal, Retention};
 pub use outcome::Moved;
+pub use queue::direct::{direct_reply_len, direct_settle, DirectAdd, DirectOutcome};
 pub use queue::{CancelOutcome, NewJob, Queue, QueueOptions};
 pub use scheduler::{CronSchedule, Repeat, Schedule, SchedulerInfo, SchedulerView};
 pub use store::{ConnectOptions, Pem, Store, TlsConfig, Topology, WIRE_VERSION};

@@ -6,13 +6,15 @@
 //! here.
 //!
 //! One file per exported class (`queue.rs` with `extras.rs`, `batch.rs`, `worker.rs`, `dispatch.rs` for
-//! `Call` and `Done`, `extras.rs` for `EventStream`, `loop_bridge.rs`); the runtime, the asyncio
+//! `Call` and `Done`, `extras.rs` for `EventStream`, `loop_bridge.rs`; `direct.rs` the reply side
+//! of a direct add); the runtime, the asyncio
 //! bridge and `awaitable_methods!` (each method that talks to the core written once, awaitable or
 //! blocking) in `runtime.rs`, errors in `errors.rs`, values in `convert.rs` and `options.rs`. This
 //! file only registers them.
 
 mod batch;
 mod convert;
+mod direct;
 mod dispatch;
 mod errors;
 mod extras;
@@ -45,6 +47,8 @@ fn _emq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loop_bridge::LoopBridge>()?;
     m.add_function(wrap_pyfunction!(_resolve, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(direct::direct_reply_len, m)?)?;
+    m.add_function(wrap_pyfunction!(direct::direct_settle, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -252,6 +252,35 @@ awaitable_methods! {
             })
         }
 
+        /// Where this queue's direct adds go (the core's `queue/direct.rs`): (host, port) of a
+        /// plain standalone server, or None.
+        fn direct_endpoint(&self, py: Python<'_>) -> PyResult<Option<(String, u16)>> {
+            Ok(self.core(py)?.direct_endpoint())
+        }
+
+        /// The one call of a one-job add, for the event loop's own socket: (id, the call's
+        /// bytes), or None when the add must go through `add` (the core decides: `direct.rs`).
+        #[pyo3(signature = (name, data, options=None))]
+        fn direct_add(
+            &self,
+            py: Python<'_>,
+            name: &Bound<'_, PyAny>,
+            data: &Bound<'_, PyAny>,
+            options: Option<&Bound<'_, PyDict>>,
+        ) -> PyResult<Option<(String, Py<pyo3::types::PyBytes>)>> {
+            let a = add_args(py, name, data, options)?;
+            let q = self.core(py)?;
+            let added = q
+                .direct_add(&a.name, &a.data, &a.options)
+                .map_err(|e| core_err(py, &e))?;
+            Ok(added.map(|d| {
+                (
+                    d.id.to_string(),
+                    pyo3::types::PyBytes::new(py, &d.frame).unbind(),
+                )
+            }))
+        }
+
         /// Mints a job id now, to add later with `id=` (an add that is idempotent across retries
         /// and process restarts).
         fn mint_id(&self, py: Python<'_>) -> PyResult<String> {

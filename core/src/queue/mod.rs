@@ -26,6 +26,7 @@ use std::sync::Arc;
 mod add;
 mod cleanup;
 mod coalesce;
+pub(crate) mod direct;
 mod events;
 mod job_defaults;
 mod ops;

@@ -68,6 +68,19 @@ impl Prefix {
             .await
     }
 
+    /// One call's bytes on the wire (RESP, as [`Prefix::call`] would send it first), for a caller
+    /// that drives the round trip on a socket of its own (`queue/direct.rs`). A NOSCRIPT reply
+    /// means the script is not loaded: send the call through [`Prefix::call`], which loads it.
+    pub(crate) fn frame(&self, last: &Key, args: &[&[u8]]) -> Result<Vec<u8>> {
+        self.check_call(last, args.len())?;
+        let mut cmd = self.cmd.clone();
+        cmd.arg(last);
+        for a in args {
+            cmd.arg(*a);
+        }
+        Ok(cmd.get_packed_command())
+    }
+
     /// Refuses a last key of another role or slot than the sample's, or an ARGV count the header
     /// does not take.
     fn check_call(&self, last: &Key, args: usize) -> Result<()> {

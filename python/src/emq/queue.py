@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
-from . import _emq
+from . import _direct, _emq
 from . import tracing as _tracing
 from ._args import Backoff, JobSpec, Pem, Retention, Seconds, Url, _bulk, _job_defaults, _options, _outcome, _tls, _urls
 from .batch import Batch, _callback
@@ -20,6 +20,8 @@ class Queue:
 
     def __init__(self, native: "_emq.Queue") -> None:
         self._native = native
+        # One-job adds completed on the event loop's own socket when the core takes them.
+        self._direct = _direct.DirectAdds(native)
 
     @classmethod
     async def connect(
@@ -111,9 +113,9 @@ class Queue:
         """
         opts = _options(delay, priority, lifo, attempts, backoff, remove_on_complete, dedup, options)
         if not _tracing.ENABLED:
-            return await self._native.add(name, data, opts)
+            return await self._direct.add(name, data, opts)
         with _tracing.producer(self.name) as span:
-            job_id: str = await self._native.add(name, data, _tracing.inject(opts))
+            job_id: str = await self._direct.add(name, data, _tracing.inject(opts))
             if span is not None:
                 span.set_attribute("messaging.message.id", job_id)
             return job_id
@@ -146,7 +148,8 @@ class Queue:
         await self._native.resume()
 
     async def close(self) -> None:
-        """Releases the queue's id-minting lease."""
+        """Releases the queue's id-minting lease (and closes the socket of its direct adds)."""
+        self._direct.close()
         await self._native.close()
 
     # -- flows -----------------------------------------------------------------------------
