@@ -39,7 +39,8 @@ async def test_adds_after_the_first_go_direct_and_read_back_exactly(standalone, 
     assert [j["data"] for j in jobs] == [{"n": 0}, {"n": 1, "s": "é\u2028"}, [1, 2.5, None], "text"]
     assert jobs[2]["attempts"] == 3
     assert (await q.counts())["waiting"] == 4
-    # Many at once on the one socket: each caller gets its own id, in any order of completion.
+    # Many at once: the first goes direct, those that arrive while it is on its way go to the
+    # core's line (coalesced); each caller gets its own id.
     many = await asyncio.gather(*(q.add("many", {"i": i}) for i in range(300)))
     assert len(set(many)) == 300
     for i in (0, 150, 299):

@@ -4,7 +4,9 @@ The core decides and encodes (``Queue.direct_add``: the job checked, its id mint
 ``add_one.lua`` call the usual path would send) and reads the reply (``direct_reply_len``,
 ``direct_settle``); this file only moves bytes on a non-blocking socket of the event loop, written
 from its thread and read when ``loop.add_reader`` reports it readable, replies in the order the
-calls were written. Anything unusual goes the usual way with the same id (an add is idempotent per
+calls were written. Only a lone add goes direct: one that arrives while another is on its way
+goes to the core, which sends such adds together in one call. Anything unusual goes the usual way
+with the same id (an add is idempotent per
 id): a job the core does not take (``direct_add`` returns None), a reply that is not "added" (a
 script not loaded yet, a server error, a failover), a socket that fails or closes (every call on
 it is added again the usual way, and the next add opens a new socket).
@@ -152,8 +154,12 @@ class DirectAdds:
         loop = asyncio.get_running_loop()
         if conn is None or conn.broken or conn.loop is not loop:
             conn = await self._open(loop)
-        call = self._native.direct_add(name, data, opts) if conn is not None else None
-        if conn is None or call is None:
+        # Only a lone add goes direct: adds that arrive while one is on its way go to the core,
+        # whose line sends them together in one call (issue 30 item 2's coalescing).
+        if conn is None or conn.waiting:
+            return await self._native.add(name, data, opts)
+        call = self._native.direct_add(name, data, opts)
+        if call is None:
             return await self._native.add(name, data, opts)
         job_id, frame = call
         settled = await conn.call(job_id, frame)
