@@ -21,6 +21,8 @@ export interface NativeQueue {
   readonly name: string;
   readonly partitions: number;
   mintId(): string;
+  directEndpoint(): { host: string; port: number } | null;
+  directAdd(name: string, data: string, opts: string | undefined): { id: string; frame: Buffer } | null;
   batch(spec: string): Promise<NativeBatch>;
   openBatch(id: string, queue: string | null): NativeBatch;
   listenAdds(taker: (settled: string) => void): void;
@@ -111,6 +113,8 @@ export interface NativeTls {
 export interface Native {
   connect(urls: string[], name: string, durable: number[] | undefined, tls: NativeTls | undefined, partitions: number | undefined): Promise<NativeQueue>;
   errorCodes(): string[];
+  directReplyLen(buf: Buffer): number | null;
+  directSettle(reply: Buffer, id: string): string | null;
   startWorkerMany(
     queues: NativeQueue[],
     dispatcher: (batch: string) => void,

@@ -1,9 +1,10 @@
 // Queue: a handle on one queue, each method adapting its arguments (payload.ts), calling the
 // addon and reading its reply (values too rich for a napi object come as JSON text).
 
-import { call, callSync, emqError } from './errors';
+import { call, callSync, emqError, toEmqError } from './errors';
 import type { HandlerFailed } from './errors';
 import { AddLine } from './add_line';
+import { DirectAdds } from './direct';
 import { Batch, batchSpec } from './batch';
 import { EventStream } from './events';
 import { ENABLED as tracingOn, inject, producer } from './tracing';
@@ -59,6 +60,8 @@ export class Queue {
   /** The adds of this turn of the event loop, not yet sent (`addInTurn`). */
   private turn: PendingAdd[] | null = null;
   private adds: AddLine | null = null;
+  /** Lone one-job adds on the event loop's own socket (`direct.ts`). */
+  private direct: DirectAdds | null = null;
 
   private constructor(token: symbol, nativeQueue: NativeQueue) {
     if (token !== kToken) {
@@ -132,9 +135,22 @@ export class Queue {
     });
   }
 
-  /** One add on its own, settled through the handle's add line. */
+  /** One add on its own: direct when the core takes it (`direct.ts`), else through the handle's add line. */
   private addAlone(name: string, text: string, opts: string | undefined): Promise<JobId> {
-    return (this.adds ??= new AddLine(this[kNative])).add(name, text, opts);
+    const direct = (this.direct ??= new DirectAdds(this[kNative]));
+    let sent: { id: string; settled: Promise<string | null> } | null;
+    try {
+      sent = direct.add(name, text, opts);
+    } catch (e) {
+      return Promise.reject(toEmqError(e));
+    }
+    if (sent === null) return (this.adds ??= new AddLine(this[kNative])).add(name, text, opts);
+    const { id, settled } = sent;
+    return settled.then((got) => {
+      if (got !== null) return got as JobId;
+      // Not "added": the usual way, with the same id (nothing is added twice).
+      return (this.adds ??= new AddLine(this[kNative])).add(name, text, withId(opts, id));
+    });
   }
 
   private sendTurn(): void {
@@ -604,6 +620,12 @@ export class Queue {
 
   /** Releases the queue's node-id lease. */
   async close(): Promise<void> {
+    this.direct?.close();
     return call(() => this[kNative].close());
   }
+}
+
+/** A job's options (the JSON text `addStart` takes) with its id pinned. */
+function withId(opts: string | undefined, id: string): string {
+  return JSON.stringify({ ...(opts === undefined ? {} : (JSON.parse(opts) as object)), id });
 }

@@ -9,12 +9,14 @@
 //! - [`queue`]: `NativeQueue`, one queue's operations;
 //! - [`worker`]: `NativeWorker` and the batched hand-off of jobs to JS;
 //! - [`worker_events`]: the worker's events (the core's hook) on their way to JS;
-//! - [`events`]: `NativeEvents`, a subscriber on a queue's events.
+//! - [`events`]: `NativeEvents`, a subscriber on a queue's events;
+//! - [`direct`]: the reply side of a direct add (a one-job add on the event loop's own socket).
 
 mod add_line;
 mod batch;
 mod children;
 mod dead_letters;
+mod direct;
 mod events;
 mod job_defaults;
 mod limits;
@@ -28,6 +30,7 @@ use napi::bindgen_prelude::{Buffer, Either, ToNapiValue};
 use napi::{sys, Unknown};
 use napi_derive::napi;
 
+pub use direct::{direct_reply_len, direct_settle};
 pub use events::NativeEvents;
 pub use queue::NativeQueue;
 pub use worker::NativeWorker;

@@ -106,6 +106,36 @@ impl NativeQueue {
         Ok(self.q.mint_id().map_err(throw)?.to_string())
     }
 
+    /// Where this queue's direct adds go (the core's `queue/direct.rs`): the host and port of a
+    /// plain standalone server, or null.
+    #[napi]
+    pub fn direct_endpoint(&self) -> Option<crate::direct::DirectEndpoint> {
+        self.q
+            .direct_endpoint()
+            .map(|(host, port)| crate::direct::DirectEndpoint {
+                host,
+                port: u32::from(port),
+            })
+    }
+
+    /// The one call of a one-job add (payload JSON text, options as `addStart` takes them), for
+    /// the JS event loop's own socket: `{ id, frame }`, or null when the add must go through
+    /// `addStart` (the core decides). Bad input throws as `addStart` would.
+    #[napi]
+    pub fn direct_add(
+        &self,
+        name: String,
+        data: String,
+        opts: Option<String>,
+    ) -> Result<Option<crate::direct::DirectCall>> {
+        let options = job_options(opts.as_deref()).map_err(throw)?;
+        let call = self.q.direct_add(&name, &data, &options).map_err(throw)?;
+        Ok(call.map(|c| crate::direct::DirectCall {
+            id: c.id.to_string(),
+            frame: c.frame.into(),
+        }))
+    }
+
     /// Creates a batch in this queue's slot (`spec`: JSON text `{onComplete, onSuccess,
     /// description}`, each callback `{queue, name, data, opts}`).
     #[napi]
