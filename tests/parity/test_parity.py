@@ -90,6 +90,11 @@ ABSENT = {
     # module (bindings/python/src/local.rs), every language's users get its effect, none calls it.
     **{("Queue.on_own_connection", lang): "a binding's own facility (the sync API's per-thread connection), not a user's call"
        for lang in ("python", "python_sync", "node", "uniffi")},
+    # The direct add (core/src/queue/direct.rs): Python's and Node's packages send a lone add on
+    # their event loop's own socket inside `add`; every user of `add` gets it, none calls it.
+    **{(op, lang): "a binding's own facility (a lone add on the event loop's socket, inside `add`), not a user's call"
+       for op in ("Queue.direct_add", "Queue.direct_endpoint")
+       for lang in ("python", "python_sync", "node", "uniffi")},
 }
 
 # The core's spec types (core/src/spec/mod.rs) a binding fills, and where each binding fills them: the
