@@ -252,8 +252,32 @@ impl Queue {
     /// add_one.lua (its sha and fixed keys written once, not cloned, checked and written on every
     /// add): only the record key and the arguments are added per call.
     async fn add_one_call(&self, id: JobId, job: &NewJob, data: &str) -> Result<Vec<String>> {
+        let (prefix, cmd) = self.add_one_command(id, job, data)?;
+        prefix.send(&self.store, cmd).await
+    }
+
+    /// The bytes of that call, for a socket of the caller's own (`queue/direct.rs`).
+    pub(super) fn add_one_frame(&self, id: JobId, job: &NewJob, data: &str) -> Result<Vec<u8>> {
+        Ok(self.add_one_command(id, job, data)?.1.get_packed_command())
+    }
+
+    /// The queue's checked prefix of add_one.lua (built from this first call when there is none)
+    /// and the command of the call for a plain job: the record key and the arguments added.
+    fn add_one_command(
+        &self,
+        id: JobId,
+        job: &NewJob,
+        data: &str,
+    ) -> Result<(&script::Prefix, redis::Cmd)> {
         job.options.validate()?;
-        let prefix = self.add_one_prefix(id, job, data)?;
+        let prefix = match self.add_one_prefix.get() {
+            Some(p) => p,
+            None => {
+                let sample = self.add_one_invocation(id, job, data)?;
+                let p = script::Prefix::new(&sample, self.store.guarded())?;
+                self.add_one_prefix.get_or_init(|| p)
+            }
+        };
         let tail = AddOneTail::new(&job.options, self.max_events);
         let (args, sent) = tail.args();
         let all: [&[u8]; 5] = [
@@ -264,36 +288,7 @@ impl Queue {
             args[2],
         ];
         let record = self.name.job_key(id, JobPart::Record);
-        prefix.call(&self.store, &record, &all[..2 + sent]).await
-    }
-
-    /// The queue's checked prefix of add_one.lua, built from this first call when there is none.
-    fn add_one_prefix(&self, id: JobId, job: &NewJob, data: &str) -> Result<&script::Prefix> {
-        match self.add_one_prefix.get() {
-            Some(p) => Ok(p),
-            None => {
-                let sample = self.add_one_invocation(id, job, data)?;
-                let p = script::Prefix::new(&sample, self.store.guarded())?;
-                Ok(self.add_one_prefix.get_or_init(|| p))
-            }
-        }
-    }
-
-    /// The bytes of the one `add_one.lua` call [`Queue::add_one_call`] makes for a plain job
-    /// (`queue/direct.rs`).
-    pub(super) fn add_one_frame(&self, id: JobId, job: &NewJob, data: &str) -> Result<Vec<u8>> {
-        job.options.validate()?;
-        let prefix = self.add_one_prefix(id, job, data)?;
-        let tail = AddOneTail::new(&job.options, self.max_events);
-        let (args, sent) = tail.args();
-        let all: [&[u8]; 5] = [
-            job.name.as_bytes(),
-            data.as_bytes(),
-            args[0],
-            args[1],
-            args[2],
-        ];
-        prefix.frame(&self.name.job_key(id, JobPart::Record), &all[..2 + sent])
+        Ok((prefix, prefix.command(&record, &all[..2 + sent])?))
     }
 
     /// Adds a job; returns its id (or, with a dedup key held by a live job, that job's id).

@@ -11,7 +11,7 @@ use redis::FromRedisValue;
 /// the last, for a script called again and again with only its last key and its arguments
 /// changing (add_one.lua: the queue's eleven keys, then the job's record). Building it from an
 /// [`Invocation`] checks the header's counts, the roles at every position and the one-slot rule;
-/// a call then adds a last key of the same role and slot ([`Prefix::call`] refuses any other) and
+/// a call then adds a last key of the same role and slot ([`Prefix::command`] refuses any other) and
 /// arguments, and skips re-cloning, re-checking and re-writing the fixed keys on every call.
 pub(crate) struct Prefix {
     pub(super) script: &'static Script,
@@ -46,39 +46,33 @@ impl Prefix {
         })
     }
 
-    /// One call: the prefix, `last` and `args` (each one ARGV entry), sent as
-    /// [`Invocation::invoke`] sends (EVALSHA, one load and resend on NOSCRIPT).
-    pub(crate) async fn call<T: FromRedisValue>(
-        &self,
-        store: &Store,
-        last: &Key,
-        args: &[&[u8]],
-    ) -> Result<T> {
+    /// The command of one call: the prefix, `last` and `args` (each one ARGV entry), checked; to
+    /// send with [`Prefix::send`], or to write as bytes on a socket of the caller's own
+    /// (`queue/direct.rs`: `get_packed_command`; a NOSCRIPT reply there means the script is not
+    /// loaded, which [`Prefix::send`] does).
+    pub(crate) fn command(&self, last: &Key, args: &[&[u8]]) -> Result<redis::Cmd> {
         self.check_call(last, args.len())?;
         let mut cmd = self.cmd.clone();
         cmd.arg(last);
         for a in args {
             cmd.arg(*a);
         }
+        Ok(cmd)
+    }
+
+    /// Sends a command [`Prefix::command`] built, as [`Invocation::invoke`] sends (EVALSHA, one
+    /// load and resend on NOSCRIPT).
+    pub(crate) async fn send<T: FromRedisValue>(
+        &self,
+        store: &Store,
+        cmd: redis::Cmd,
+    ) -> Result<T> {
         use tracing::Instrument;
         let span = tracing::debug_span!("emq.script", script = self.script.name, keys = 0);
         let mut conn = store.conn();
         send_loading(store, &mut conn, &Request::One(cmd), &[self.script])
             .instrument(span)
             .await
-    }
-
-    /// One call's bytes on the wire (RESP, as [`Prefix::call`] would send it first), for a caller
-    /// that drives the round trip on a socket of its own (`queue/direct.rs`). A NOSCRIPT reply
-    /// means the script is not loaded: send the call through [`Prefix::call`], which loads it.
-    pub(crate) fn frame(&self, last: &Key, args: &[&[u8]]) -> Result<Vec<u8>> {
-        self.check_call(last, args.len())?;
-        let mut cmd = self.cmd.clone();
-        cmd.arg(last);
-        for a in args {
-            cmd.arg(*a);
-        }
-        Ok(cmd.get_packed_command())
     }
 
     /// Refuses a last key of another role or slot than the sample's, or an ARGV count the header
@@ -99,16 +93,6 @@ impl Prefix {
                 last.role(),
             ),
         ))
-    }
-
-    #[cfg(test)]
-    fn command(&self, last: &Key, args: &[&[u8]]) -> redis::Cmd {
-        let mut cmd = self.cmd.clone();
-        cmd.arg(last);
-        for a in args {
-            cmd.arg(*a);
-        }
-        cmd
     }
 }
 
@@ -151,7 +135,7 @@ mod tests {
                 let want = full(id, &args).command(guarded).unwrap();
                 let raw: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
                 let rec = q.job_key(id, JobPart::Record);
-                assert_eq!(bytes(&prefix.command(&rec, &raw)), bytes(&want));
+                assert_eq!(bytes(&prefix.command(&rec, &raw).unwrap()), bytes(&want));
             }
         }
         // A last key of another role or another queue's slot, or too few args, is refused.
