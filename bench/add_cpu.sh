@@ -8,7 +8,6 @@
 # medians and each emq side's ratio to BullMQ Node per repetition.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(dirname "$HERE")"
 PORT="${ADD_CPU_PORT:-6413}"
 REPS="${REPS:-5}"
 N="${N:-20000}"
