@@ -34,7 +34,10 @@ async fn the_trim_samples_the_backlog_and_folds_old_minutes_into_hours() {
         );
 
         let now_min = q.server_time_ms().await.unwrap() / 60_000;
-        let old = now_min - 90; // past the 60-minute window, within the day
+        // Past the 60-minute window, within the day, and 10 minutes into its hour, so that `old`
+        // and `old + 1` share an hour (with `now_min - 90`, a run 90 minutes after an hour's
+        // 59th minute saw three hours, as the local CI at 12:29 UTC did).
+        let old = (now_min - 90) / 60 * 60 + 10;
         let ancient = now_min - 30 * 60; // past the day
         let metrics = q.keys().metrics.to_string();
         let seed: Vec<(String, u64)> = vec![
