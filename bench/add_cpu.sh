@@ -23,9 +23,9 @@ for rep in $(seq 0 $((REPS - 1))); do
   for k in 0 1 2; do
     side="${sides[$(((rep + k) % 3))]}"
     case "$side" in
-      bullmq_node) line="$(node "$HERE/add_cpu/bullmq_node.js" "$PORT" "$N")" ;;
+      bullmq_node) line="$(node "$HERE/add_cpu/node_side.js" bullmq "$PORT" "$N")" ;;
       emq_python) line="$("$PY" "$HERE/add_cpu/emq_python.py" "$PORT" "$N")" ;;
-      emq_node) line="$(node "$HERE/add_cpu/emq_node.js" "$PORT" "$N")" ;;
+      emq_node) line="$(node "$HERE/add_cpu/node_side.js" emq "$PORT" "$N")" ;;
     esac
     echo "{\"rep\": $rep, ${line:1}" | tee -a "$OUT/lines.jsonl"
   done

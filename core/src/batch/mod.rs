@@ -250,7 +250,7 @@ impl Batch {
         // name) share its slot: they are counted in by the add's own call (batch_add.lua), one
         // step instead of two, and no round trip reads the queue's partition count.
         if queue == self.queue.name().as_str() {
-            for j in &mut jobs {
+            for j in &jobs {
                 check_batchable(&j.options)?;
             }
             return self.queue.add_bulk_sent(jobs, Some(self.id)).await;

@@ -142,7 +142,8 @@ fn compact_json_cached(options: &JobOptions) -> Arc<str> {
 }
 
 impl Queue {
-    /// As `add_invocation`, every job of the batch a child of `parent` ("<queue>:<id>", or "").
+    /// One call of `add.lua` for a batch of (id, job, data text), every job of it a child of
+    /// `parent` ("<queue>:<id>", or "").
     pub(crate) fn add_invocation_with_parent(
         &self,
         batch: &[(JobId, &NewJob, String)],
