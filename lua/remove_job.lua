@@ -1,6 +1,10 @@
--- remove_job: delete one job from whichever container holds it, if its state is allowed.
+-- remove_job: delete one job from whichever container holds it, if its state is allowed. A job of
+-- a batch removed before its outcome (any state but completed and failed) has a failure noted
+-- for its batch in batch_pending (lib/batch_note.lua), as a cancel does, so the batch is not held
+-- open for ever; the caller records it.
 -- uses lib/handoff.lua
 -- uses lib/groups.lua
+-- uses lib/batch_note.lua
 -- KEYS[1] record       emq:{q}:<id>, HASH
 -- KEYS[2] logs         emq:{q}:<id>:logs, LIST
 -- KEYS[3] wait         LIST
@@ -24,12 +28,14 @@
 -- KEYS[21] group_parked ZSET group -> pass, ready groups paused or at their cap
 -- KEYS[22] group_state HASH each group's settings and running count
 -- KEYS[23] marker      LIST (a parked group that may run again wakes a worker)
+-- KEYS[24] batch_pending ZSET batched outcomes on their way to their batch (lib/batch_note.lua)
 -- ARGV[1] id
 -- ARGV[2] allowed      which states may be removed: any | waiting | completed | failed | force
 -- ARGV[3] max_events   stream cap
 -- ARGV[4] older_ms     for completed/failed: only if finished at least this long ago (0: any)
--- Returns 1 when removed, 0 when there was no such job or it is in another state than allowed;
--- an invalid_state error for an active job unless allowed is force.
+-- Returns 1 when removed, 2 when removed and a failure noted for its batch, 0 when there was no
+-- such job or it is in another state than allowed; an invalid_state error for an active job unless
+-- allowed is force.
 local id, allowed = ARGV[1], ARGV[2]
 local state = nil
 local score = nil
@@ -77,11 +83,16 @@ if state == 'active' and call('LLEN', K.handoff) > 0 then
     if emq_handoff_id(entry) == id then call('LREM', K.handoff, 1, entry) end
   end
 end
+local noted = false
 if existed then
+  if state ~= 'completed' and state ~= 'failed' then
+    noted = emq_batch_pending(K, K.record, id, 'f', now_ms())
+  end
   local dedup = call('HGET', K.record, 'dedup')
   if dedup and dedup ~= '' and call('HGET', K.dedup, dedup) == id then call('HDEL', K.dedup, dedup) end
   call('DEL', K.record, K.logs)
   call('HINCRBY', K.meta, 'gone', 1)
 end
 call('XADD', K.events, 'MAXLEN', '~', ARGV[3], '*', 'ev', 'removed', 'id', id, unpack(tag))
+if noted then return 2 end
 return 1

@@ -1202,3 +1202,116 @@ async fn an_idle_worker_records_its_batch_own_jobs_however_it_got_them() {
     w.close().await.unwrap();
     audit_ok(&q).await;
 }
+
+/// A job for another queue under an id the caller gives that already belongs to a job outside the
+/// batch (no batch's, or another batch's) is left as it is by the add, and counted out of the
+/// batch again (`batch_uncount.lua`): before, it stayed pending for ever and the batch never
+/// ended. Ids given again (the batch's own jobs, added before) stay counted in, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_given_id_of_a_job_outside_the_batch_is_counted_out_on_another_queue() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-out").await;
+        let jobs = q.queue(&unique("b-out-jobs")).unwrap();
+        let cb = q.queue(&unique("b-out-cb")).unwrap();
+        let to = jobs.name().as_str().to_string();
+        // One job that is no batch's, one of another batch.
+        let loose = jobs
+            .add("work", json!({ "i": "loose" }), JobOptions::default())
+            .await
+            .unwrap();
+        let elsewhere = q.batch(BatchOptions::default()).await.unwrap();
+        let theirs = elsewhere
+            .add(&to, "work", json!({ "i": "theirs" }), JobOptions::default())
+            .await
+            .unwrap();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let mine: Vec<_> = (0..3).map(|_| jobs.mint_id().unwrap()).collect();
+        let with_id = |id, i: &str| NewJob {
+            name: "work".into(),
+            data: json!({ "i": i }),
+            options: JobOptions {
+                id: Some(id),
+                ..JobOptions::default()
+            },
+        };
+        let mut add: Vec<NewJob> = mine.iter().map(|id| with_id(*id, "mine")).collect();
+        add.push(with_id(loose, "again"));
+        add.push(with_id(theirs, "again"));
+        add.extend(plain(2, &[]));
+        let got = batch.add_bulk(&to, add.clone()).await.unwrap();
+        assert_eq!(&got[3..5], &[loose, theirs], "{topology}");
+        let st = batch.status(0, 0).await.unwrap();
+        assert_eq!((st.total, st.pending), (5, 5), "{topology}: {st:?}");
+        // The outside jobs are as they were.
+        let l = jobs.get(loose).await.unwrap().unwrap();
+        assert_eq!(
+            (l.data.clone(), l.batch_ref()),
+            (json!({ "i": "loose" }), None)
+        );
+        let t = jobs.get(theirs).await.unwrap().unwrap();
+        assert_eq!(t.batch_ref().unwrap().id, elsewhere.id().to_string());
+        assert_eq!(elsewhere.status(0, 0).await.unwrap().total, 1, "{topology}");
+        // The same call again: the batch's own ids stay counted once, the outside ones out.
+        add.truncate(5);
+        batch.add_bulk(&to, add).await.unwrap();
+        assert_eq!(batch.status(0, 0).await.unwrap().total, 5, "{topology}");
+        batch.seal().await.unwrap();
+        let w = worker(&jobs, Arc::new(AtomicBool::new(false)));
+        wait_until("the batch is done", Duration::from_secs(30), || async {
+            batch.status(0, 0).await.unwrap().done
+        })
+        .await;
+        let st = batch.status(0, 0).await.unwrap();
+        assert_eq!((st.total, st.completed, st.failed), (5, 5, 0), "{topology}");
+        w.close().await.unwrap();
+        let mut names: Vec<String> = callbacks(&cb).await.into_iter().map(|j| j.name).collect();
+        names.sort();
+        assert_eq!(names, ["complete", "success"], "{topology}");
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+    }
+}
+
+/// A job of a batch removed before its outcome (`Queue::remove`, `Queue::drain`) counts as failed
+/// in its batch at once, on the batch's own queue and on another: before, it stayed pending for
+/// ever and the batch never ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batched_job_removed_before_its_outcome_counts_failed() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-rm").await;
+        let jobs = q.queue(&unique("b-rm-jobs")).unwrap();
+        let cb = q.queue(&unique("b-rm-cb")).unwrap();
+        let own = q.name().as_str().to_string();
+        let batch = q.batch(both_callbacks(&cb)).await.unwrap();
+        let there = batch
+            .add_bulk(jobs.name().as_str(), plain(3, &[]))
+            .await
+            .unwrap();
+        batch.add_bulk(&own, plain(2, &[])).await.unwrap();
+        batch.seal().await.unwrap();
+        assert_eq!(
+            jobs.remove(there[0]).await.unwrap(),
+            emq::Moved::Moved,
+            "{topology}"
+        );
+        let st = batch.status(0, 10).await.unwrap();
+        assert_eq!((st.pending, st.failed), (4, 1), "{topology}: {st:?}");
+        assert_eq!(st.failed_jobs[0].id, there[0], "{topology}");
+        assert_eq!(q.drain(false).await.unwrap(), 2, "{topology}");
+        let st = batch.status(0, 0).await.unwrap();
+        assert_eq!((st.pending, st.failed), (2, 3), "{topology}: {st:?}");
+        let w = worker(&jobs, Arc::new(AtomicBool::new(false)));
+        wait_until("the batch is done", Duration::from_secs(30), || async {
+            batch.status(0, 0).await.unwrap().done
+        })
+        .await;
+        w.close().await.unwrap();
+        let st = batch.status(0, 0).await.unwrap();
+        assert_eq!((st.total, st.completed, st.failed), (5, 2, 3), "{topology}");
+        let cbs = callbacks(&cb).await;
+        assert_eq!(cbs.len(), 1, "{topology}: on_complete only");
+        assert_eq!(cbs[0].name, "complete");
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+    }
+}

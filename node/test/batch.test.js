@@ -53,6 +53,33 @@ for (const topology of ['standalone', 'cluster']) {
   });
 }
 
+test('an outside id is counted out, and a removed job counts failed', async () => {
+  const name = unique('batch-out');
+  const q = await Queue.connect(h.servers.standalone, name);
+  const jobs = await Queue.connect(h.servers.standalone, `${name}-jobs`);
+  h.track(q, jobs);
+  const loose = await jobs.add('work', { i: 'loose' });
+  const batch = await q.batch();
+  // An id of a job that is no batch's: returned, the job left as it was, not counted in.
+  assert.equal(await batch.add(jobs.name, 'work', { i: 'again' }, { id: loose }), loose);
+  assert.deepEqual((await jobs.get(loose)).data, { i: 'loose' });
+  const [kept, gone] = await batch.addBulk(jobs.name, [{ name: 'work', data: 1 }, { name: 'work', data: 2 }]);
+  let st = await batch.status();
+  assert.deepEqual([st.total, st.pending], [2, 2], JSON.stringify(st));
+  // A job of the batch removed before its outcome counts as failed at once.
+  assert.equal(await jobs.remove(gone), true);
+  st = await batch.status();
+  assert.deepEqual([st.pending, st.failed], [1, 1], JSON.stringify(st));
+  assert.deepEqual(st.failedJobs, [{ queue: jobs.name, id: gone }]);
+  await batch.seal();
+  const w = new Worker(jobs, async () => 'ok', { concurrency: 2, blockTimeout: 200 });
+  await waitFor('the batch done', async () => (await batch.status()).done);
+  await w.close();
+  st = await batch.status();
+  assert.deepEqual([st.total, st.completed, st.failed], [2, 1, 1], JSON.stringify(st));
+  assert.equal((await jobs.get(kept)).state, 'completed');
+});
+
 test('status, cancel and bad input', async () => {
   const name = unique('batch-bad');
   const q = await Queue.connect(h.servers.standalone, name);

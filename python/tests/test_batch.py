@@ -172,3 +172,35 @@ def test_the_sync_api_nests_a_batch(standalone, qname):
     st = parent.status()
     assert (st["total"], st["failed"], st["done"]) == (1, 1, True), st
     q.close()
+
+
+@pytest.mark.parametrize("topology", ["standalone", "cluster"])
+async def test_an_outside_id_is_counted_out_and_a_removed_job_counts_failed(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    q = await emq.Queue.connect(url, qname)
+    jobs = await emq.Queue.connect(url, qname + "-jobs")
+    loose = await jobs.add("work", {"i": "loose"})
+    batch = await q.batch()
+    # An id of a job that is no batch's: returned, the job left as it was, and not counted in.
+    assert await batch.add(jobs.name, "work", {"i": "again"}, id=loose) == loose
+    assert (await jobs.get(loose))["data"] == {"i": "loose"}
+    kept, gone = await batch.add_bulk(jobs.name, [("work", {"i": 1}), ("work", {"i": 2})])
+    st = await batch.status()
+    assert (st["total"], st["pending"]) == (2, 2), st
+    # A job of the batch removed before its outcome counts as failed at once.
+    assert await jobs.remove(gone)
+    st = await batch.status()
+    assert (st["pending"], st["failed"]) == (1, 1), st
+    assert st["failed_jobs"] == [{"queue": jobs.name, "id": gone}]
+    await batch.seal()
+    worker = emq.Worker(jobs, lambda job: "ok", concurrency=2)
+    try:
+        async def done() -> bool:
+            return (await batch.status())["done"]
+
+        await wait_until("the batch done", done)
+    finally:
+        await worker.close()
+    st = await batch.status()
+    assert (st["total"], st["completed"], st["failed"]) == (2, 1, 1), st
+    assert (await jobs.get(kept))["state"] == "completed"

@@ -7,7 +7,9 @@
 //! idempotent (as dead letters do, `dead_letter.rs`):
 //! 1. **Counting in** (`batch_count.lua`, the batch's slot): the job's id, minted before, is counted
 //!    in pending once; then the job is added to its queue under that id (an idempotent add) with
-//!    the batch in its options (`batch`: [`BatchRef`]). A job for the batch's own queue shares its
+//!    the batch in its options (`batch`: [`BatchRef`]); a caller's own id that turns out to belong
+//!    to a job outside the batch (the add leaves that job as it is) is counted out again
+//!    (`batch_uncount.lua`), so it does not hold the batch open. A job for the batch's own queue shares its
 //!    slot: one call (`batch_add.lua`) adds it and counts it in, its record naming the batch in a
 //!    field of its own (`batch`: `<queue>|<id>`, read back into the options by `Job`), and a job
 //!    whose id existed already is not counted in by it. A running job of the batch adds jobs the
@@ -37,9 +39,11 @@
 //!    whose failed jobs are retried to success turns completed in its parent too), and the parent
 //!    records it as step 2 does, with the same crash recovery.
 //!
-//! A job cancelled before it ran (`cancel.lua`) has its failure noted the same way. Not built:
-//! a job of a batch removed while it waits is never counted out (its batch stays open); a batch's
-//! keys are not trimmed (they go with [`Queue::obliterate`] of the queue that created it).
+//! A job cancelled before it ran (`cancel.lua`), or removed before its outcome (`remove_job.lua`:
+//! [`Queue::remove`], [`Queue::drain`]; the remover records it at once), has its failure noted
+//! the same way. Not built: a batch's jobs on a queue that is obliterated stay pending in a batch
+//! of another queue (the notes go with the queue's keys); a batch's keys are not trimmed (they go
+//! with [`Queue::obliterate`] of the queue that created it).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::Job;
@@ -290,7 +294,49 @@ impl Batch {
         if !counts.is_empty() {
             let _: Vec<i64> = script::pipeline(self.queue.store(), &counts).await?;
         }
-        target.add_bulk(jobs).await
+        let ids = target.add_bulk(jobs).await?;
+        // A caller's own id may belong to a job outside the batch already (the add left that job
+        // as it was): counted in above, it would hold the batch open for ever, so it is counted
+        // out again. Minted ids are fresh, so only the caller's are read.
+        let own: Vec<JobId> = ids
+            .iter()
+            .zip(&minted)
+            .filter(|(_, m)| !**m)
+            .map(|(id, _)| *id)
+            .collect();
+        if !own.is_empty() {
+            self.count_out_outsiders(&target, &own).await?;
+        }
+        Ok(ids)
+    }
+
+    /// The last step of [`Batch::add_bulk`] for another slot: of `ids` (the caller's own, just
+    /// added to `target`), those whose job's record names no batch or another one are counted out
+    /// (`batch_uncount.lua`; only entries still pending, so a repeat changes nothing). A record
+    /// that is gone already is this batch's job, finished and removed: its outcome counts.
+    async fn count_out_outsiders(&self, target: &Queue, ids: &[JobId]) -> Result<()> {
+        let ours = Some(self.reference());
+        let jobs = futures::future::try_join_all(ids.iter().map(|id| target.get(*id))).await?;
+        let outsiders: Vec<JobId> = ids
+            .iter()
+            .zip(jobs)
+            .filter(|(_, job)| job.as_ref().is_some_and(|j| j.batch_ref() != ours))
+            .map(|(id, _)| *id)
+            .collect();
+        for chunk in outsiders.chunks(COUNT_CHUNK) {
+            let mut call = script::BATCH_UNCOUNT
+                .on(self.queue.name(), Some(self.id))?
+                .arg(target.name().as_str())
+                .arg(self.queue.mint_id()?)
+                .arg(self.queue.mint_id()?);
+            for id in chunk {
+                call = call.arg(*id);
+            }
+            let reply: Vec<String> = call.invoke(self.queue.store()).await?;
+            add_callbacks(&self.queue, self.id, reply.get(2..).unwrap_or_default()).await?;
+            settle_parent_note(&self.queue, reply.get(1)).await?;
+        }
+        Ok(())
     }
 
     /// Seals the batch: its creator has added its jobs. From now on it is done once every job

@@ -12,6 +12,12 @@ use crate::outcome::Moved;
 use crate::script::{self, Invocation};
 use std::time::Duration;
 
+/// `remove_job.lua`'s reply for a job removed whose failure it noted for its batch.
+const REMOVED_BATCHED: i64 = 2;
+
+/// Most rounds of 500 notes a removal records at once (the rest wait for a maintenance loop).
+const RECORD_ROUNDS: usize = 20;
+
 impl Queue {
     pub(crate) fn remove_invocation(
         &self,
@@ -43,7 +49,29 @@ impl Queue {
             .remove_invocation(id, "any", 0)?
             .invoke(&self.store)
             .await?;
+        if n == REMOVED_BATCHED {
+            self.record_removed_outcomes().await;
+            return Ok(Moved::Moved);
+        }
         self.outcome(id, n).await
+    }
+
+    /// Records in their batches the failures `remove_job.lua` noted for the batched jobs it removed
+    /// (the queue's `batch-pending` notes, whatever their age: recording is once per job and
+    /// outcome, so one a worker records at the same time counts once). The jobs are removed
+    /// whatever happens here: a note not recorded now stays, and a worker's maintenance loop (or
+    /// [`Queue::record_batch_outcomes`]) records it later.
+    async fn record_removed_outcomes(&self) {
+        for _ in 0..RECORD_ROUNDS {
+            match crate::batch::settle_due(self, Duration::ZERO, 500).await {
+                Ok((seen, _)) if seen < 500 => return,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(queue = %self.name, error = %e, "a removed job's batch outcome was not recorded yet; a worker of its queue records it later");
+                    return;
+                }
+            }
+        }
     }
 
     /// A move script's reply as a [`Moved`]: 1 moved; otherwise the job's state, read next.
@@ -60,15 +88,33 @@ impl Queue {
         })
     }
 
-    async fn remove_many(&self, ids: &[JobId], allowed: &str, older_ms: u64) -> Result<u64> {
+    /// Removes `ids` (each re-checked by its script); returns how many went, and whether a failure
+    /// was noted for the batch of one of them (record it: [`Queue::record_removed_outcomes`]).
+    async fn remove_many_noting(
+        &self,
+        ids: &[JobId],
+        allowed: &str,
+        older_ms: u64,
+    ) -> Result<(u64, bool)> {
         let mut removed = 0;
+        let mut batched = false;
         for chunk in ids.chunks(500) {
             let invs: Vec<Invocation> = chunk
                 .iter()
                 .map(|id| self.remove_invocation(*id, allowed, older_ms))
                 .collect::<Result<_>>()?;
             let replies: Vec<i64> = script::pipeline(&self.store, &invs).await?;
-            removed += replies.iter().filter(|r| **r == 1).count() as u64;
+            removed += replies.iter().filter(|r| **r >= 1).count() as u64;
+            batched |= replies.contains(&REMOVED_BATCHED);
+        }
+        Ok((removed, batched))
+    }
+
+    /// [`Queue::remove_many_noting`], the batch outcomes it noted recorded.
+    async fn remove_many(&self, ids: &[JobId], allowed: &str, older_ms: u64) -> Result<u64> {
+        let (removed, batched) = self.remove_many_noting(ids, allowed, older_ms).await?;
+        if batched {
+            self.record_removed_outcomes().await;
         }
         Ok(removed)
     }
@@ -240,6 +286,9 @@ impl Queue {
             ));
         }
         self.pause().await?;
+        // The failures noted for batched jobs are not recorded: the notes go with the queue's
+        // keys below (its own batches go too, and a batch elsewhere keeps such a job pending, as
+        // it did before notes existed: docs/site/concepts/batches.md).
         let mut total = 0;
         for state in JobState::ALL {
             loop {
@@ -247,7 +296,7 @@ impl Queue {
                 if ids.is_empty() {
                     break;
                 }
-                let n = self.remove_many(&ids, "force", 0).await?;
+                let (n, _) = self.remove_many_noting(&ids, "force", 0).await?;
                 total += n;
                 if n == 0 {
                     break;

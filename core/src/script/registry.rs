@@ -256,6 +256,9 @@ scripts! {
     BATCH_NEST => "batch_nest",
     /// Counts jobs into a batch before they are added (a batched add's first step).
     BATCH_COUNT => "batch_count",
+    /// Counts out of a batch the jobs counted in whose ids belonged to jobs outside it (a batched
+    /// add's last step, for a batch in another slot).
+    BATCH_UNCOUNT => "batch_uncount",
     /// Seals a batch: done once every job counted in has its outcome.
     BATCH_SEAL => "batch_seal",
     /// Records a batched job's outcome in its batch once, and pins the callbacks that fall due.
