@@ -42,8 +42,13 @@ pub enum DirectOutcome {
 impl Queue {
     /// Where a caller's own socket sends direct adds: host and port of a standalone server
     /// reached by `redis://host:port` without credentials or a database. None: use
-    /// [`Queue::add_json`].
+    /// [`Queue::add_json`]. Worked out once per handle (and its clones): what it reads is fixed
+    /// when the handle opens.
     pub fn direct_endpoint(&self) -> Option<(String, u16)> {
+        self.direct.get_or_init(|| self.endpoint_of_store()).clone()
+    }
+
+    fn endpoint_of_store(&self) -> Option<(String, u16)> {
         let o = self.store.options();
         if self.spread().is_some()
             || o.durable.is_some()
@@ -82,7 +87,10 @@ impl Queue {
             || !is_plain(options)
             || options.debounce
             || !self.registered.load(Ordering::Relaxed)
-            || self.direct_endpoint().is_none()
+            || self
+                .direct
+                .get_or_init(|| self.endpoint_of_store())
+                .is_none()
         {
             return Ok(None);
         }

@@ -69,6 +69,8 @@ pub struct Queue {
     pub(crate) waiters: Arc<crate::waiters::Waiters>,
     /// add_one.lua's checked front (its sha and eleven queue keys), made on the first one-job add.
     add_one_prefix: Arc<std::sync::OnceLock<script::Prefix>>,
+    /// Where a caller's own socket sends direct adds, worked out once (`direct.rs`).
+    pub(crate) direct: Arc<std::sync::OnceLock<Option<(String, u16)>>>,
     /// The line of one-job adds waiting for the call in flight (`coalesce.rs`).
     coalescer: Arc<coalesce::Coalescer>,
     /// For a partitioned queue, its partitions (`partitions.rs`); its own keys are then unused.
@@ -238,6 +240,7 @@ impl Queue {
             registered: Arc::default(),
             waiters: Arc::default(),
             add_one_prefix: Arc::default(),
+            direct: Arc::default(),
             coalescer: Arc::default(),
             parts: None,
         }
