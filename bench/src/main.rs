@@ -10,7 +10,8 @@
 //! Knobs (environment, like the anchors): REPS (default 1), N_JOBS (20000), N_LATENCY (1000),
 //! SCENARIO_TIMEOUT_S (120), BENCH_COMMANDSTATS (default 1: CONFIG RESETSTAT before and INFO
 //! commandstats after each timed section; 0 to skip), SCENARIOS (comma list; default all but the
-//! opt-in `cancel_latency` and `wait_latency` of `control.rs`).
+//! opt-in `cancel_latency` and `wait_latency` of `control.rs`). Built with `--features otel`,
+//! BENCH_TRACE=1 registers an OpenTelemetry SDK provider first (`trace.rs`, bench/tracing_rust.sh).
 //!
 //! Prints one JSON object per scenario run on stdout (one line each); progress goes to stderr.
 //! FLUSHALL runs before every scenario run, so point it at a throwaway Redis only.
@@ -20,6 +21,8 @@ mod control;
 mod fairness;
 mod multiqueue;
 mod partitions;
+#[cfg(feature = "otel")]
+mod trace;
 
 use emq::{ConnectOptions, JobContext, JobOptions, NewJob, Queue, Worker, WorkerEvent};
 use serde_json::{json, Map, Value};
@@ -646,6 +649,16 @@ async fn bench_main() -> i32 {
     }
     let t_start = Instant::now();
     let mut errors = 0;
+    // BENCH_TRACE=1 (built with `--features otel`): an OpenTelemetry SDK provider, every span
+    // counted (trace.rs).
+    #[cfg(feature = "otel")]
+    let traced = trace::install();
+    #[cfg(not(feature = "otel"))]
+    let traced = false;
+    #[cfg(feature = "otel")]
+    let spans = trace::spans;
+    #[cfg(not(feature = "otel"))]
+    let spans = || -> Option<u64> { None };
 
     // warm-up (not recorded): script loading, connection setup paths
     let warm = async {
@@ -671,6 +684,7 @@ async fn bench_main() -> i32 {
                 eprintln!("emq-bench: flushall: {e}");
                 return 2;
             }
+            let spans_before = spans();
             let r = tokio::time::timeout(
                 cfg.timeout + Duration::from_secs(5),
                 run_scenario(&cfg, &mut admin, id),
@@ -681,6 +695,13 @@ async fn bench_main() -> i32 {
             line.insert("impl".into(), json!("emq"));
             line.insert("scenario".into(), json!(id));
             line.insert("rep".into(), json!(rep));
+            line.insert("traced".into(), json!(traced));
+            if let (Some(a), Some(b)) = (spans_before, spans()) {
+                line.insert(
+                    "spans_per_job".into(),
+                    json!((b - a) as f64 / cfg.jobs as f64),
+                );
+            }
             match r {
                 Ok(m) => line.extend(m),
                 Err(e) => {

@@ -115,11 +115,12 @@ impl Send {
         if let Some(n) = count {
             attributes.push(KeyValue::new("messaging.batch.message_count", n as i64));
         }
-        let span = global::tracer("emq")
+        let tracer = global::tracer("emq");
+        let span = tracer
             .span_builder(format!("send {queue}"))
             .with_kind(SpanKind::Producer)
             .with_attributes(attributes)
-            .start(&global::tracer("emq"));
+            .start(&tracer);
         let trace = carrier(span.span_context());
         Send {
             cx: Context::current_with_span(span),
