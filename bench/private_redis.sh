@@ -1,4 +1,4 @@
-# Sourced by the hand-run benchmarks (batch.sh, multiqueue.sh): the emq-bench binary and one private
+# Sourced by the hand-run benchmarks (batch.sh, multiqueue.sh, add_cpu.sh, tracing_rust.sh): the emq-bench binary and one private
 # redis-server on loopback, stopped by the pid it was started with when the sourcing script exits.
 # bench_bin: sets BIN to EMQ_BENCH_BIN, or builds the release binary and sets BIN to it.
 # start_private_redis PORT TAG: starts redis-server (no persistence) on 127.0.0.1:PORT.

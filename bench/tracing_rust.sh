@@ -15,8 +15,9 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
 PORT=6392
-PIDFILE=/tmp/bench-tracing-rust-redis.pid
 OUT="$HERE/out/tracing_rust"
+# shellcheck source=bench/private_redis.sh
+. "$HERE/private_redis.sh"
 REPS="${REPS:-5}"
 N_JOBS="${N_JOBS:-20000}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -28,11 +29,7 @@ cp "$TARGET/release/emq-bench" "$OUT/emq-bench-plain"
 cp "$TARGET/release/emq-bench" "$OUT/emq-bench-otel"
 
 redis-cli -h 127.0.0.1 -p "$PORT" ping >/dev/null 2>&1 && { echo "something answers on $PORT; stop it first" >&2; exit 1; }
-redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes --pidfile "$PIDFILE" >/dev/null
-for _ in $(seq 1 50); do [ -s "$PIDFILE" ] && redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-REDIS_PID="$(cat "$PIDFILE")"
-stop() { if [ "$(cat "/proc/$REDIS_PID/comm" 2>/dev/null)" = redis-server ]; then kill "$REDIS_PID"; fi; }
-trap stop EXIT
+start_private_redis "$PORT" tracing-rust
 
 side() { # side REP traced|untraced|plain
   local bin="$OUT/emq-bench-otel" trace=0
