@@ -825,7 +825,13 @@ async fn a_batch_inside_a_batch_counts_as_one_job_of_its_parent() {
             c.completed == 1 && c.failed == 1
         })
         .await;
-        // The child is not sealed: its parent still waits for it.
+        // The parent's own job is recorded too (one worker call may finish it beside a child's
+        // job, and records each batch's outcomes in turn). The child is not sealed: its parent
+        // still waits for it.
+        wait_until("the parent's own job", Duration::from_secs(20), || async {
+            parent.status(0, 0).await.unwrap().completed == 1
+        })
+        .await;
         assert_eq!(parent.status(0, 0).await.unwrap().pending, 1, "{topology}");
         assert!(callbacks_of(&cb, parent.id()).await.is_empty());
         child.seal().await.unwrap();
@@ -1311,6 +1317,50 @@ async fn a_batched_job_removed_before_its_outcome_counts_failed() {
         let cbs = callbacks(&cb).await;
         assert_eq!(cbs.len(), 1, "{topology}: on_complete only");
         assert_eq!(cbs[0].name, "complete");
+        audit_ok(&q).await;
+        audit_ok(&jobs).await;
+    }
+}
+
+/// A job's two notes recorded by one call (its failure for good, then its success after a retry,
+/// both still waiting in its queue's batch-pending set): `batch_record.lua` takes them in order,
+/// so the job counts once, completed — not failed and completed both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_and_a_later_success_recorded_together_count_once() {
+    for (topology, store) in common::both().await {
+        let q = queue_on(&store, "b-two").await;
+        let jobs = q.queue(&unique("b-two-jobs")).unwrap();
+        let batch = q.batch(BatchOptions::default()).await.unwrap();
+        let ids = batch
+            .add_bulk(jobs.name().as_str(), plain(1, &[0]))
+            .await
+            .unwrap();
+        batch.seal().await.unwrap();
+        // Finishes note their outcomes; nothing records them yet.
+        emq::testing::stop_batch_steps_after(jobs.name().as_str(), 1);
+        let failing = Arc::new(AtomicBool::new(true));
+        let w = worker(&jobs, failing.clone());
+        wait_until("the failure", Duration::from_secs(20), || async {
+            jobs.counts().await.unwrap().failed == 1
+        })
+        .await;
+        failing.store(false, Ordering::SeqCst);
+        jobs.retry(ids[0]).await.unwrap();
+        wait_until("the success", Duration::from_secs(20), || async {
+            jobs.counts().await.unwrap().completed == 1
+        })
+        .await;
+        w.close().await.unwrap();
+        assert_eq!(batch.status(0, 0).await.unwrap().pending, 1, "{topology}");
+        emq::testing::stop_batch_steps_after(jobs.name().as_str(), 0);
+        assert_eq!(jobs.record_batch_outcomes().await.unwrap(), 2, "{topology}");
+        let st = batch.status(0, 10).await.unwrap();
+        assert_eq!(
+            (st.total, st.completed, st.failed, st.pending),
+            (1, 1, 0, 0),
+            "{topology}: {st:?}"
+        );
+        assert!(st.done && st.failed_jobs.is_empty(), "{topology}");
         audit_ok(&q).await;
         audit_ok(&jobs).await;
     }

@@ -19,7 +19,8 @@
 //!    `fail.lua` / `recover.lua` through `lib/finish.lua`) notes it in its own queue's
 //!    `batch-pending` set (`lib/batch_note.lua`); the worker then records it in the batch
 //!    (`batch_record.lua`: pending → completed or failed, failed → completed for a job retried to
-//!    success; once per job and outcome) and removes the note. A crash between the two leaves the
+//!    success; once per job and outcome; one call per batch for all the outcomes of one of its
+//!    completion calls, taken in order) and removes the notes. A crash between the two leaves the
 //!    note, which every worker's maintenance loop records after [`BATCH_GRACE`]
 //!    (`batch_pending_due.lua`), as does [`Queue::record_batch_outcomes`].
 //! 3. **A callback**: once the batch is sealed ([`Batch::seal`]: its creator added what it had to)
@@ -64,7 +65,7 @@ pub use marks::{BatchDone, BatchRef};
 #[cfg(feature = "testing")]
 pub use steps::stop_batch_steps_after;
 use steps::{add_callbacks, settle_parent_note};
-pub(crate) use steps::{audit, delete_all, pending_entry, settle, settle_due};
+pub(crate) use steps::{audit, delete_all, pending_entry, settle, settle_due, settle_many};
 pub use types::{BatchCallback, BatchJob, BatchOptions, BatchStatus};
 
 /// How long an outcome waits in a queue's `batch-pending` set before a maintenance loop records it

@@ -99,36 +99,98 @@ pub(crate) fn pending_entry(outcome: char, job: JobId, batch: &BatchRef) -> Stri
 /// Records the outcome noted as `entry` in `q`'s batch-pending set in its batch (adding the
 /// callbacks that fall due), then removes the note. True when the batch counted it now.
 pub(crate) async fn settle(q: &Queue, entry: &str) -> Result<bool> {
-    if stopped_at(q, Step::Finished) {
-        return Ok(false);
+    settle_many(q, &[entry.to_string()])
+        .await
+        .map(|counted| counted > 0)
+}
+
+/// [`settle`] for many notes of `q` at once: one `batch_record.lua` call per batch they name (with
+/// every outcome for it, in the order given), then one removal of the notes it recorded. A batch
+/// that cannot be reached now holds back no other: its notes stay (for the maintenance loop), and
+/// the first error is returned after the others are done. Returns how many outcomes the batches
+/// counted now.
+pub(crate) async fn settle_many(q: &Queue, entries: &[String]) -> Result<u64> {
+    if entries.is_empty() || stopped_at(q, Step::Finished) {
+        return Ok(0);
     }
-    let parsed = entry.split_once('|').and_then(|(o, rest)| {
-        let (job, rest) = rest.split_once('|')?;
-        let (bq, bid) = rest.rsplit_once('|')?;
-        Some((o, job, bq, bid))
-    });
-    let mut counted = false;
-    if let Some((o, job, bq, bid)) = parsed {
-        let (Ok(job), Ok(bid), Ok(bq)) = (JobId::parse(job), JobId::parse(bid), q.queue(bq)) else {
-            return drop_entry(q, entry).await.map(|_| false);
-        };
-        let reply: Vec<String> = script::BATCH_RECORD
-            .on(bq.name(), Some(bid))?
-            .arg(job)
-            .arg(o)
-            .arg(bq.mint_id()?)
-            .arg(bq.mint_id()?)
-            .invoke(bq.store())
-            .await?;
-        counted = reply.first().is_some_and(|c| c == "1");
-        if stopped_at(q, Step::Recorded) {
-            return Ok(counted);
+    // The notes by batch, in order of first appearance; a note no batch can be read from goes.
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    let mut by_batch: HashMap<(&str, &str), Vec<Note>> = HashMap::new();
+    let mut done: Vec<&String> = Vec::new();
+    for entry in entries {
+        let parsed = entry.split_once('|').and_then(|(o, rest)| {
+            let (job, rest) = rest.split_once('|')?;
+            let (bq, bid) = rest.rsplit_once('|')?;
+            Some((o, job, bq, bid))
+        });
+        match parsed {
+            Some((o, job, bq, bid)) if JobId::parse(job).is_ok() => {
+                let notes = by_batch.entry((bq, bid)).or_default();
+                if notes.is_empty() {
+                    order.push((bq, bid));
+                }
+                notes.push((job, o, entry));
+            }
+            _ => done.push(entry),
         }
-        add_callbacks(&bq, bid, reply.get(2..).unwrap_or_default()).await?;
-        settle_parent_note(&bq, reply.get(1)).await?;
     }
-    drop_entry(q, entry).await?;
-    Ok(counted)
+    let (mut counted, mut first_error) = (0, None);
+    for key in order {
+        let notes = &by_batch[&key];
+        match record_in_batch(q, key, notes).await {
+            Ok(Some(n)) => {
+                counted += n;
+                done.extend(notes.iter().map(|(_, _, e)| *e));
+            }
+            // Recorded, its notes kept (a test's stop).
+            Ok(None) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if !done.is_empty() {
+        let _: i64 = redis::cmd("ZREM")
+            .arg(&q.keys().batch_pending)
+            .arg(&done)
+            .query_async(&mut q.store().conn())
+            .await?;
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(counted),
+    }
+}
+
+/// One note of [`settle_many`]: the job's id, its outcome ('c' or 'f') and the note itself.
+type Note<'a> = (&'a str, &'a str, &'a String);
+
+/// One batch's part of [`settle_many`]: its outcomes recorded, its due callbacks added and its
+/// note for a parent settled. None when a test stops it after the recording.
+async fn record_in_batch(
+    q: &Queue,
+    (bq, bid): (&str, &str),
+    notes: &[Note<'_>],
+) -> Result<Option<u64>> {
+    let (Ok(bid), Ok(bq)) = (JobId::parse(bid), q.queue(bq)) else {
+        // No batch can be named by it: the notes go.
+        return Ok(Some(0));
+    };
+    let mut call = script::BATCH_RECORD
+        .on(bq.name(), Some(bid))?
+        .arg(bq.mint_id()?)
+        .arg(bq.mint_id()?);
+    for (job, o, _) in notes {
+        call = call.arg(*job).arg(*o);
+    }
+    let reply: Vec<String> = call.invoke(bq.store()).await?;
+    let counted = reply.first().and_then(|c| c.parse().ok()).unwrap_or(0);
+    if stopped_at(q, Step::Recorded) {
+        return Ok(None);
+    }
+    add_callbacks(&bq, bid, reply.get(2..).unwrap_or_default()).await?;
+    settle_parent_note(&bq, reply.get(1)).await?;
+    Ok(Some(counted))
 }
 
 /// Settles `note`, the outcome a batch inside a batch left for its parent in `q`'s (its own
@@ -141,15 +203,6 @@ pub(super) async fn settle_parent_note(q: &Queue, note: Option<&String>) -> Resu
     }
 }
 
-async fn drop_entry(q: &Queue, entry: &str) -> Result<()> {
-    let _: i64 = redis::cmd("ZREM")
-        .arg(&q.keys().batch_pending)
-        .arg(entry)
-        .query_async(&mut q.store().conn())
-        .await?;
-    Ok(())
-}
-
 /// Records the notes of `q` that waited at least `age` (at most `limit`); returns how many notes
 /// it saw and how many outcomes the batches counted now.
 pub(crate) async fn settle_due(q: &Queue, age: Duration, limit: u64) -> Result<(u64, u64)> {
@@ -159,22 +212,10 @@ pub(crate) async fn settle_due(q: &Queue, age: Duration, limit: u64) -> Result<(
         .arg(limit)
         .invoke(q.store())
         .await?;
-    // One entry that cannot be settled now (its callback's queue refusing the add, say) does not
-    // hold back the others: each is tried, and the first error is returned after.
-    let (mut counted, mut first_error) = (0, None);
-    for e in &entries {
-        match settle(q, e).await {
-            Ok(true) => counted += 1,
-            Ok(false) => {}
-            Err(err) => {
-                first_error.get_or_insert(err);
-            }
-        }
-    }
-    match first_error {
-        Some(err) => Err(err),
-        None => Ok((entries.len() as u64, counted)),
-    }
+    // One batch that cannot be settled now (its callback's queue refusing the add, say) does not
+    // hold back the others (settle_many).
+    let counted = settle_many(q, &entries).await?;
+    Ok((entries.len() as u64, counted))
 }
 
 /// Deletes every batch `q` created, each with all its parts (for [`Queue::obliterate`], before

@@ -320,15 +320,18 @@ pub(super) async fn complete_loop(
                 }
             }
             Ok((lost, next)) => {
-                // The batched jobs' second step (their batches' slots), all at once.
-                let settles = (1..).zip(batch.iter()).filter_map(|(place, c)| {
-                    let b = c.batch.as_ref().filter(|_| !lost.contains(&place))?;
-                    Some(settle_batched(
-                        &s,
-                        crate::batch::pending_entry('c', c.id, b),
-                    ))
-                });
-                futures::future::join_all(settles).await;
+                // The batched jobs' second step (their batches' slots): one call per batch for
+                // all of this call's outcomes, then one removal of their notes.
+                let entries: Vec<String> = (1..)
+                    .zip(batch.iter())
+                    .filter_map(|(place, c)| {
+                        let b = c.batch.as_ref().filter(|_| !lost.contains(&place))?;
+                        Some(crate::batch::pending_entry('c', c.id, b))
+                    })
+                    .collect();
+                if !entries.is_empty() {
+                    settle_batched_many(&s, &entries).await;
+                }
                 // The reply names the (1-based) places of the jobs whose leases were lost.
                 for (place, c) in (1..).zip(batch.iter_mut()) {
                     if !lost.contains(&place) {
@@ -369,6 +372,16 @@ pub(super) async fn complete_loop(
 /// failure is left to the maintenance loop (`core/src/batch/`).
 async fn settle_batched(s: &Shared, entry: String) {
     if let Err(e) = crate::batch::settle(&s.queue, &entry).await {
+        s.trouble(
+            "could not record a batched job's outcome in its batch yet; the maintenance loop will",
+            &e,
+        );
+    }
+}
+
+/// [`settle_batched`] for many outcomes of one completion call (`crate::batch::settle_many`).
+async fn settle_batched_many(s: &Shared, entries: &[String]) {
+    if let Err(e) = crate::batch::settle_many(&s.queue, entries).await {
         s.trouble(
             "could not record a batched job's outcome in its batch yet; the maintenance loop will",
             &e,
