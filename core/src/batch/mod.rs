@@ -65,7 +65,7 @@ pub use marks::{BatchDone, BatchRef};
 #[cfg(feature = "testing")]
 pub use steps::stop_batch_steps_after;
 use steps::{add_callbacks, settle_parent_note};
-pub(crate) use steps::{audit, delete_all, pending_entry, settle, settle_due, settle_many};
+pub(crate) use steps::{audit, delete_all, pending_entry, settle_due, settle_many};
 pub use types::{BatchCallback, BatchJob, BatchOptions, BatchStatus};
 
 /// How long an outcome waits in a queue's `batch-pending` set before a maintenance loop records it

@@ -96,19 +96,12 @@ pub(crate) fn pending_entry(outcome: char, job: JobId, batch: &BatchRef) -> Stri
     format!("{outcome}|{job}|{}|{}", batch.queue, batch.id)
 }
 
-/// Records the outcome noted as `entry` in `q`'s batch-pending set in its batch (adding the
-/// callbacks that fall due), then removes the note. True when the batch counted it now.
-pub(crate) async fn settle(q: &Queue, entry: &str) -> Result<bool> {
-    settle_many(q, &[entry.to_string()])
-        .await
-        .map(|counted| counted > 0)
-}
-
-/// [`settle`] for many notes of `q` at once: one `batch_record.lua` call per batch they name (with
-/// every outcome for it, in the order given), then one removal of the notes it recorded. A batch
-/// that cannot be reached now holds back no other: its notes stay (for the maintenance loop), and
-/// the first error is returned after the others are done. Returns how many outcomes the batches
-/// counted now.
+/// Records the outcomes noted as `entries` in `q`'s batch-pending set in their batches (adding
+/// the callbacks that fall due), then removes the notes: one `batch_record.lua` call per batch
+/// they name (with every outcome for it, in the order given), then one removal of the notes it
+/// recorded. A batch that cannot be reached now holds back no other: its notes stay (for the
+/// maintenance loop), and the first error is returned after the others are done. Returns how many
+/// outcomes the batches counted now.
 pub(crate) async fn settle_many(q: &Queue, entries: &[String]) -> Result<u64> {
     if entries.is_empty() || stopped_at(q, Step::Finished) {
         return Ok(0);
@@ -198,7 +191,9 @@ async fn record_in_batch(
 /// do). A crash before this leaves the note for the maintenance loop.
 pub(super) async fn settle_parent_note(q: &Queue, note: Option<&String>) -> Result<()> {
     match note {
-        Some(n) if !n.is_empty() => Box::pin(settle(q, n)).await.map(|_| ()),
+        Some(n) if !n.is_empty() => Box::pin(settle_many(q, std::slice::from_ref(n)))
+            .await
+            .map(|_| ()),
         _ => Ok(()),
     }
 }

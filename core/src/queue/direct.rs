@@ -45,7 +45,12 @@ impl Queue {
     /// [`Queue::add_json`]. Worked out once per handle (and its clones): what it reads is fixed
     /// when the handle opens.
     pub fn direct_endpoint(&self) -> Option<(String, u16)> {
-        self.direct.get_or_init(|| self.endpoint_of_store()).clone()
+        self.direct_cached().clone()
+    }
+
+    /// [`Queue::direct_endpoint`], worked out on first use.
+    fn direct_cached(&self) -> &Option<(String, u16)> {
+        self.direct.get_or_init(|| self.endpoint_of_store())
     }
 
     fn endpoint_of_store(&self) -> Option<(String, u16)> {
@@ -87,10 +92,7 @@ impl Queue {
             || !is_plain(options)
             || options.debounce
             || !self.registered.load(Ordering::Relaxed)
-            || self
-                .direct
-                .get_or_init(|| self.endpoint_of_store())
-                .is_none()
+            || self.direct_cached().is_none()
         {
             return Ok(None);
         }

@@ -130,7 +130,7 @@ pub(super) async fn finish_reporting(
                         }
                     }
                     if let (true, Some(b)) = (status != "retry", &opts.batch) {
-                        settle_batched(s, crate::batch::pending_entry('f', job.id, b)).await;
+                        settle_batched(s, &[crate::batch::pending_entry('f', job.id, b)]).await;
                     }
                     // Counted once recorded, by what the script did: a retry, or failed for good.
                     if status == "retry" {
@@ -330,7 +330,7 @@ pub(super) async fn complete_loop(
                     })
                     .collect();
                 if !entries.is_empty() {
-                    settle_batched_many(&s, &entries).await;
+                    settle_batched(&s, &entries).await;
                 }
                 // The reply names the (1-based) places of the jobs whose leases were lost.
                 for (place, c) in (1..).zip(batch.iter_mut()) {
@@ -368,19 +368,10 @@ pub(super) async fn complete_loop(
     }
 }
 
-/// Records a batched job's outcome (noted as `entry` by its finish script) in its batch; a
-/// failure is left to the maintenance loop (`core/src/batch/`).
-async fn settle_batched(s: &Shared, entry: String) {
-    if let Err(e) = crate::batch::settle(&s.queue, &entry).await {
-        s.trouble(
-            "could not record a batched job's outcome in its batch yet; the maintenance loop will",
-            &e,
-        );
-    }
-}
-
-/// [`settle_batched`] for many outcomes of one completion call (`crate::batch::settle_many`).
-async fn settle_batched_many(s: &Shared, entries: &[String]) {
+/// Records batched jobs' outcomes (noted as `entries` by their finish scripts) in their batches
+/// (`crate::batch::settle_many`: one call per batch); a failure is left to the maintenance loop
+/// (`core/src/batch/`).
+async fn settle_batched(s: &Shared, entries: &[String]) {
     if let Err(e) = crate::batch::settle_many(&s.queue, entries).await {
         s.trouble(
             "could not record a batched job's outcome in its batch yet; the maintenance loop will",
