@@ -40,7 +40,8 @@ impl Queue {
         if self.registered.load(Ordering::Relaxed) {
             return Ok(());
         }
-        self.register().await
+        // Boxed: once per handle, kept out of every add's future (issue 29's profile).
+        Box::pin(self.register()).await
     }
 
     /// After an add has landed: registers the queue once, best effort. An add that landed must not

@@ -112,8 +112,9 @@ impl Queue {
         // Nothing in flight: this add goes alone, now.
         let _in_flight = InFlight { queue: self };
         let batch = [(id, &job, data)];
-        let refused = self
-            .add_call_refusing(&batch, deadline, Refusal::Call, None)
+        // Boxed: the call's state (its retries) is most of an add's; an add future moved into a
+        // task or a set of futures would otherwise copy it each time (issue 29's profile).
+        let refused = Box::pin(self.add_call_refusing(&batch, deadline, Refusal::Call, None))
             .await
             .map_err(|e| unavailable_named(e, &batch))?;
         match refused.get(1) {
