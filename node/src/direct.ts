@@ -1,13 +1,16 @@
-// Direct adds: a lone one-job `Queue.add` completed on a socket of the JS event loop, without the
+// Direct adds: a one-job `Queue.add` completed on a socket of the JS event loop, without the
 // crossing to the addon's threads and back. The core decides and encodes (`directAdd`: the job
 // checked, its id minted, the one add_one.lua call the usual path would send) and reads the reply
 // (`directReplyLen`, `directSettle`; the core's queue/direct.rs); this file only moves bytes on a
-// `net.Socket`, replies in the order the calls were written. Only a lone add goes direct: one that
-// arrives while another is on its way goes the usual way, whose line sends such adds together.
+// `net.Socket`, replies in the order the calls were written. Adds that arrive while others are on
+// their way are pipelined on the same socket (up to `EMQ_DIRECT_ADD_DEPTH` unanswered, default
+// 64), and the calls of one turn of the event loop leave in one write (flushed by `setImmediate`);
+// past that depth an add goes the usual way. The adds of one synchronous stretch after the first
+// (a loop of `add` calls, say) still go together through the handle's add line (`queue.ts`).
 // Anything unusual goes the usual way with the same id (an add is idempotent per id): a job the
 // core does not take (`directAdd` returns null), a reply that is not "added" (a script not loaded
 // yet, a server error, a failover), a socket that fails or closes, a reply not read within 30 s.
-// `EMQ_DIRECT_ADD=0` turns it off.
+// `EMQ_DIRECT_ADD=0` turns it off; `EMQ_DIRECT_ADD_DEPTH=1` sends only a lone add direct.
 
 import * as net from 'net';
 import { native } from './loader';
@@ -22,6 +25,16 @@ export function setReplyTimeoutMs(ms: number): void {
 
 const enabled = process.env.EMQ_DIRECT_ADD !== '0';
 
+/** Most direct adds unanswered on one socket before the next goes the usual way. */
+let depth = ((): number => {
+  const v = Number.parseInt(process.env.EMQ_DIRECT_ADD_DEPTH ?? '', 10);
+  return Number.isInteger(v) && v >= 1 ? Math.min(v, 4096) : 64;
+})();
+/** For tests: another depth (1 to 4096). */
+export function setDepth(n: number): void {
+  depth = Math.max(1, Math.min(n, 4096));
+}
+
 interface Waiting {
   id: string;
   at: number;
@@ -34,6 +47,8 @@ class Conn {
   readonly waiting: Waiting[] = [];
   private inbox: Buffer = Buffer.alloc(0);
   private watch: NodeJS.Timeout | null = null;
+  /** Frames of this turn not written yet (one write at `setImmediate`). */
+  private outbox: Buffer[] = [];
 
   constructor(readonly socket: net.Socket) {
     socket.setNoDelay(true);
@@ -48,8 +63,15 @@ class Conn {
       if (this.waiting.length === 0) this.socket.ref();
       this.waiting.push({ id, at: Date.now(), settle });
       if (this.watch === null) this.watch = setTimeout(() => this.check(), 1000).unref();
-      this.socket.write(frame);
+      if (this.outbox.push(frame) === 1) setImmediate(() => this.flush());
     });
+  }
+
+  private flush(): void {
+    const frames = this.outbox;
+    this.outbox = [];
+    if (this.broken || frames.length === 0) return;
+    this.socket.write(frames.length === 1 ? frames[0] : Buffer.concat(frames));
   }
 
   private check(): void {
@@ -82,6 +104,7 @@ class Conn {
     if (this.broken) return;
     this.broken = true;
     if (this.watch !== null) clearTimeout(this.watch);
+    this.outbox = [];
     for (const w of this.waiting.splice(0)) w.settle(null);
     this.socket.destroy();
   }
@@ -101,13 +124,13 @@ export class DirectAdds {
   ready(): Conn | null {
     if (this.endpoint === null) return null;
     const c = this.conn;
-    if (c !== null && !c.broken) return c.waiting.length === 0 ? c : null;
+    if (c !== null && !c.broken) return c.waiting.length < depth ? c : null;
     if (this.opening === null) this.opening = this.open();
     return null;
   }
 
   /**
-   * A direct add of a lone one-job add (payload and options as JSON text), or null when it goes
+   * A direct add of a one-job add (payload and options as JSON text), or null when it goes
    * the usual way. Resolves to the id, or to null: add it the usual way with the id returned in
    * `again`.
    */

@@ -1,8 +1,9 @@
 'use strict';
-// Issue 30 item 5: a lone one-job `Queue.add` completed on the event loop's own socket
-// (node/src/direct.ts, the core's queue/direct.rs), and every way it falls back to the usual path
-// with the same id: the script not loaded, the socket closed under it, a reply that does not come,
-// a job the core does not take, a cluster.
+// Issue 30 item 5: a one-job `Queue.add` completed on the event loop's own socket
+// (node/src/direct.ts, the core's queue/direct.rs), adds of separate turns pipelined on it up to
+// its depth, and every way it falls back to the usual path with the same id: the script not
+// loaded, the socket closed under it, a reply that does not come, a job the core does not take, a
+// cluster.
 process.env.EMQ_GUARD = '1';
 
 const { test, before, after } = require('node:test');
@@ -68,6 +69,56 @@ test('adds go direct and read back exactly; an existing id returns it; many at o
   assert.equal(new Set(many).size, 300);
   for (const i of [0, 150, 299]) assert.deepEqual((await q.get(many[i])).data, { i });
   assert.equal((await q.counts()).waiting, before + 303);
+  await q.obliterate({ force: true });
+  await q.close();
+});
+
+test('adds of separate turns while others are unanswered are pipelined on the direct socket, up to its depth', async () => {
+  const q = await emq.Queue.connect(servers.standalone, unique('direct-pipe'));
+  const conn = await warm(q);
+  const native = q[Object.getOwnPropertySymbols(q)[0]];
+  const seen = { direct: 0, usual: 0, deepest: 0 };
+  const { addStart, addMany, directAdd } = native;
+  native.directAdd = (...a) => {
+    const call = directAdd.apply(native, a);
+    if (call !== null) seen.direct += 1;
+    return call;
+  };
+  native.addStart = (...a) => { seen.usual += 1; return addStart.apply(native, a); };
+  native.addMany = (names, ...a) => { seen.usual += names.length; return addMany.call(native, names, ...a); };
+  const before = (await q.counts()).waiting;
+  // One add per turn of the event loop (as a web server's requests come), none awaited first,
+  // while the server holds its replies back (a write pause of 300 ms), so they are unanswered.
+  const turns = async (n, tag) => {
+    assert.match(await raw(servers.standalone, 'CLIENT', 'PAUSE', '300', 'WRITE'), /^\+OK/);
+    const adds = [];
+    for (let i = 0; i < n; i++) {
+      adds.push(q.add(tag, { i }));
+      seen.deepest = Math.max(seen.deepest, conn.waiting.length);
+      await new Promise((r) => setImmediate(r));
+    }
+    return Promise.all(adds);
+  };
+  const ids = await turns(40, 'pipe');
+  assert.deepEqual([seen.direct, seen.usual], [40, 0], 'every add went direct');
+  assert.ok(seen.deepest >= 20, `pipelined: ${seen.deepest} unanswered at once`);
+  assert.equal(new Set(ids).size, 40);
+  assert.deepEqual((await q.get(ids[39])).data, { i: 39 });
+  // Past the depth, an add goes the usual way; each job is added once either way.
+  direct.setDepth(2);
+  try {
+    seen.direct = 0;
+    seen.deepest = 0;
+    const more = await turns(40, 'deep');
+    assert.equal(seen.deepest, 2, `${seen.deepest} unanswered at once`);
+    assert.equal(seen.direct + seen.usual, 40);
+    assert.ok(seen.usual >= 30, `${seen.usual} went the usual way`);
+    assert.equal(new Set(more).size, 40);
+  } finally {
+    direct.setDepth(64);
+  }
+  assert.ok(!conn.broken);
+  assert.equal((await q.counts()).waiting, before + 80);
   await q.obliterate({ force: true });
   await q.close();
 });

@@ -1,6 +1,7 @@
 """Issue 30 item 5: a one-job ``Queue.add`` completed on the event loop's own socket (``emq._direct``,
-the core's ``queue/direct.rs``), and every way it falls back to the usual path with the same id:
-the script not loaded, the socket closed under it, a job the core does not take, a cluster."""
+the core's ``queue/direct.rs``), adds that arrive while others are unanswered pipelined on it up to
+its depth, and every way it falls back to the usual path with the same id: the script not loaded,
+the socket closed under it, a job the core does not take, a cluster."""
 
 from __future__ import annotations
 
@@ -39,13 +40,62 @@ async def test_adds_after_the_first_go_direct_and_read_back_exactly(standalone, 
     assert [j["data"] for j in jobs] == [{"n": 0}, {"n": 1, "s": "é\u2028"}, [1, 2.5, None], "text"]
     assert jobs[2]["attempts"] == 3
     assert (await q.counts())["waiting"] == 4
-    # Many at once: the first goes direct, those that arrive while it is on its way go to the
-    # core's line (coalesced); each caller gets its own id.
+    # Many at once: up to the depth go direct (pipelined), the rest to the core's line
+    # (coalesced); each caller gets its own id.
     many = await asyncio.gather(*(q.add("many", {"i": i}) for i in range(300)))
     assert len(set(many)) == 300
     for i in (0, 150, 299):
         assert (await q.get(many[i]))["data"] == {"i": i}
     assert (await q.counts())["waiting"] == 304
+    await q.obliterate(force=True)
+    await q.close()
+
+
+async def test_adds_while_others_are_unanswered_are_pipelined_up_to_the_depth(standalone, qname, monkeypatch):
+    import emq._direct
+
+    q = await emq.Queue.connect(standalone, qname)
+    await q.add("first", 0)
+    await q.add("direct", 1)
+    conn = q._direct._conn
+    assert conn is not None
+    seen = {"direct": 0, "usual": 0, "deepest": 0}
+    native = q._direct._native
+
+    class Counting:
+        """The native handle, counting the direct and the usual adds."""
+
+        def __getattr__(self, name):
+            return getattr(native, name)
+
+        def direct_add(self, *a):
+            call = native.direct_add(*a)
+            if call is not None:
+                seen["direct"] += 1
+                seen["deepest"] = max(seen["deepest"], len(conn.waiting) + 1)
+            return call
+
+        def add(self, *a):
+            seen["usual"] += 1
+            return native.add(*a)
+
+    q._direct._native = Counting()
+    # The server holds its replies back (a write pause of 300 ms): every add below is unanswered
+    # while the next arrives.
+    assert raw(standalone, "CLIENT", "PAUSE", "300", "WRITE").startswith(b"+OK")
+    ids = await asyncio.gather(*(q.add("pipe", {"i": i}) for i in range(40)))
+    assert (seen["direct"], seen["usual"], seen["deepest"]) == (40, 0, 40)
+    assert len(set(ids)) == 40
+    assert (await q.get(ids[39]))["data"] == {"i": 39}
+    # Past the depth, an add goes the usual way; each job is added once either way.
+    monkeypatch.setattr(emq._direct, "DEPTH", 2)
+    seen.update(direct=0, usual=0, deepest=0)
+    assert raw(standalone, "CLIENT", "PAUSE", "300", "WRITE").startswith(b"+OK")
+    more = await asyncio.gather(*(q.add("deep", {"i": i}) for i in range(40)))
+    assert (seen["direct"], seen["usual"], seen["deepest"]) == (2, 38, 2)
+    assert len(set(more)) == 40
+    assert q._direct._conn is conn and not conn.broken
+    assert (await q.counts())["waiting"] == 82
     await q.obliterate(force=True)
     await q.close()
 

@@ -4,15 +4,17 @@ The core decides and encodes (``Queue.direct_add``: the job checked, its id mint
 ``add_one.lua`` call the usual path would send) and reads the reply (``direct_reply_len``,
 ``direct_settle``); this file only moves bytes on a non-blocking socket of the event loop, written
 from its thread and read when ``loop.add_reader`` reports it readable, replies in the order the
-calls were written. Only a lone add goes direct: one that arrives while another is on its way
-goes to the core, which sends such adds together in one call. Anything unusual goes the usual way
-with the same id (an add is idempotent per
-id): a job the core does not take (``direct_add`` returns None), a reply that is not "added" (a
+calls were written. Adds that arrive while others are on their way are pipelined on the same
+socket (up to ``EMQ_DIRECT_ADD_DEPTH`` unanswered, default 64), and the calls of one pass of the
+event loop leave in one write (flushed by ``loop.call_soon``); past that depth an add goes to the
+core, which sends such adds together in one call. Anything unusual goes the usual way with the
+same id (an add is idempotent per id): a job the core does not take (``direct_add`` returns None), a reply that is not "added" (a
 script not loaded yet, a server error, a failover), a socket that fails or closes (every call on
 it is added again the usual way, and the next add opens a new socket).
 
 It saves about 70 µs of client CPU per awaited add on this project's VM (bench/RESULTS.md, "The
-asyncio add without the hop"). ``EMQ_DIRECT_ADD=0`` turns it off.
+asyncio add without the hop"). ``EMQ_DIRECT_ADD=0`` turns it off; ``EMQ_DIRECT_ADD_DEPTH=1``
+sends only a lone add direct.
 """
 
 from __future__ import annotations
@@ -26,6 +28,18 @@ from typing import Any, Deque, Optional, Tuple
 from . import _emq
 
 ENABLED = os.environ.get("EMQ_DIRECT_ADD", "1") != "0"
+
+
+def _depth() -> int:
+    try:
+        v = int(os.environ.get("EMQ_DIRECT_ADD_DEPTH", ""))
+    except ValueError:
+        return 64
+    return min(v, 4096) if v >= 1 else 64
+
+
+# Most direct adds unanswered on one socket before the next goes the usual way (tests set it).
+DEPTH = _depth()
 
 # A reply not read within this many seconds (the core's default response timeout): the socket is
 # given up and its calls go the usual way (with their ids: nothing is added twice).
@@ -43,6 +57,8 @@ class _Conn:
         self.watch: Optional[asyncio.TimerHandle] = None
         self.inbox = bytearray()
         self.outbox = bytearray()
+        # A flush is scheduled (call_soon) or the socket's writer waits for room.
+        self.sending = False
         self.broken = False
         loop.add_reader(sock.fileno(), self._readable)
 
@@ -51,20 +67,28 @@ class _Conn:
         self.waiting.append((job_id, fut, self.loop.time()))
         if self.watch is None:
             self.watch = self.loop.call_later(1.0, self._watch)
-        if self.outbox:
-            self.outbox += frame
-            return fut
+        self.outbox += frame
+        if not self.sending:
+            # The calls of this pass of the loop leave together, in one send.
+            self.sending = True
+            self.loop.call_soon(self._flush)
+        return fut
+
+    def _flush(self) -> None:
+        if self.broken:
+            return
         try:
-            sent = self.sock.send(frame)
+            sent = self.sock.send(self.outbox)
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError:
             self._break()
-            return fut
-        if sent < len(frame):
-            self.outbox += frame[sent:]
+            return
+        del self.outbox[:sent]
+        if self.outbox:
             self.loop.add_writer(self.sock.fileno(), self._writable)
-        return fut
+        else:
+            self.sending = False
 
     def _watch(self) -> None:
         """Once a second while calls wait: gives the socket up when the oldest waited too long."""
@@ -87,6 +111,7 @@ class _Conn:
         del self.outbox[:sent]
         if not self.outbox:
             self.loop.remove_writer(self.sock.fileno())
+            self.sending = False
 
     def _readable(self) -> None:
         try:
@@ -154,9 +179,9 @@ class DirectAdds:
         loop = asyncio.get_running_loop()
         if conn is None or conn.broken or conn.loop is not loop:
             conn = await self._open(loop)
-        # Only a lone add goes direct: adds that arrive while one is on its way go to the core,
-        # whose line sends them together in one call (issue 30 item 2's coalescing).
-        if conn is None or conn.waiting:
+        # Past the depth, adds go to the core, whose line sends them together in one call (issue
+        # 30 item 2's coalescing).
+        if conn is None or len(conn.waiting) >= DEPTH:
             return await self._native.add(name, data, opts)
         call = self._native.direct_add(name, data, opts)
         if call is None:
