@@ -40,7 +40,7 @@ impl AuditReport {
 impl Queue {
     /// Checks the queue's invariants.
     pub async fn audit(&self) -> Result<AuditReport> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             // Each partition is a queue of its own: its report, its problems named by it.
             let all = crate::queue::partitioned::each(p, |m| Box::pin(m.audit_here())).await?;
             let mut out = AuditReport::default();

@@ -41,7 +41,7 @@ impl Queue {
                 format!("a page of batches holds 1 to {MAX_BATCH_PAGE}, not {limit}"),
             ));
         }
-        let (total, page) = match self.spread() {
+        let (total, page) = match &self.spread() {
             None => self.batch_ids(offset, limit).await?,
             Some(p) => {
                 // Each partition's first `offset + limit`, merged newest first.

@@ -199,7 +199,7 @@ impl Queue {
     /// so every producer and worker of the queue shares it. `invalid_queue_name` for a bad name,
     /// `invalid_option` for the queue itself.
     pub async fn set_dead_letter(&self, queue: Option<&str>) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             crate::queue::partitioned::each(p, |m| Box::pin(m.set_dead_letter_here(queue))).await?;
             return Ok(());
         }
@@ -244,7 +244,7 @@ impl Queue {
     /// between its steps; workers do this on their own after [`DEAD_LETTER_GRACE`]); returns how
     /// many copies went to their dead-letter queues. Idempotent.
     pub async fn forward_dead_letters(&self) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return crate::queue::partitioned::sum(p, |m| Box::pin(m.forward_dead_letters_here()))
                 .await;
         }

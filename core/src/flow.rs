@@ -93,7 +93,7 @@ impl Queue {
     /// one the partition any add would pick for it (its id settled).
     async fn home_of(&self, queue: &str, id: JobId, options: &JobOptions) -> Result<Queue> {
         let q = self.queue_opened(queue).await?;
-        Ok(match q.spread() {
+        Ok(match &q.spread() {
             Some(p) => p.members[p.job_index(id, options)].clone(),
             None => q,
         })
@@ -319,7 +319,7 @@ impl Queue {
             options,
         };
         let home = self.holder_of(parent).await?;
-        add_child_to(home, parent, "", queue, job).await
+        add_child_to(&home, parent, "", queue, job).await
     }
 }
 

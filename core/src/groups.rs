@@ -64,7 +64,7 @@ pub struct GroupInfo {
 
 impl Queue {
     async fn group_set(&self, setting: &str, group: Option<&str>, value: String) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             return match group {
                 Some(g) => p.for_key(g).group_set_here(setting, group, value).await,
                 None => {
@@ -174,7 +174,7 @@ impl Queue {
     /// every partition.
     pub async fn groups(&self, offset: u64, limit: u64) -> Result<Vec<GroupInfo>> {
         let limit = limit.min(10_000);
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let upto = offset.saturating_add(limit);
             let pages =
                 crate::queue::partitioned::each(p, |m| Box::pin(m.groups_here(0, upto))).await?;

@@ -40,7 +40,7 @@ impl Queue {
     /// Sets (or with None lifts) the most jobs of this queue active at once across all workers
     /// (a partitioned queue: over all its partitions, see the module doc).
     pub async fn set_global_concurrency(&self, max: Option<u32>) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             if max == Some(0) {
                 return self.set_global_concurrency_here(max).await;
             }
@@ -78,7 +78,7 @@ impl Queue {
     /// its partitions, each counting its share in its own window of that length; see the module
     /// doc).
     pub async fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             return match limit {
                 Some(l) if l.max == 0 || l.window.as_millis() == 0 => {
                     self.set_rate_limit_here(limit).await
@@ -130,7 +130,7 @@ impl Queue {
     /// Sets (or with None lifts) the per-group rate limit (jobs added with a `group`); lifting it
     /// forgets every group's window.
     pub async fn set_group_rate_limit(&self, limit: Option<GroupRateLimit>) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             crate::queue::partitioned::each(p, |m| Box::pin(m.set_group_rate_limit_here(limit)))
                 .await?;
             return Ok(());

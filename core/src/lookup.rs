@@ -139,7 +139,9 @@ impl Queue {
             return Ok(None);
         }
         // On a partitioned queue a dedup key's jobs go to the key's partition.
-        let q = self.spread().map_or(self, |p| p.for_key(key));
+        let q = self
+            .spread()
+            .map_or_else(|| self.clone(), |p| p.for_key(key).clone());
         let raw: Option<String> = redis::cmd("HGET")
             .arg(&q.keys().dedup)
             .arg(key)
@@ -235,7 +237,7 @@ impl Queue {
         ids: &[JobId],
         as_stored: bool,
     ) -> Result<Vec<Job>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             // Each id's records from its partition, in the order of `ids`.
             let parts = crate::queue::partitioned::by_owner(p, ids, |m, mine| {
                 Box::pin(async move { m.jobs_listed_in_here(state, &mine, as_stored).await })
@@ -253,7 +255,7 @@ impl Queue {
     /// The `name` field of each of `ids` (None where the record is gone), in their order: one
     /// pipeline per slot (on a partitioned queue, each id's partition's).
     async fn names_of(&self, ids: &[JobId]) -> Result<Vec<Option<String>>> {
-        let Some(p) = self.spread() else {
+        let Some(p) = &self.spread() else {
             return self.names_here(ids).await;
         };
         let parts = crate::queue::partitioned::by_owner(p, ids, |m, mine| {
@@ -325,7 +327,7 @@ impl Queue {
         offset: u64,
         limit: u64,
     ) -> Result<Vec<Job>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return crate::queue::partitioned::list(p, state, offset, limit, true).await;
         }
         self.list_as_stored_here(state, offset, limit).await
@@ -417,7 +419,7 @@ impl Queue {
         since_ms: u64,
         scan: usize,
     ) -> Result<(Vec<Event>, bool)> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             // A job's events are in its partition's stream.
             let q = crate::queue::partitioned::owner(p, id).await?;
             return q.job_events_here(id, since_ms, scan).await;
@@ -474,7 +476,7 @@ impl Queue {
     /// clock), and whether a cron scheduler is primed (unprimed, its due time is its start, and its
     /// first run the first occurrence at or after it).
     pub async fn scheduler_instants(&self) -> Result<HashMap<String, SchedulerInstants>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let all = crate::queue::partitioned::each(p, |m| Box::pin(m.scheduler_instants_here()))
                 .await?;
             return Ok(all.into_iter().flatten().collect());
@@ -514,7 +516,7 @@ impl Queue {
     /// A scheduler's stored spec (`name`, `data`, `opts`, `every_ms`, `cron`, `tz`, `limit`,
     /// `count`, `end_ms`), with `data` and `opts` parsed; None when there is no such scheduler.
     pub async fn scheduler_spec(&self, id: &str) -> Result<Option<Value>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let all =
                 crate::queue::partitioned::each(p, |m| Box::pin(m.scheduler_spec_here(id))).await?;
             return Ok(all.into_iter().flatten().next());

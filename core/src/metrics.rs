@@ -69,7 +69,7 @@ pub struct QueueMetrics {
 impl Queue {
     /// Reads the queue's metrics.
     pub async fn metrics(&self) -> Result<QueueMetrics> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             // A partitioned queue's: its partitions' added up, under its own name.
             let all = crate::queue::partitioned::each(p, |m| Box::pin(m.metrics_here())).await?;
             let mut total = merge(all);
@@ -145,7 +145,7 @@ impl Queue {
     /// Samples the backlog and folds per-minute counts older than the window into per-hour ones
     /// (`metrics_history.rs`; workers call it in the background); the fields removed.
     pub async fn trim_metrics(&self) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return crate::queue::partitioned::sum(p, |m| Box::pin(m.trim_metrics_here())).await;
         }
         self.trim_metrics_here().await

@@ -53,7 +53,7 @@ impl Queue {
     /// The queue's last day, per hour, and its backlog per minute (a partitioned queue's:
     /// its partitions' added up; an hour's largest backlog is then the sum of each partition's).
     pub async fn metrics_history(&self) -> Result<MetricsHistory> {
-        let mut out = if let Some(p) = self.spread() {
+        let mut out = if let Some(p) = &self.spread() {
             let all =
                 crate::queue::partitioned::each(p, |m| Box::pin(m.metrics_history_here())).await?;
             merge(all)

@@ -295,7 +295,7 @@ impl Queue {
     /// one partition, else the partition its id routes to. A scheduler whose group changed moves
     /// to its new home and starts its count and due time again.
     pub async fn upsert_scheduler(&self, id: &str, schedule: Schedule) -> Result<bool> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let key = schedule.options.group.as_deref();
             let home = p.for_key(key.unwrap_or(id));
             let created = home.upsert_scheduler_here(id, schedule).await?;
@@ -366,7 +366,7 @@ impl Queue {
     /// Deletes the scheduler `id`; true when it existed (on a partitioned queue, asked of every
     /// partition).
     pub async fn remove_scheduler(&self, id: &str) -> Result<bool> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let gone =
                 crate::queue::partitioned::each(p, |m| Box::pin(m.remove_scheduler_here(id)))
                     .await?;
@@ -387,7 +387,7 @@ impl Queue {
 
     /// Every scheduler of the queue, by id (on a partitioned queue, every partition's).
     pub async fn schedulers(&self) -> Result<Vec<SchedulerInfo>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let all = crate::queue::partitioned::each(p, |m| Box::pin(m.schedulers_here())).await?;
             let mut out: Vec<SchedulerInfo> = all.into_iter().flatten().collect();
             out.sort_by(|a, b| a.id.cmp(&b.id));
@@ -433,7 +433,7 @@ impl Queue {
     /// Fires every due scheduler once; returns the runs enqueued and the ms until the next is due
     /// (on a partitioned queue, every partition's: workers fire each partition's from its member).
     pub async fn fire_due_schedulers(&self) -> Result<(u64, Option<u64>)> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let all =
                 crate::queue::partitioned::each(p, |m| Box::pin(m.fire_due_schedulers_here()))
                     .await?;

@@ -114,6 +114,7 @@ pub(crate) async fn forget(q: &Queue) -> Result<()> {
         .arg("share_v")
         .arg("share_holder")
         .arg("share_until")
+        .arg("share_parts")
         .query_async(&mut q.store().conn())
         .await?;
     Ok(())
@@ -239,6 +240,7 @@ pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result
         .on(q.name(), None)?
         .arg(holder)
         .arg(ROUND_LEASE.as_millis() as u64)
+        .arg(parts.members.len())
         .invoke(q.store())
         .await?;
     let (version, conc_total, rate_total) = match r.as_slice() {
@@ -322,10 +324,12 @@ pub(crate) async fn round(q: &Queue, parts: &Partitions, holder: &str) -> Result
 /// The round loop of a worker on the partitioned queue `q` (its lend task; it ends when the
 /// worker's tasks are stopped).
 pub(crate) async fn lend_loop(q: Queue, holder: String) {
-    let Some(parts) = q.spread().cloned() else {
+    if q.spread().is_none() {
         return;
-    };
+    }
     loop {
+        // The partitions as the handle knows them now (a growth reaches it within a second).
+        let Some(parts) = q.spread() else { return };
         let pause = match round(&q, &parts, &holder).await {
             Ok(true) => ROUND_EVERY,
             Ok(false) | Err(_) => TRY_AGAIN,

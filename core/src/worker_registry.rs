@@ -165,7 +165,7 @@ impl Queue {
     /// one id; `running` is the worker's, whichever partition it ran from), `queue` the logical
     /// name.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let all = crate::queue::partitioned::each(p, |m| Box::pin(m.workers_here())).await?;
             let mut seen = std::collections::HashSet::new();
             let mut out: Vec<WorkerInfo> = all

@@ -165,7 +165,7 @@ impl Queue {
 
     /// Where batch `id` of this queue lives: the queue, or the partition its id routes to.
     fn batch_home(&self, id: JobId) -> Queue {
-        match self.spread() {
+        match &self.spread() {
             Some(p) => p.for_id(id).clone(),
             None => self.clone(),
         }

@@ -273,7 +273,8 @@ impl Queue {
 
     /// A field of the migration's id mapping: this queue's, or the first partition's that has it.
     async fn migrated_field(&self, field: &str) -> Result<Option<String>> {
-        let homes: Vec<&Queue> = match self.spread() {
+        let spread = self.spread();
+        let homes: Vec<&Queue> = match &spread {
             Some(p) => p.members.iter().collect(),
             None => vec![self],
         };
@@ -332,10 +333,11 @@ impl Queue {
             );
         }
         m.schedulers().await?;
+        let spread = self.spread();
         let passes: Vec<(
             &Queue,
             Option<(usize, &crate::queue::partition_set::Partitions)>,
-        )> = match self.spread() {
+        )> = match &spread {
             None => vec![(self, None)],
             Some(p) => p
                 .members

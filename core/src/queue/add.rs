@@ -330,7 +330,7 @@ impl Queue {
     }
 
     async fn add_routed(&self, name: &str, data: Value, mut options: JobOptions) -> Result<JobId> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let i = self.route(p, &mut options)?;
             // Boxed: a plain queue's add future does not carry a second add's state.
             return Box::pin(p.watched(i, p.members[i].add_here(name, data, options))).await;
@@ -355,7 +355,7 @@ impl Queue {
     /// ([`payload_from_text`]: JSON, at most 127 levels deep, no lone surrogate, integers within 64
     /// bits).
     pub async fn add_json(&self, name: &str, data: &str, mut options: JobOptions) -> Result<JobId> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let i = self.route(p, &mut options)?;
             return Box::pin(p.watched(i, p.members[i].add_json_here(name, data, options))).await;
         }
@@ -500,7 +500,7 @@ impl Queue {
 
     /// Drops dedup keys whose TTL hold ended (workers do this as they trim); returns how many.
     pub async fn expire_dedup(&self) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return super::partitioned::sum(p, |m| Box::pin(m.expire_dedup_here())).await;
         }
         self.expire_dedup_here().await
@@ -551,7 +551,7 @@ impl Queue {
     }
 
     async fn add_bulk_routed(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return (super::partitioned::add_bulk(self, p, jobs)).await;
         }
         self.add_bulk_here(jobs).await

@@ -36,7 +36,7 @@ impl Queue {
     /// Removes a job that is not active: [`Moved::Moved`], [`Moved::NotFound`], or
     /// [`Moved::WrongState`]`(Active)`.
     pub async fn remove(&self, id: JobId) -> Result<Moved> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.remove_here(id).await;
         }
@@ -121,7 +121,7 @@ impl Queue {
 
     /// Removes every waiting, paused and prioritized job, and the delayed ones too when asked.
     pub async fn drain(&self, delayed: bool) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             return super::partitioned::sum(p, |m| Box::pin(m.drain_here(delayed))).await;
         }
         self.drain_here(delayed).await
@@ -215,7 +215,7 @@ impl Queue {
 
     /// Removes up to `limit` completed or failed jobs that finished more than `grace` ago.
     pub async fn clean(&self, state: JobState, grace: Duration, limit: u64) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return super::partitioned::sum(p, |m| Box::pin(m.clean_here(state, grace, limit)))
                 .await;
         }
@@ -238,7 +238,7 @@ impl Queue {
 
     /// Applies a retention policy to completed or failed jobs; returns how many were removed.
     pub async fn trim(&self, state: JobState, keep: Retention) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return super::partitioned::sum(p, |m| Box::pin(m.trim_here(state, keep))).await;
         }
         self.trim_here(state, keep).await
@@ -268,7 +268,7 @@ impl Queue {
     /// Deletes the whole queue: every job and every key. Refuses while jobs are active unless
     /// `force`.
     pub async fn obliterate(&self, force: bool) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             let n = super::partitioned::sum(p, |m| Box::pin(m.obliterate_here(force))).await?;
             crate::queue::partition_set::forget_count(self).await?;
             crate::shares::forget(self).await?;

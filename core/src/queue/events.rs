@@ -9,7 +9,7 @@ impl Queue {
     /// On a partitioned queue, the partitions' streams merged (`events.rs`: an event's
     /// `stream_id` is then a cursor over every partition, which `after` takes back).
     pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return Ok(EventStream::merged(
                 crate::events::Merged::open(&streams(&p.members), after).await?,
             ));
@@ -21,7 +21,7 @@ impl Queue {
     /// On a partitioned queue, every partition's newest merged by entry id (the masters'
     /// clocks), each event's `stream_id` the cursor of its place.
     pub async fn recent_events(&self, limit: usize) -> Result<Vec<Event>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return crate::events::recent(&streams(&p.members), limit).await;
         }
         let entries =

@@ -8,7 +8,7 @@ impl Queue {
     /// Sets the queue's job defaults ([`JobDefaults`]), replacing the ones before; empty
     /// defaults remove them. On a partitioned queue, every partition's.
     pub async fn set_job_defaults(&self, defaults: &JobDefaults) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             crate::queue::partitioned::each(p, |m| Box::pin(m.set_job_defaults_here(defaults)))
                 .await?;
             return Ok(());
@@ -39,8 +39,8 @@ impl Queue {
     /// The queue's job defaults (none set: empty).
     pub async fn job_defaults(&self) -> Result<JobDefaults> {
         let here = match self.partitions() {
-            Some(p) => &p[0],
-            None => self,
+            Some(p) => p[0].clone(),
+            None => self.clone(),
         };
         let text: Option<String> = redis::cmd("HGET")
             .arg(&here.keys().meta)

@@ -28,6 +28,7 @@ mod cleanup;
 mod coalesce;
 pub(crate) mod direct;
 mod events;
+mod grow;
 mod job_defaults;
 mod ops;
 pub(crate) mod partition_set;
@@ -73,8 +74,9 @@ pub struct Queue {
     pub(crate) direct: Arc<std::sync::OnceLock<Option<(String, u16)>>>,
     /// The line of one-job adds waiting for the call in flight (`coalesce.rs`).
     coalescer: Arc<coalesce::Coalescer>,
-    /// For a partitioned queue, its partitions (`partitions.rs`); its own keys are then unused.
-    pub(crate) parts: Option<Arc<partition_set::Partitions>>,
+    /// For a partitioned queue, its partitions as last read (`partitions.rs`, `grow.rs`); its own
+    /// keys are then unused.
+    pub(crate) parts: Option<Arc<partition_set::PartsCell>>,
 }
 
 /// How a queue is opened ([`Queue::connect_with`], [`Queue::open`]).
@@ -157,9 +159,9 @@ impl Queue {
         asked: Option<u16>,
     ) -> Result<Queue> {
         let plain = Queue::from_parts(store, minter, QueueName::new(name)?);
-        Ok(match partition_set::settle_count(&plain, asked).await? {
+        Ok(match partition_set::settle_layout(&plain, asked).await? {
             None => plain,
-            Some(n) => plain.with_partitions(n),
+            Some(layout) => plain.with_partitions(layout),
         })
     }
 
@@ -168,40 +170,56 @@ impl Queue {
     /// that has requests for it, so the partitions of the other masters (their adds, and a
     /// worker's claims, completions and renewals) keep going on theirs. A partition whose slot
     /// moves later keeps its lane (correct, only less isolated). Standalone: unchanged.
-    async fn on_lanes(mut self) -> Result<Queue> {
-        let Some(parts) = self.parts.clone() else {
+    async fn on_lanes(self) -> Result<Queue> {
+        let Some(cell) = self.parts.clone() else {
             return Ok(self);
         };
         if self.store.topology() != crate::store::Topology::Cluster {
             return Ok(self);
         }
-        let keys: Vec<&crate::keyspace::Key> =
-            parts.members.iter().map(|p| &p.keys().marker).collect();
-        let masters = self.store.master_urls_for(&keys).await?;
-        let mut lanes: Vec<(String, Store)> = Vec::new();
-        let mut members = Vec::with_capacity(parts.members.len());
-        for (p, master) in parts.members.iter().zip(masters) {
-            let lane = match lanes.iter().find(|(m, _)| *m == master) {
-                Some((_, lane)) => lane.clone(),
-                None => {
-                    let lane = self.store.lane().await?;
-                    lanes.push((master, lane.clone()));
-                    lane
-                }
-            };
-            members.push(Queue::from_parts(lane, self.minter.clone(), p.name.clone()));
-        }
-        self.parts = Some(Arc::new(partition_set::Partitions::new(members)));
+        let parts = cell.now();
+        let names: Vec<QueueName> = parts.members.iter().map(|p| p.name.clone()).collect();
+        let members = self.members_on_lanes(&cell, names).await?;
+        cell.set(partition_set::Partitions::new(members, parts.layout.clone()));
         Ok(self)
     }
 
-    /// This handle over `n` partitions (the count settled).
-    fn with_partitions(mut self, n: u16) -> Queue {
-        let members = crate::partitions::partition_names(&self.name, n)
+    /// Handles on the partitions `names`, each on the lane of the master it lives on now (a lane
+    /// made for a master no partition was on yet, kept in `cell` for later members).
+    pub(crate) async fn members_on_lanes(
+        &self,
+        cell: &partition_set::PartsCell,
+        names: Vec<QueueName>,
+    ) -> Result<Vec<Queue>> {
+        let keys: Vec<crate::keyspace::Key> = names.iter().map(|n| n.keys().marker).collect();
+        let keys: Vec<&crate::keyspace::Key> = keys.iter().collect();
+        let masters = self.store.master_urls_for(&keys).await?;
+        let mut members = Vec::with_capacity(names.len());
+        for (name, master) in names.into_iter().zip(masters) {
+            let known = cell.lane_of(&master);
+            let lane = match known {
+                Some(lane) => lane,
+                None => {
+                    let lane = self.store.lane().await?;
+                    cell.add_lane(master, lane.clone());
+                    lane
+                }
+            };
+            members.push(Queue::from_parts(lane, self.minter.clone(), name));
+        }
+        Ok(members)
+    }
+
+    /// This handle over the partitions of `layout` (settled).
+    fn with_partitions(mut self, layout: crate::partitions::Layout) -> Queue {
+        let members = layout
+            .names(&self.name)
             .into_iter()
             .map(|p| Queue::from_parts(self.store.clone(), self.minter.clone(), p))
             .collect();
-        self.parts = Some(Arc::new(partition_set::Partitions::new(members)));
+        self.parts = Some(Arc::new(partition_set::PartsCell::new(
+            partition_set::Partitions::new(members, layout),
+        )));
         self
     }
 
@@ -209,20 +227,21 @@ impl Queue {
     /// a worker on it serves, and names in `WorkerHandle::queues`).
     pub fn slot_queues(&self) -> Vec<Queue> {
         match self.partitions() {
-            Some(parts) => parts.to_vec(),
+            Some(parts) => parts,
             None => vec![self.clone()],
         }
     }
 
-    /// How many partitions the queue has (1 for a plain queue).
+    /// How many partitions the queue has (1 for a plain queue), as this handle last read them (a
+    /// growth elsewhere reaches it within a second of its calls, `grow.rs`).
     pub fn partition_count(&self) -> u16 {
-        self.partitions().map_or(1, |p| p.len() as u16)
+        self.parts.as_ref().map_or(1, |p| p.now().members.len() as u16)
     }
 
-    /// A partitioned queue's partitions, in index order (each a queue in its own slot); None for a
-    /// plain queue.
-    pub fn partitions(&self) -> Option<&[Queue]> {
-        self.parts.as_deref().map(|p| p.members.as_slice())
+    /// A partitioned queue's partitions, in index order (each a queue in its own slot), as this
+    /// handle last read them; None for a plain queue.
+    pub fn partitions(&self) -> Option<Vec<Queue>> {
+        self.parts.as_ref().map(|p| p.now().members.clone())
     }
 
     /// Opens the queue `name` on an existing store and id minter (several queues share them).
@@ -265,7 +284,7 @@ impl Queue {
         let mut q = Queue::from_parts(store, self.minter.clone(), self.name.clone());
         q.max_events = self.max_events;
         Ok(match &self.parts {
-            Some(p) => q.with_partitions(p.members.len() as u16),
+            Some(p) => q.with_partitions(p.now().layout.clone()),
             None => q,
         })
     }

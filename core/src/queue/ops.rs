@@ -14,7 +14,7 @@ use serde_json::Value;
 impl Queue {
     /// Stops handing out jobs (adds still land, in paused).
     pub async fn pause(&self) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             super::partitioned::each(p, |m| Box::pin(m.pause_here())).await?;
             return Ok(());
         }
@@ -33,7 +33,7 @@ impl Queue {
 
     /// Hands out jobs again.
     pub async fn resume(&self) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             super::partitioned::each(p, |m| Box::pin(m.resume_here())).await?;
             return Ok(());
         }
@@ -52,7 +52,7 @@ impl Queue {
 
     /// True while paused.
     pub async fn is_paused(&self) -> Result<bool> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let all = super::partitioned::each(p, |m| Box::pin(m.is_paused_here())).await?;
             return Ok(all.into_iter().all(|x| x));
         }
@@ -71,7 +71,7 @@ impl Queue {
 
     /// Records a job's progress (any JSON) and announces it on the events stream.
     pub async fn update_progress(&self, id: JobId, progress: &Value) -> Result<()> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.update_progress_here(id, progress).await;
         }
@@ -92,7 +92,7 @@ impl Queue {
 
     /// Appends a line to a job's log; returns the number of lines kept.
     pub async fn log(&self, id: JobId, line: &str) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.log_here(id, line).await;
         }
@@ -113,7 +113,7 @@ impl Queue {
 
     /// A job's log lines, oldest first.
     pub async fn logs(&self, id: JobId) -> Result<Vec<String>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.logs_here(id).await;
         }
@@ -133,7 +133,7 @@ impl Queue {
     /// Sends a failed job back to wait with its attempts reset; [`Moved::WrongState`] when it is
     /// not failed.
     pub async fn retry(&self, id: JobId) -> Result<Moved> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.retry_here(id).await;
         }
@@ -153,7 +153,7 @@ impl Queue {
 
     /// Retries every failed job; returns how many.
     pub async fn retry_failed(&self) -> Result<u64> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread_now().await? {
             return super::partitioned::sum(p, |m| Box::pin(m.retry_failed_here())).await;
         }
         self.retry_failed_here().await
@@ -180,7 +180,7 @@ impl Queue {
 
     /// Runs a delayed job now; [`Moved::WrongState`] when it is not delayed.
     pub async fn promote(&self, id: JobId) -> Result<Moved> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.promote_here(id).await;
         }
@@ -204,7 +204,7 @@ impl Queue {
     /// an active one when it is next ready (a retry, say). [`Moved::NotFound`] when there is no
     /// such job, [`Moved::WrongState`] when it has finished.
     pub async fn change_priority(&self, id: JobId, priority: u32) -> Result<Moved> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.change_priority_here(id, priority).await;
         }
@@ -236,7 +236,7 @@ impl Queue {
     /// [`Interrupt::Cancelled`](crate::Interrupt::Cancelled); a binding cancels its task), then
     /// fails it the same way. A job that finished is left as it is.
     pub async fn cancel(&self, id: JobId, reason: &str) -> Result<CancelOutcome> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.cancel_here(id, reason).await;
         }

@@ -1,7 +1,8 @@
-//! A partitioned queue's handle side (`partitions.rs` holds the names and the bounds): the count
-//! stored in `{emq}:partitions`, settled when a handle opens (the stored one wins; a plain queue
-//! holding jobs is not turned into a partitioned one) and forgotten when it is obliterated; and
-//! [`Partitions`], the members in index order with the routing of a job to one of them.
+//! A partitioned queue's handle side (`partitions.rs` holds the names, the layout and the
+//! bounds): the layout stored in `{emq}:partitions`, settled when a handle opens (the stored one
+//! wins; a plain queue holding jobs is not turned into a partitioned one), read again as the
+//! handle goes (`queue/grow.rs`) and forgotten when the queue is obliterated; and [`Partitions`],
+//! the members in index order with the routing of a job to one of them.
 
 use super::Queue;
 use crate::error::{Error, ErrorCode, Result};
@@ -9,13 +10,13 @@ use crate::hash_slot::crc16;
 use crate::job_id::JobId;
 use crate::keyspace::CoreKey;
 use crate::options::JobOptions;
-use crate::partitions::check_count;
+use crate::partitions::{check_count, Layout};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The partition count stored for `name`, if it is a partitioned queue.
-pub(crate) async fn stored_count(q: &Queue) -> Result<Option<u16>> {
+/// The layout stored for `name`, if it is a partitioned queue.
+pub(crate) async fn stored_layout(q: &Queue) -> Result<Option<Layout>> {
     let v: Option<String> = redis::cmd("HGET")
         .arg(CoreKey::Partitions.key())
         .arg(q.name().as_str())
@@ -23,7 +24,7 @@ pub(crate) async fn stored_count(q: &Queue) -> Result<Option<u16>> {
         .await?;
     match v {
         None => Ok(None),
-        Some(t) => t.parse::<u16>().map(Some).map_err(|_| {
+        Some(t) => Layout::parse(&t).map(Some).ok_or_else(|| {
             Error::new(
                 ErrorCode::Internal,
                 format!("{{emq}}:partitions holds {t:?} for queue {}", q.name()),
@@ -32,9 +33,9 @@ pub(crate) async fn stored_count(q: &Queue) -> Result<Option<u16>> {
     }
 }
 
-/// Settles the partition count of `plain` (a plain handle on the logical name): the stored one,
-/// or `asked` stored now when none is. None: a plain queue.
-pub(crate) async fn settle_count(plain: &Queue, asked: Option<u16>) -> Result<Option<u16>> {
+/// Settles the layout of `plain` (a plain handle on the logical name): the stored one, or `asked`
+/// partitions stored now when none is. None: a plain queue.
+pub(crate) async fn settle_layout(plain: &Queue, asked: Option<u16>) -> Result<Option<Layout>> {
     if let Some(n) = asked {
         check_count(n)?;
     }
@@ -50,20 +51,21 @@ pub(crate) async fn settle_count(plain: &Queue, asked: Option<u16>) -> Result<Op
             )),
         };
     }
-    let stored = stored_count(plain).await?;
+    let stored = stored_layout(plain).await?;
     let mismatch = |stored: u16, asked: u16| {
         Error::new(
             ErrorCode::InvalidOption,
             format!(
-                "queue {} has {stored} partitions; it was opened with partitions={asked} (growing or shrinking a queue's partitions is not supported yet)",
+                "queue {} has {stored} partitions; it was opened with partitions={asked} (grow it with grow_partitions; shrinking is not supported)",
                 plain.name()
             ),
         )
     };
+    let partitioned = |l: Layout| Some(l).filter(|l| l.count() > 1);
     match (asked, stored) {
-        (None, s) => Ok(s.filter(|&n| n > 1)),
-        (Some(a), Some(s)) if a == s => Ok(Some(s).filter(|&n| n > 1)),
-        (Some(a), Some(s)) => Err(mismatch(s, a)),
+        (None, s) => Ok(s.and_then(partitioned)),
+        (Some(a), Some(s)) if a == s.count() => Ok(partitioned(s)),
+        (Some(a), Some(s)) => Err(mismatch(s.count(), a)),
         (Some(1), None) => Ok(None),
         (Some(a), None) => {
             let held = plain.counts().await?.total();
@@ -83,10 +85,10 @@ pub(crate) async fn settle_count(plain: &Queue, asked: Option<u16>) -> Result<Op
                 .query_async(&mut plain.store().conn())
                 .await?;
             // Another handle may have stored a count first: that one is the queue's.
-            match stored_count(plain).await? {
-                Some(s) if s == a => Ok(Some(a)),
-                Some(s) => Err(mismatch(s, a)),
-                None => Ok(Some(a)),
+            match stored_layout(plain).await? {
+                Some(s) if s.count() == a => Ok(Some(s)),
+                Some(s) => Err(mismatch(s.count(), a)),
+                None => Ok(Some(Layout::new(a))),
             }
         }
     }
@@ -100,6 +102,55 @@ pub(crate) async fn forget_count(q: &Queue) -> Result<()> {
         .query_async(&mut q.store().conn())
         .await?;
     Ok(())
+}
+
+/// A handle's partitions as it last read them, swapped when a read finds the queue grown
+/// (`grow.rs`), and the lanes (one connection per master, a cluster's) its members talk over.
+pub(crate) struct PartsCell {
+    now: std::sync::RwLock<Arc<Partitions>>,
+    lanes: std::sync::Mutex<Vec<(String, crate::store::Store)>>,
+    epoch: Instant,
+    /// When the layout was last read (ms since `epoch`), and whether a read is under way.
+    pub(crate) checked_ms: AtomicU64,
+    pub(crate) checking: AtomicBool,
+}
+
+impl PartsCell {
+    pub(crate) fn new(parts: Partitions) -> PartsCell {
+        PartsCell {
+            now: std::sync::RwLock::new(Arc::new(parts)),
+            lanes: std::sync::Mutex::new(Vec::new()),
+            epoch: Instant::now(),
+            checked_ms: AtomicU64::new(0),
+            checking: AtomicBool::new(false),
+        }
+    }
+
+    /// The partitions now.
+    pub(crate) fn now(&self) -> Arc<Partitions> {
+        self.now.read().expect("partitions").clone()
+    }
+
+    /// Puts `parts` in place of the partitions (a grown layout only: never fewer).
+    pub(crate) fn set(&self, parts: Partitions) {
+        let mut now = self.now.write().expect("partitions");
+        if parts.members.len() >= now.members.len() {
+            *now = Arc::new(parts);
+        }
+    }
+
+    pub(crate) fn ms(&self) -> u64 {
+        (self.epoch.elapsed().as_millis() as u64).max(1)
+    }
+
+    pub(crate) fn lane_of(&self, master: &str) -> Option<crate::store::Store> {
+        let lanes = self.lanes.lock().expect("lanes");
+        lanes.iter().find(|(m, _)| m == master).map(|(_, l)| l.clone())
+    }
+
+    pub(crate) fn add_lane(&self, master: String, lane: crate::store::Store) {
+        self.lanes.lock().expect("lanes").push((master, lane));
+    }
 }
 
 /// How old the backlogs a handle routes by may get before it reads them again.
@@ -125,6 +176,10 @@ const READ_LIMIT: Duration = Duration::from_secs(2);
 /// an id of its own still goes to its partition, and waits for it).
 pub(crate) struct Partitions {
     pub(crate) members: Vec<Queue>,
+    /// The layout the members are of.
+    pub(crate) layout: Layout,
+    /// The home partitions (the first generation's): keys and ids route over `members[..home]`.
+    home: usize,
     health: Vec<Health>,
     epoch: Instant,
 }
@@ -161,9 +216,13 @@ impl Health {
 }
 
 impl Partitions {
-    pub(crate) fn new(members: Vec<Queue>) -> Partitions {
+    /// The partitions of `layout`, `members` in index order (as many as it has).
+    pub(crate) fn new(members: Vec<Queue>, layout: Layout) -> Partitions {
+        debug_assert_eq!(members.len(), usize::from(layout.count()));
         Partitions {
             health: members.iter().map(|_| Health::default()).collect(),
+            home: usize::from(layout.home()),
+            layout,
             members,
             epoch: Instant::now(),
         }
@@ -287,7 +346,7 @@ impl Partitions {
     }
 
     pub(crate) fn key_index(&self, key: &str) -> usize {
-        usize::from(crc16(key.as_bytes())) % self.members.len()
+        usize::from(crc16(key.as_bytes())) % self.home
     }
 
     pub(crate) fn id_index(&self, id: JobId) -> usize {
@@ -296,7 +355,7 @@ impl Partitions {
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;
-        (x % self.members.len() as u64) as usize
+        (x % self.home as u64) as usize
     }
 }
 

@@ -1,6 +1,6 @@
 //! How the calls of a partitioned queue's handle span its partitions (`partitions.rs`): each
 //! public call of [`Queue`] that has a partitioned form starts with `if let Some(p) = self.spread()`
-//! and comes here. Every partition is a plain queue in its own slot, so each step below is the
+//! (`grow.rs`: the partitions as last read) and comes here. Every partition is a plain queue in its own slot, so each step below is the
 //! plain call on one partition; nothing here spans two slots in one script.
 //!
 //! - adds go to the partition `Partitions::job_index` picks for a key or a caller's id, else the
@@ -46,17 +46,12 @@ use futures::future::{try_join_all, BoxFuture};
 use std::sync::Arc;
 
 impl Queue {
-    /// The partitions, when this is a partitioned queue's handle.
-    pub(crate) fn spread(&self) -> Option<&Arc<Partitions>> {
-        self.parts.as_ref()
-    }
-
     /// The queue that holds job `id`: this one, or on a partitioned handle the partition that
     /// holds it ([`owner`]).
-    pub(crate) async fn holder_of(&self, id: JobId) -> Result<&Queue> {
-        match self.spread() {
-            Some(p) => owner(p, id).await,
-            None => Ok(self),
+    pub(crate) async fn holder_of(&self, id: JobId) -> Result<Queue> {
+        match &self.spread() {
+            Some(p) => owner(&p, id).await.cloned(),
+            None => Ok(self.clone()),
         }
     }
 }

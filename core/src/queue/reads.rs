@@ -21,7 +21,7 @@ impl Queue {
     /// [`Queue::get`]; `as_stored`: a stored JSON field that cannot be read is left null with
     /// [`Job::unreadable`] saying why, instead of failing (operator views).
     pub(crate) async fn read_job(&self, id: JobId, as_stored: bool) -> Result<Option<Job>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.read_job_here(id, as_stored).await;
         }
@@ -49,7 +49,7 @@ impl Queue {
 
     /// Counts jobs per state.
     pub async fn counts(&self) -> Result<Counts> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return Ok(super::partitioned::add_counts(
                 super::partitioned::each(p, |m| Box::pin(m.counts_here())).await?,
             ));
@@ -89,7 +89,7 @@ impl Queue {
     /// Ids in one state, a page at a time: oldest first for waiting states, newest first for
     /// completed and failed.
     pub async fn list_ids(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<JobId>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return (super::partitioned::list_ids(p, state, offset, limit)).await;
         }
         self.list_ids_here(state, offset, limit).await
@@ -189,7 +189,7 @@ impl Queue {
     /// not looked up again: a job that moved in between shows the state it was listed in (its own
     /// read, [`Queue::get`], says where it is now), one removed in between is left out.
     pub async fn list(&self, state: JobState, offset: u64, limit: u64) -> Result<Vec<Job>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             return (super::partitioned::list(p, state, offset, limit, false)).await;
         }
         self.list_here(state, offset, limit).await

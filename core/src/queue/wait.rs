@@ -22,7 +22,7 @@ impl Queue {
         id: JobId,
         timeout: Duration,
     ) -> Result<std::result::Result<serde_json::Value, Failure>> {
-        if let Some(p) = self.spread() {
+        if let Some(p) = &self.spread() {
             let q = super::partitioned::owner(p, id).await?;
             return q.wait_here(id, timeout).await;
         }

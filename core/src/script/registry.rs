@@ -158,6 +158,8 @@ scripts! {
     NODE_RENEW => "node_renew",
     /// Releases a node-id lease.
     NODE_RELEASE => "node_release",
+    /// Publishes a partitioned queue's grown layout, if it is still the one read.
+    PARTITIONS_GROW => "partitions_grow",
     /// Adds a batch of jobs.
     ADD => "add",
     /// Adds jobs to a queue and counts them into a batch of that queue in the same call.

@@ -93,71 +93,92 @@ impl WorkerBuilder {
                 ));
             }
         }
-        let pool = Pool::new(self.opts.concurrency, &names, &self.opts.queue_order)?;
-        let partitioned: Vec<Queue> = self
-            .queues
-            .iter()
-            .filter(|q| q.partitions().is_some())
-            .cloned()
-            .collect();
-        let (queues, pool) = spread_partitions(self.queues, pool, &self.opts.queue_order)?;
-        let pool = Arc::new(pool);
+        // Checked here once; each start (and restart, `regrow.rs`) builds the pool again.
+        Pool::new(self.opts.concurrency, &names, &self.opts.queue_order)?;
         // One id for the whole worker: each member registers under it in its own queue's slot
         // (waiters, the worker registry), so a partitioned queue's listing of its partitions'
-        // workers names each worker once.
+        // workers names each worker once. A restart keeps it.
         let waiter = format!(
             "{:016x}|{}",
             rand::random::<u64>(),
             self.opts.lease.as_millis()
         );
-        let members: Vec<Arc<Shared>> = queues
-            .into_iter()
-            .enumerate()
-            .map(|(member, queue)| {
-                new_member(
-                    queue,
-                    member,
-                    pool.clone(),
-                    handler.clone(),
-                    self.opts.clone(),
-                    self.events.clone(),
-                    waiter.clone(),
-                )
-            })
-            .collect();
-        // The pool knows every member before any task claims.
-        pool.set_members(&members);
-        let mut handles = members.into_iter().map(|s| {
-            let tasks = start_tasks(&s);
-            (s, tasks)
+        let restart = Arc::new(super::regrow::Restart {
+            queues: self.queues,
+            opts: self.opts,
+            handler,
+            events: self.events,
+            waiter,
         });
-        let (shared, mut tasks) = handles.next().expect("one queue at least");
-        // A partitioned queue's global concurrency and rate limit move to where its jobs are
-        // (`shares.rs`):
-        // every worker on it takes part in the rounds (one holds them at a time).
-        for q in partitioned {
-            tasks.push(TaskHandle::spawn(crate::shares::lend_loop(
-                q,
-                waiter.clone(),
-            )));
-        }
-        let siblings = handles
-            .map(|(shared, tasks)| WorkerHandle {
-                shared,
-                tasks,
-                siblings: Vec::new(),
-                runtime: tokio::runtime::Handle::current(),
-                pid: std::process::id(),
-            })
-            .collect();
-        Ok(WorkerHandle {
+        let running = start(&restart)?;
+        let partitioned = restart.queues.iter().any(|q| q.partitions().is_some());
+        Ok(WorkerHandle::new(running, partitioned.then_some(restart)))
+    }
+}
+
+/// Starts the worker `r` describes over its queues as their handles know them now (a
+/// partitioned queue's partitions as last read).
+pub(super) fn start(r: &super::regrow::Restart) -> Result<Running> {
+    let names: Vec<String> = r
+        .queues
+        .iter()
+        .map(|q| q.name().as_str().to_string())
+        .collect();
+    let pool = Pool::new(r.opts.concurrency, &names, &r.opts.queue_order)?;
+    let partitioned: Vec<Queue> = r
+        .queues
+        .iter()
+        .filter(|q| q.partitions().is_some())
+        .cloned()
+        .collect();
+    let (queues, pool) = spread_partitions(r.queues.clone(), pool, &r.opts.queue_order)?;
+    let pool = Arc::new(pool);
+    let members: Vec<Arc<Shared>> = queues
+        .into_iter()
+        .enumerate()
+        .map(|(member, queue)| {
+            new_member(
+                queue,
+                member,
+                pool.clone(),
+                r.handler.clone(),
+                r.opts.clone(),
+                r.events.clone(),
+                r.waiter.clone(),
+            )
+        })
+        .collect();
+    // The pool knows every member before any task claims.
+    pool.set_members(&members);
+    let mut handles = members.into_iter().map(|s| {
+        let tasks = start_tasks(&s);
+        (s, tasks)
+    });
+    let (shared, mut tasks) = handles.next().expect("one queue at least");
+    // A partitioned queue's global concurrency and rate limit move to where its jobs are
+    // (`shares.rs`): every worker on it takes part in the rounds (one holds them at a time).
+    for q in partitioned {
+        tasks.push(TaskHandle::spawn(crate::shares::lend_loop(
+            q,
+            r.waiter.clone(),
+        )));
+    }
+    let siblings = handles
+        .map(|(shared, tasks)| Running {
             shared,
             tasks,
-            siblings,
+            siblings: Vec::new(),
             runtime: tokio::runtime::Handle::current(),
             pid: std::process::id(),
         })
-    }
+        .collect();
+    Ok(Running {
+        shared,
+        tasks,
+        siblings,
+        runtime: tokio::runtime::Handle::current(),
+        pid: std::process::id(),
+    })
 }
 
 /// A partitioned queue among the worker's queues becomes one member per partition (`partitions.rs`),

@@ -1,15 +1,168 @@
-//! [`WorkerHandle`]: stats, graceful close (grace period, then interrupt and release), abort on drop; [`WorkerAborter`].
+//! [`WorkerHandle`]: stats, graceful close (grace period, then interrupt and release), abort on
+//! drop; [`WorkerAborter`]. A handle holds the worker as started ([`Running`]), which a worker on
+//! a partitioned queue that grows replaces by one started over the grown queue (`regrow.rs`).
 
 use super::*;
 
 /// A running worker. Dropping it aborts the worker at once (leases then expire and the jobs are
 /// recovered by a sweep); [`WorkerHandle::close`] shuts it down gracefully.
 pub struct WorkerHandle {
+    pub(super) live: Arc<Live>,
+    /// A worker on a partitioned queue: the task that restarts it over the queue once it grows.
+    pub(super) regrow: Option<TaskHandle>,
+}
+
+/// What a handle and its aborters share: the worker as started now, and what the ones before it
+/// (a grown partitioned queue's restarts) did.
+pub(super) struct Live {
+    pub(super) state: Mutex<LiveState>,
+    /// Held by a restart from closing the worker to starting it again; a close waits for it.
+    pub(super) swap: tokio::sync::Mutex<()>,
+    /// A close, an abort or the drop began: no restart from now on.
+    pub(super) ended: AtomicBool,
+}
+
+pub(super) struct LiveState {
+    /// The worker as started now (None while a restart closes it, and once closed).
+    pub(super) now: Option<Running>,
+    /// The one being closed (by a restart or a close), or closed last: its counters and abort.
+    pub(super) closing: Option<RunningAborter>,
+    /// The counters of the ones closed by restarts.
+    pub(super) before: WorkerStats,
+}
+
+impl Live {
+    pub(super) fn new(now: Running) -> Arc<Live> {
+        Arc::new(Live {
+            state: Mutex::new(LiveState {
+                now: Some(now),
+                closing: None,
+                before: WorkerStats::default(),
+            }),
+            swap: tokio::sync::Mutex::new(()),
+            ended: AtomicBool::new(false),
+        })
+    }
+
+    fn stats(&self) -> WorkerStats {
+        let st = self.state.lock().expect("worker state");
+        let now = match (&st.now, &st.closing) {
+            (Some(r), _) => r.stats(),
+            (None, Some(c)) => c.stats(),
+            (None, None) => WorkerStats::default(),
+        };
+        st.before.plus(now)
+    }
+
+    fn with_now<T>(&self, f: impl FnOnce(&RunningAborter) -> T) -> Option<T> {
+        let st = self.state.lock().expect("worker state");
+        match (&st.now, &st.closing) {
+            (Some(r), _) => Some(f(&r.aborter())),
+            (None, Some(c)) => Some(f(c)),
+            (None, None) => None,
+        }
+    }
+}
+
+impl Drop for WorkerHandle {
+    /// Aborts the worker (see [`Running`]'s drop); a restart under way stops with it.
+    fn drop(&mut self) {
+        self.live.ended.store(true, Ordering::SeqCst);
+        drop(self.regrow.take());
+        let now = self.live.state.lock().expect("worker state").now.take();
+        drop(now);
+    }
+}
+
+impl WorkerHandle {
+    pub(super) fn new(now: Running, regrow: Option<Arc<super::regrow::Restart>>) -> WorkerHandle {
+        let live = Live::new(now);
+        let regrow = regrow.map(|r| TaskHandle::spawn(super::regrow::regrow_loop(live.clone(), r)));
+        WorkerHandle { live, regrow }
+    }
+
+    /// Its counters (over all its queues, and over its restarts).
+    pub fn stats(&self) -> WorkerStats {
+        self.live.stats()
+    }
+
+    /// The counters of each of its queues (each partition of a partitioned one), in the order the
+    /// worker was given them, since it last started (a grown queue restarts it).
+    pub fn stats_by_queue(&self) -> Vec<(String, WorkerStats)> {
+        self.live.with_now(|a| a.by_queue()).unwrap_or_default()
+    }
+
+    /// The names of the queues it serves, in order.
+    pub fn queues(&self) -> Vec<String> {
+        self.stats_by_queue().into_iter().map(|(q, _)| q).collect()
+    }
+
+    /// Jobs running now.
+    pub fn running(&self) -> usize {
+        self.live
+            .with_now(|a| a.shared.pool.running.load(Ordering::Relaxed))
+            .unwrap_or(0)
+    }
+
+    /// A switch that makes a close in progress (or the next one) stop at once: see
+    /// [`WorkerAborter`]. Take it before calling `close`, which consumes the handle.
+    pub fn aborter(&self) -> WorkerAborter {
+        WorkerAborter {
+            live: self.live.clone(),
+        }
+    }
+
+    /// Graceful shutdown with the worker's `shutdown_deadline` as the grace period; see
+    /// [`WorkerHandle::close_within`].
+    pub async fn close(self) -> Result<CloseReport> {
+        let deadline = self
+            .live
+            .with_now(|a| a.shared.opts.shutdown_deadline)
+            .unwrap_or_default();
+        self.close_within(deadline).await
+    }
+
+    /// Graceful shutdown with `grace` as the grace period:
+    ///
+    /// 1. no new jobs are taken (the worker leaves `waiters`, stops claiming);
+    /// 2. running handlers get up to `grace` to finish; their outcomes are recorded as usual;
+    /// 3. then each handler still running is told ([`Interrupt::Shutdown`]: Rust futures are
+    ///    dropped, a binding's handler is cancelled in its language) and given up to
+    ///    [`SHUTDOWN_STOP_WAIT`] to stop;
+    /// 4. every job still held (running or leased ahead) goes back to the front of wait (or its
+    ///    priority) with `release.lua`: its attempt is not counted, and it is neither failed nor
+    ///    stalled.
+    ///
+    /// A restart under way (a grown partitioned queue) is let finish its close first; no new one
+    /// starts. [`WorkerAborter::abort`] cuts this short at any point: nothing more is waited for or
+    /// released (the leases expire and the sweep recovers the jobs, as after a crash).
+    pub async fn close_within(mut self, grace: Duration) -> Result<CloseReport> {
+        self.live.ended.store(true, Ordering::SeqCst);
+        let _swap = self.live.swap.lock().await;
+        drop(self.regrow.take());
+        let now = {
+            let mut st = self.live.state.lock().expect("worker state");
+            let now = st.now.take();
+            if let Some(r) = &now {
+                st.closing = Some(r.aborter());
+            }
+            now
+        };
+        match now {
+            Some(r) => r.close_within(grace).await,
+            None => Ok(CloseReport::default()),
+        }
+    }
+}
+
+/// A worker as started once, on its queues as they were then: the part of each queue (its
+/// tasks), closed, aborted and dropped together.
+pub(super) struct Running {
     pub(super) shared: Arc<Shared>,
     pub(super) tasks: Vec<TaskHandle>,
-    /// A worker on several queues: the handles of its other queues' parts (closed, aborted and
-    /// dropped with this one).
-    pub(super) siblings: Vec<WorkerHandle>,
+    /// A worker on several queues: the parts of its other queues (closed, aborted and dropped
+    /// with this one).
+    pub(super) siblings: Vec<Running>,
     /// The runtime the worker runs on, to withdraw its registration when dropped.
     pub(super) runtime: tokio::runtime::Handle,
     /// The process that started it.
@@ -25,7 +178,7 @@ pub(super) async fn withdraw(s: &Shared) {
         .await;
 }
 
-impl Drop for WorkerHandle {
+impl Drop for Running {
     /// Aborts the worker (its tasks end with their handles) and withdraws its registration: on a
     /// thread outside the runtime (a binding's finaliser) before returning, bounded to 500 ms;
     /// inside it, in a spawned task. Once `close` ran, there is nothing to withdraw.
@@ -64,54 +217,27 @@ pub struct CloseReport {
     pub released: u64,
 }
 
-impl WorkerHandle {
+impl Running {
     /// Its counters (over all its queues).
-    pub fn stats(&self) -> WorkerStats {
+    pub(super) fn stats(&self) -> WorkerStats {
         self.siblings
             .iter()
             .fold(stats_of(&self.shared), |a, w| a.plus(w.stats()))
     }
 
-    /// The counters of each of its queues, in the order the worker was given them.
-    pub fn stats_by_queue(&self) -> Vec<(String, WorkerStats)> {
-        std::iter::once(self)
-            .chain(self.siblings.iter())
-            .map(|w| {
-                (
-                    w.shared.queue.name().as_str().to_string(),
-                    stats_of(&w.shared),
-                )
-            })
-            .collect()
-    }
-
-    /// The names of the queues it serves, in order.
-    pub fn queues(&self) -> Vec<String> {
-        self.stats_by_queue().into_iter().map(|(q, _)| q).collect()
-    }
-
-    /// Jobs running now.
-    pub fn running(&self) -> usize {
-        self.shared.pool.running.load(Ordering::Relaxed)
-    }
-
-    /// A switch that makes a close in progress (or the next one) stop at once: see
-    /// [`WorkerAborter`]. Take it before calling `close`, which consumes the handle.
-    pub fn aborter(&self) -> WorkerAborter {
-        WorkerAborter {
+    pub(super) fn aborter(&self) -> RunningAborter {
+        RunningAborter {
             shared: self.shared.clone(),
             siblings: self.siblings.iter().map(|w| w.aborter()).collect(),
         }
     }
 
-    /// Graceful shutdown with the worker's `shutdown_deadline` as the grace period; see
-    /// [`WorkerHandle::close_within`].
-    pub async fn close(self) -> Result<CloseReport> {
+    pub(super) async fn close(self) -> Result<CloseReport> {
         let deadline = self.shared.opts.shutdown_deadline;
         self.close_within(deadline).await
     }
 
-    /// [`WorkerHandle::close_within`] of every queue's part at once (they share slots).
+    /// [`Running::close_within`] of every queue's part at once (they share slots).
     async fn close_all(mut self, grace: Duration) -> Result<CloseReport> {
         let siblings = std::mem::take(&mut self.siblings);
         let all = std::iter::once(self)
@@ -124,20 +250,8 @@ impl WorkerHandle {
         Ok(report)
     }
 
-    /// Graceful shutdown with `grace` as the grace period:
-    ///
-    /// 1. no new jobs are taken (the worker leaves `waiters`, stops claiming);
-    /// 2. running handlers get up to `grace` to finish; their outcomes are recorded as usual;
-    /// 3. then each handler still running is told ([`Interrupt::Shutdown`]: Rust futures are
-    ///    dropped, a binding's handler is cancelled in its language) and given up to
-    ///    [`SHUTDOWN_STOP_WAIT`] to stop;
-    /// 4. every job still held (running or leased ahead) goes back to the front of wait (or its
-    ///    priority) with `release.lua`: its attempt is not counted, and it is neither failed nor
-    ///    stalled.
-    ///
-    /// [`WorkerAborter::abort`] cuts this short at any point: nothing more is waited for or
-    /// released (the leases expire and the sweep recovers the jobs, as after a crash).
-    pub async fn close_within(self, grace: Duration) -> Result<CloseReport> {
+    /// [`WorkerHandle::close_within`] of this worker as started.
+    pub(super) async fn close_within(self, grace: Duration) -> Result<CloseReport> {
         if !self.siblings.is_empty() {
             return self.close_all(grace).await;
         }
@@ -227,8 +341,28 @@ pub(super) async fn wait_idle(s: &Shared, until: Instant) {
 /// back through their leases, as after a crash.
 #[derive(Clone)]
 pub struct WorkerAborter {
+    live: Arc<Live>,
+}
+
+impl WorkerAborter {
+    /// The worker's counters, also after its handle was closed (its final figures): for a host
+    /// that hands the handle to `close` and still reports them.
+    pub fn stats(&self) -> WorkerStats {
+        self.live.stats()
+    }
+
+    /// Aborts the worker (idempotent), and any restart of it.
+    pub fn abort(&self) {
+        self.live.ended.store(true, Ordering::SeqCst);
+        self.live.with_now(|a| a.abort());
+    }
+}
+
+/// [`WorkerAborter`] of a worker as started once ([`Running`]).
+#[derive(Clone)]
+pub(super) struct RunningAborter {
     pub(super) shared: Arc<Shared>,
-    pub(super) siblings: Vec<WorkerAborter>,
+    pub(super) siblings: Vec<RunningAborter>,
 }
 
 fn stats_of(s: &Shared) -> WorkerStats {
@@ -241,17 +375,27 @@ fn stats_of(s: &Shared) -> WorkerStats {
     }
 }
 
-impl WorkerAborter {
-    /// The worker's counters, also after its handle was closed (its final figures): for a host
-    /// that hands the handle to `close` and still reports them.
-    pub fn stats(&self) -> WorkerStats {
+impl RunningAborter {
+    pub(super) fn stats(&self) -> WorkerStats {
         self.siblings
             .iter()
             .fold(stats_of(&self.shared), |a, w| a.plus(w.stats()))
     }
 
-    /// Aborts the worker (idempotent).
-    pub fn abort(&self) {
+    /// The counters of each of its queues' parts, in order.
+    pub(super) fn by_queue(&self) -> Vec<(String, WorkerStats)> {
+        std::iter::once(self)
+            .chain(self.siblings.iter())
+            .map(|w| {
+                (
+                    w.shared.queue.name().as_str().to_string(),
+                    stats_of(&w.shared),
+                )
+            })
+            .collect()
+    }
+
+    pub(super) fn abort(&self) {
         for w in &self.siblings {
             w.abort();
         }

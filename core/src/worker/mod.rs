@@ -45,7 +45,7 @@
 //!   binding handler) before its outcome is recorded, so a retry never overlaps it.
 //!
 //! Files, one concern each: `builder.rs` (options validated, tasks started), `handle.rs` (stats,
-//! close, abort), `fetch.rs` (claim, block, hand-off), `capacity.rs` (capacity and dispatch), `order.rs` (jobs buffered in the order claimed), `run.rs`
+//! close, abort), `regrow.rs` (a restart over a partitioned queue that grew), `fetch.rs` (claim, block, hand-off), `capacity.rs` (capacity and dispatch), `order.rs` (jobs buffered in the order claimed), `run.rs`
 //! (a handler's run, its interrupts, releases), `record.rs` (completions and failures recorded),
 //! `hooks.rs` (what a worker reports to its host: [`WorkerEvent`]),
 //! `lease.rs` (renewal), `cancel.rs` (the `cancels` stream), `maintenance.rs` (sweep, schedulers,
@@ -81,6 +81,7 @@ mod maintenance;
 mod order;
 mod pool;
 mod record;
+mod regrow;
 mod run;
 #[cfg(feature = "otel")]
 mod span;
@@ -93,7 +94,7 @@ pub use cancel::delay_cancel_follow;
 use cancel::*;
 use capacity::*;
 use fetch::*;
-use handle::withdraw;
+use handle::{withdraw, Running};
 pub use handle::{CloseReport, WorkerAborter, WorkerHandle, SHUTDOWN_STOP_WAIT};
 use hooks::emit;
 pub use hooks::{WorkerEvent, WorkerEventHook};
