@@ -115,6 +115,13 @@ enum Command {
     /// Resume a paused queue.
     Resume(commands::admin::QueueArgs),
 
+    /// Grow a partitioned queue to --partitions N while producers and workers run.
+    ///
+    /// Jobs stay where they are; jobs with a group, dedup key or id of their own keep their
+    /// partition. Each worker restarts itself over the grown queue within about a second.
+    /// Shrinking is not supported.
+    Grow(commands::admin::GrowArgs),
+
     /// Remove the waiting (and with --delayed, the delayed) jobs.
     Drain(commands::admin::DrainArgs),
 
@@ -219,6 +226,7 @@ async fn run(cli: Cli) -> emq::Result<()> {
         Command::Resume(args) => {
             admin::run_queue(&cli.urls, admin::QueueAction::Resume, &args).await
         }
+        Command::Grow(args) => admin::run_grow(&cli.urls, &args).await,
         Command::Drain(args) => admin::run_drain(&cli.urls, &args).await,
         Command::Clean(args) => admin::run_clean(&cli.urls, &args).await,
         Command::Audit(args) => commands::audit::run(&cli.urls, &args).await,

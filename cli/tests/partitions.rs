@@ -1,7 +1,8 @@
 //! `emq add --partitions N`: the first add stores the queue's partition count, later adds (with
 //! the same count or none) land in its partitions, another count is refused with the core's code
 //! (exit 2), and a Rust handle opened without a count finds them; `emq queues` and `emq workers`
-//! show a partitioned queue once, as its users name it, with its partitions added up.
+//! show a partitioned queue once, as its users name it, with its partitions added up; `emq grow`
+//! grows it (and refuses to shrink it).
 
 use emq::{ConnectOptions, JobContext, Queue, Worker};
 use emq_harness::RedisServer;
@@ -68,6 +69,27 @@ fn add_with_partitions_stores_the_count_and_spreads_the_jobs() {
     );
     let audit = emq(&url, &["audit", "orders"]);
     assert!(audit.status.success(), "{audit:?}");
+    // `emq grow` grows it online; shrinking (or staying) is refused with the core's code.
+    let grew = ok(&url, &["grow", "orders", "--partitions", "6"]);
+    assert!(grew.contains("grew queue orders from 4 to 6 partitions"), "{grew}");
+    for bad in ["6", "5", "300"] {
+        let out = emq(&url, &["grow", "orders", "--partitions", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+    }
+    let out = emq(&url, &["grow", "plain-one", "--partitions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not partitioned"), "{out:?}");
+    rt.block_on(async {
+        let q = Queue::connect(ConnectOptions::new(url.clone()), "orders")
+            .await
+            .unwrap();
+        assert_eq!(q.partition_count(), 6);
+        assert_eq!(q.counts().await.unwrap().waiting, 21);
+    });
+    let mut args = vec!["add", "orders", "a", "--partitions", "6"];
+    ok(&url, &args);
+    args[4] = "4";
+    assert_eq!(emq(&url, &args).status.code(), Some(2));
 }
 
 #[test]

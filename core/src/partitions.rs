@@ -154,6 +154,18 @@ pub fn partition_names(base: &QueueName, count: u16) -> Vec<QueueName> {
         .collect()
 }
 
+/// A partition count as a binding passed it (any integer): `invalid_option`, naming the value,
+/// unless it is 1 to [`MAX_PARTITIONS`].
+pub fn count_from(n: i128) -> Result<u16> {
+    match u16::try_from(n) {
+        Ok(count) if check_count(count).is_ok() => Ok(count),
+        _ => Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("partitions must be between 1 and {MAX_PARTITIONS}, got {n}"),
+        )),
+    }
+}
+
 /// `invalid_option` unless `count` is 1 to [`MAX_PARTITIONS`].
 pub(crate) fn check_count(count: u16) -> Result<()> {
     if (1..=MAX_PARTITIONS).contains(&count) {

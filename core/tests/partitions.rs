@@ -161,7 +161,7 @@ async fn adds_spread_and_keys_keep_to_one_partition() {
         assert_eq!(q.add("i", json!(1), with_id).await.unwrap(), id);
         assert_eq!(q.counts().await.unwrap().waiting, 600 + 20 + 1 + 1);
         for p in q.partitions().unwrap() {
-            audit_ok(p).await;
+            audit_ok(&p).await;
         }
         q.obliterate(true).await.unwrap();
     }
@@ -326,7 +326,7 @@ async fn a_worker_serves_every_partition_and_starves_none() {
             .unwrap();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
         for p in q.partitions().unwrap() {
-            audit_ok(p).await;
+            audit_ok(&p).await;
         }
         q.obliterate(true).await.unwrap();
     }
@@ -530,7 +530,7 @@ async fn the_queue_wide_limits_hold_over_the_partitions() {
     );
     q.set_rate_limit(None).await.unwrap();
     for p in q.partitions().unwrap() {
-        audit_ok(p).await;
+        audit_ok(&p).await;
     }
     // Nothing was written into the logical name's own keys.
     let plain = Queue::with_store(
@@ -631,7 +631,7 @@ async fn the_global_concurrency_goes_to_the_partitions_with_work() {
         );
         q.set_global_concurrency(None).await.unwrap();
         for p in q.partitions().unwrap() {
-            audit_ok(p).await;
+            audit_ok(&p).await;
         }
         q.obliterate(true).await.unwrap();
     }
@@ -1195,7 +1195,7 @@ async fn a_flow_spans_partitioned_queues() {
         }
         for q in [&parents, &kids] {
             for p in q.partitions().unwrap() {
-                audit_ok(p).await;
+                audit_ok(&p).await;
             }
         }
         audit_ok(&plain).await;

@@ -37,6 +37,7 @@ export interface NativeQueue {
   counts(): Promise<unknown>;
   pause(): Promise<void>;
   resume(): Promise<void>;
+  growPartitions(count: number): Promise<number>;
   isPaused(): Promise<boolean>;
   remove(id: string): Promise<boolean>;
   retry(id: string): Promise<boolean>;

@@ -283,6 +283,21 @@ export class Queue {
     return call(() => this[kNative].resume());
   }
 
+  /**
+   * Grows this partitioned queue to `count` partitions while producers and workers run; resolves
+   * to the count now. The new partitions get the queue's settings; jobs with a `group`, a `dedup`
+   * key or an `id` of their own keep going to the partition they always did (per-key order
+   * holds), the others spread over all. Each worker restarts itself over the grown queue within
+   * about a second (as `close()` and a new start would). Only growing: `invalid_option` for a
+   * plain queue, a count not above the present one or above 256.
+   */
+  async growPartitions(count: number): Promise<number> {
+    if (typeof count !== 'number') {
+      throw emqError('invalid_option', `partitions must be a number, got ${typeof count}`);
+    }
+    return call(() => this[kNative].growPartitions(count));
+  }
+
   async isPaused(): Promise<boolean> {
     return call(() => this[kNative].isPaused());
   }

@@ -3,7 +3,8 @@
 // emq-harness (standalone and the 3-master cluster): `partitions` reads back and is the queue's
 // (found without it, another count refused with InvalidOption), bad counts are refused, one
 // worker runs every job of every partition, groups and schedulers span the partitions, a flow
-// spans partitioned queues, and the queue-wide limits hold over the partitions.
+// spans partitioned queues, the queue-wide limits hold over the partitions, and a queue grows
+// while its worker runs (`growPartitions`).
 process.env.EMQ_GUARD = '1';
 
 const { test } = require('node:test');
@@ -48,6 +49,31 @@ for (const topology of ['standalone', 'cluster']) {
     await w.close();
     assert.deepEqual(done.sort((a, b) => a - b), Array.from({ length: 201 }, (_, i) => i));
     assert.equal((await q.counts()).completed, 201);
+  });
+}
+
+for (const topology of ['standalone', 'cluster']) {
+  test(`a partitioned queue grows while a worker runs (${topology})`, async () => {
+    const q = await Queue.connect(h.servers[topology], unique('part-grow'), { partitions: 2 });
+    h.track(q);
+    const done = [];
+    const w = new Worker(q, async (job) => { done.push(job.data.i); }, { concurrency: 4 });
+    await q.addBulk(Array.from({ length: 50 }, (_, i) => ({ name: 'x', data: { i } })));
+    assert.equal(await q.growPartitions(3), 3);
+    assert.equal(q.partitions, 3);
+    await q.addBulk(Array.from({ length: 150 }, (_, i) => ({ name: 'x', data: { i: i + 50 } })));
+    // The worker restarts itself over all three partitions and runs every job once.
+    await waitFor('the worker serves 3 partitions', async () => w.queues.length === 3);
+    await waitFor('all 200 done', async () => (await q.counts()).completed === 200);
+    await w.close();
+    assert.deepEqual(done.sort((a, b) => a - b), Array.from({ length: 200 }, (_, i) => i));
+    for (const bad of [3, 1, 257, 2.5, Number.NaN]) {
+      await assert.rejects(q.growPartitions(bad), (e) => e instanceof InvalidOption, String(bad));
+    }
+    await assert.rejects(q.growPartitions('4'), InvalidOption);
+    const plain = await Queue.connect(h.servers[topology], unique('part-grow-plain'));
+    h.track(plain);
+    await assert.rejects(plain.growPartitions(2), (e) => e instanceof InvalidOption && /not partitioned/.test(e.message));
   });
 }
 

@@ -3,7 +3,8 @@ count reads back and is the queue's (found without it, another one refused with
 `InvalidOption`), bad counts refused, adds spread and read back through the one handle, a
 worker (async and sync) runs every job of every partition; the events of every partition read as
 one stream, each stream id a cursor over them all; a flow spans partitioned queues; a batch
-created on one lives in one partition."""
+created on one lives in one partition; a queue grows while its worker runs (`grow_partitions`,
+async and sync)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,43 @@ async def test_jobs_spread_and_one_worker_runs_them_all(request, topology, qname
     assert sorted(done) == list(range(201))
     assert (await q.counts())["completed"] == 201
     assert len(w.queues) == 4
+
+
+@pytest.mark.parametrize("topology", ["standalone", "cluster"])
+async def test_a_partitioned_queue_grows_while_a_worker_runs(request, topology, qname):
+    url = request.getfixturevalue(topology)
+    q = await emq.Queue.connect(url, qname, partitions=2)
+    done = []
+
+    async def handle(job: emq.Job) -> None:
+        done.append(job.data["i"])
+
+    w = emq.Worker(q, handle, concurrency=4)
+    await q.add_bulk([("x", {"i": i}) for i in range(50)])
+    assert await q.grow_partitions(3) == 3
+    assert q.partitions == 3
+    await q.add_bulk([("x", {"i": i}) for i in range(50, 200)])
+    # The worker restarts itself over all three partitions and runs every job once.
+    deadline = time.monotonic() + 60
+    while len(w.queues) < 3 or (await q.counts())["completed"] < 200:
+        assert time.monotonic() < deadline, (w.queues, len(done))
+        await asyncio.sleep(0.05)
+    await w.close()
+    assert sorted(done) == list(range(200))
+    for bad in [3, 1, 257, 2**70, -1, 2.5, True, "4"]:
+        with pytest.raises(InvalidOption):
+            await q.grow_partitions(bad)  # type: ignore[arg-type]
+    plain = await emq.Queue.connect(url, qname + "-plain")
+    with pytest.raises(InvalidOption, match="not partitioned"):
+        await plain.grow_partitions(2)
+
+
+def test_the_sync_api_grows_partitions(standalone, qname):
+    q = emq.sync.Queue.connect(standalone, qname, partitions=2)
+    assert q.grow_partitions(4) == 4
+    assert q.partitions == 4
+    q.add("x", {"n": 1})
+    assert q.counts()["waiting"] == 1
 
 
 def test_the_sync_api_takes_partitions(standalone, qname):

@@ -324,6 +324,21 @@ impl NativeQueue {
         Settled::of(async move { self.q.pause().await.map_err(throw) }).await
     }
 
+    /// Grows the partitioned queue to `count` partitions, online (a whole number; its bounds are
+    /// the core's).
+    #[napi]
+    pub async fn grow_partitions(&self, count: f64) -> Settled<u32> {
+        Settled::of(async move {
+            let n = if count < 0.0 && count.fract() == 0.0 && count.is_finite() {
+                count as i128
+            } else {
+                i128::from(crate::options::whole("partitions", count, u64::MAX).map_err(throw)?)
+            };
+            Ok(u32::from(self.q.grow_partitions(n).await.map_err(throw)?))
+        })
+        .await
+    }
+
     #[napi]
     pub async fn resume(&self) -> Settled<()> {
         Settled::of(async move { self.q.resume().await.map_err(throw) }).await

@@ -336,6 +336,16 @@ awaitable_methods! {
             Ok(Box::pin(async move { q.pause().await.map(|_| Out::None) }))
         }
 
+        /// Grows the partitioned queue to `count` partitions, online (the core checks the count).
+        #[pyo3(signature = (count, blocking=false))]
+        fn grow_partitions(&self, py, count: &Bound<'_, PyAny>) {
+            let q = self.core(py)?;
+            let n = whole(py, "partitions", count, u64::from(u32::MAX))?;
+            Ok(Box::pin(async move {
+                Ok(Out::Int(u64::from(q.grow_partitions(i128::from(n)).await?)))
+            }))
+        }
+
         #[pyo3(signature = (blocking=false))]
         fn resume(&self, py) {
             let q = self.core(py)?;

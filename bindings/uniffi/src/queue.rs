@@ -394,6 +394,15 @@ impl Queue {
         on_runtime(async move { q.obliterate(force).await }).await
     }
 
+    /// Grows this partitioned queue to `count` partitions while producers and workers run;
+    /// returns the count now. Jobs with a group, a dedup key or an id of their own keep their
+    /// partition; each worker restarts itself over the grown queue within about a second.
+    /// `InvalidOption` for a plain queue, or a count not above the present one or above 256.
+    pub async fn grow_partitions(&self, count: i64) -> Result<u16, EmqException> {
+        let q = self.inner.clone();
+        on_runtime(async move { q.grow_partitions(count).await }).await
+    }
+
     /// Stops handing out jobs (adds still land, in paused).
     pub async fn pause(&self) -> Result<(), EmqException> {
         let q = self.inner.clone();

@@ -42,6 +42,16 @@ pub struct DrainArgs {
     pub delayed: bool,
 }
 
+/// `emq grow` options.
+#[derive(ClapArgs, Debug)]
+pub struct GrowArgs {
+    /// The partitioned queue's name.
+    pub queue: String,
+    /// The count of partitions to grow it to (more than it has, at most 256).
+    #[arg(long)]
+    pub partitions: u16,
+}
+
 /// `emq clean` options.
 #[derive(ClapArgs, Debug)]
 pub struct CleanArgs {
@@ -122,6 +132,19 @@ pub async fn run_queue(urls: &[String], action: QueueAction, args: &QueueArgs) -
             outln!("resumed queue {name}");
         }
     }
+    Ok(())
+}
+
+/// Runs `emq grow`: the partitioned queue grows online (`Queue::grow_partitions`).
+pub async fn run_grow(urls: &[String], args: &GrowArgs) -> emq::Result<()> {
+    let opened = open_queue(urls, &args.queue).await?;
+    let q = &opened.queue;
+    let was = q.partition_count();
+    let now = q.grow_partitions(args.partitions).await?;
+    outln!(
+        "grew queue {} from {was} to {now} partitions (its workers take up the new ones within about a second)",
+        q.name().as_str()
+    );
     Ok(())
 }
 

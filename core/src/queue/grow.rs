@@ -134,8 +134,10 @@ impl Queue {
     /// `invalid_option` for a plain queue (open it with `partitions=` while it is empty), for a
     /// count not above the present one (shrinking is not supported) or above
     /// [`MAX_PARTITIONS`](crate::partitions::MAX_PARTITIONS), and when another growth won a race
-    /// (the message names the count stored now).
-    pub async fn grow_partitions(&self, count: u16) -> Result<u16> {
+    /// (the message names the count stored now). `count` is any integer (a binding's), checked
+    /// here.
+    pub async fn grow_partitions(&self, count: impl Into<i128>) -> Result<u16> {
+        let count = crate::partitions::count_from(count.into())?;
         let Some(cell) = &self.parts else {
             return Err(Error::new(
                 ErrorCode::InvalidOption,

@@ -92,23 +92,9 @@ impl QueueOptions {
     /// Options with a partition count as a binding passed it (any integer): `invalid_option`,
     /// naming the value, unless it is 1 to [`MAX_PARTITIONS`](crate::partitions::MAX_PARTITIONS).
     pub fn with_partitions(partitions: Option<i128>) -> Result<QueueOptions> {
-        let partitions = match partitions {
-            None => None,
-            Some(n) => {
-                let count = u16::try_from(n).unwrap_or(0);
-                if i128::from(count) != n || count == 0 {
-                    return Err(crate::Error::new(
-                        crate::ErrorCode::InvalidOption,
-                        format!(
-                            "partitions must be between 1 and {}, got {n}",
-                            crate::partitions::MAX_PARTITIONS
-                        ),
-                    ));
-                }
-                crate::partitions::check_count(count)?;
-                Some(count)
-            }
-        };
+        let partitions = partitions
+            .map(crate::partitions::count_from)
+            .transpose()?;
         Ok(QueueOptions { partitions })
     }
 }

@@ -147,6 +147,16 @@ class Queue:
         """Hands out jobs again."""
         await self._native.resume()
 
+    async def grow_partitions(self, count: int) -> int:
+        """Grows this partitioned queue to ``count`` partitions while producers and workers run;
+        returns the count now. The new partitions get the queue's settings; jobs with a ``group``,
+        a ``dedup`` key or an ``id`` of their own keep going to the partition they always did (per-key
+        order holds), the others spread over all. Each worker restarts itself over the grown queue
+        within about a second (as ``close()`` and a new start would: running jobs get the
+        worker's ``shutdown_deadline``). Only growing: ``InvalidOption`` for a plain queue, a count
+        not above the present one or above 256."""
+        return int(await self._native.grow_partitions(count))
+
     async def close(self) -> None:
         """Releases the queue's id-minting lease (and closes the socket of its direct adds)."""
         self._direct.close()

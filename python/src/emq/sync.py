@@ -295,6 +295,11 @@ class Queue:
         """Hands out jobs again."""
         _blocking(self._native.resume)
 
+    def grow_partitions(self, count: int) -> int:
+        """Grows this partitioned queue to ``count`` partitions, online (see
+        :meth:`emq.Queue.grow_partitions`); returns the count now."""
+        return int(_blocking(self._native.grow_partitions, count))
+
     def metrics(self) -> Dict[str, Any]:
         return _blocking(self._native.metrics)
 

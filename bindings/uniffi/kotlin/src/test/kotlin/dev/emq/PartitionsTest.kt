@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Timeout
  * Partitioned queues (`Queue.connect(url, name, partitions = N)`, the core's partitions.rs) on a
  * real server: the count reads back and is the queue's (found without it, another count refused
  * with `INVALID_OPTION`), bad counts refused, one worker runs every job of every partition,
- * groups and schedulers span the partitions, a flow spans partitioned queues, and the queue-wide
- * limits split over the partitions.
+ * groups and schedulers span the partitions, a flow spans partitioned queues, the queue-wide
+ * limits split over the partitions, and a queue grows while its worker runs (`growPartitions`).
  */
 @Timeout(180)
 class PartitionsTest {
@@ -67,6 +67,45 @@ class PartitionsTest {
                 }
                 assertEquals((0 until 200).map { "{\"i\":$it}" }.toSet(), seen.toSet())
                 assertEquals(200uL, q.counts().completed)
+            } finally {
+                q.close()
+            }
+        }
+    }
+
+    @Test
+    fun `a partitioned queue grows while a worker runs`() = runBlocking {
+        withTimeout(150_000) {
+            val q = Queue.connect(Harness.standaloneUrl(), Harness.uniqueQueue("kt-part-grow"), partitions = 2)
+            try {
+                val seen = Collections.synchronizedList(mutableListOf<String>())
+                val h = object : JobHandler {
+                    override suspend fun handle(job: JobRecord): String {
+                        seen.add(job.dataJson)
+                        return "null"
+                    }
+                }
+                val w = q.startWorker(h, 4, 5_000.0)
+                try {
+                    q.addBulk(List(50) { NewJob("x", "{\"i\":$it}") })
+                    assertEquals(3.toUShort(), q.growPartitions(3L))
+                    assertEquals(3.toUShort(), q.partitions())
+                    q.addBulk(List(150) { NewJob("x", "{\"i\":${it + 50}}") })
+                    // The worker restarts itself over all three partitions and runs every job.
+                    eventually(60_000, "the worker serves 3 partitions") { w.queues().size.takeIf { it == 3 } }
+                    eventually(60_000, "200 jobs done") { q.counts().completed.takeIf { it == 200uL } }
+                } finally {
+                    w.shutdown()
+                    w.close()
+                }
+                assertEquals((0 until 200).map { "{\"i\":$it}" }.toSet(), seen.toSet())
+                assertEquals(200, seen.size)
+                for (bad in listOf(3L, 1L, 257L)) {
+                    val e = assertCode(ErrorCode.INVALID_OPTION, "grow to $bad") {
+                        runBlocking { q.growPartitions(bad) }
+                    }
+                    assertTrue((e as EmqException.Failed).reason.isNotEmpty())
+                }
             } finally {
                 q.close()
             }
