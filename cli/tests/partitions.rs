@@ -71,14 +71,20 @@ fn add_with_partitions_stores_the_count_and_spreads_the_jobs() {
     assert!(audit.status.success(), "{audit:?}");
     // `emq grow` grows it online; shrinking (or staying) is refused with the core's code.
     let grew = ok(&url, &["grow", "orders", "--partitions", "6"]);
-    assert!(grew.contains("grew queue orders from 4 to 6 partitions"), "{grew}");
+    assert!(
+        grew.contains("grew queue orders from 4 to 6 partitions"),
+        "{grew}"
+    );
     for bad in ["6", "5", "300"] {
         let out = emq(&url, &["grow", "orders", "--partitions", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
     }
     let out = emq(&url, &["grow", "plain-one", "--partitions", "2"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not partitioned"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not partitioned"),
+        "{out:?}"
+    );
     rt.block_on(async {
         let q = Queue::connect(ConnectOptions::new(url.clone()), "orders")
             .await

@@ -149,7 +149,10 @@ async fn growing_under_load_loses_nothing_runs_nothing_twice_and_keeps_keys_in_p
             w.close().await.unwrap();
             stats = stats.plus(a.stats());
         }
-        assert_eq!(stats.completed, total, "{topology}: the counters carried over");
+        assert_eq!(
+            stats.completed, total,
+            "{topology}: the counters carried over"
+        );
         for p in q.partitions().unwrap() {
             audit_ok(&p).await;
         }
@@ -179,7 +182,10 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
         assert!(!parts[3].is_paused().await.unwrap(), "{topology}: resumed");
         // The stored layout wins: a handle opened without a count gets all four; the old count
         // is refused, typed, and says how to grow.
-        assert_eq!(open(&store, &name, None).await.unwrap().partition_count(), 4);
+        assert_eq!(
+            open(&store, &name, None).await.unwrap().partition_count(),
+            4
+        );
         assert!(open(&store, &name, Some(4)).await.is_ok());
         let e = open(&store, &name, Some(3)).await.err().unwrap();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
@@ -221,7 +227,13 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
         }
         q.obliterate(true).await.unwrap();
         // Obliterated, the layout is forgotten.
-        assert_eq!(open(&store, &name, Some(2)).await.unwrap().partition_count(), 2);
+        assert_eq!(
+            open(&store, &name, Some(2))
+                .await
+                .unwrap()
+                .partition_count(),
+            2
+        );
         open(&store, &name, None)
             .await
             .unwrap()

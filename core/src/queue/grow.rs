@@ -150,7 +150,10 @@ impl Queue {
         let was = stored_layout(self).await?.ok_or_else(|| {
             Error::new(
                 ErrorCode::InvalidOption,
-                format!("queue {} has no stored partitions (obliterated?)", self.name),
+                format!(
+                    "queue {} has no stored partitions (obliterated?)",
+                    self.name
+                ),
             )
         })?;
         let grown = was.grown(count)?;

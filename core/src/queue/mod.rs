@@ -92,9 +92,7 @@ impl QueueOptions {
     /// Options with a partition count as a binding passed it (any integer): `invalid_option`,
     /// naming the value, unless it is 1 to [`MAX_PARTITIONS`](crate::partitions::MAX_PARTITIONS).
     pub fn with_partitions(partitions: Option<i128>) -> Result<QueueOptions> {
-        let partitions = partitions
-            .map(crate::partitions::count_from)
-            .transpose()?;
+        let partitions = partitions.map(crate::partitions::count_from).transpose()?;
         Ok(QueueOptions { partitions })
     }
 }
@@ -166,7 +164,10 @@ impl Queue {
         let parts = cell.now();
         let names: Vec<QueueName> = parts.members.iter().map(|p| p.name.clone()).collect();
         let members = self.members_on_lanes(&cell, names).await?;
-        cell.set(partition_set::Partitions::new(members, parts.layout.clone()));
+        cell.set(partition_set::Partitions::new(
+            members,
+            parts.layout.clone(),
+        ));
         Ok(self)
     }
 
@@ -221,7 +222,9 @@ impl Queue {
     /// How many partitions the queue has (1 for a plain queue), as this handle last read them (a
     /// growth elsewhere reaches it within a second of its calls, `grow.rs`).
     pub fn partition_count(&self) -> u16 {
-        self.parts.as_ref().map_or(1, |p| p.now().members.len() as u16)
+        self.parts
+            .as_ref()
+            .map_or(1, |p| p.now().members.len() as u16)
     }
 
     /// A partitioned queue's partitions, in index order (each a queue in its own slot), as this

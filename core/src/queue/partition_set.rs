@@ -145,7 +145,10 @@ impl PartsCell {
 
     pub(crate) fn lane_of(&self, master: &str) -> Option<crate::store::Store> {
         let lanes = self.lanes.lock().expect("lanes");
-        lanes.iter().find(|(m, _)| m == master).map(|(_, l)| l.clone())
+        lanes
+            .iter()
+            .find(|(m, _)| m == master)
+            .map(|(_, l)| l.clone())
     }
 
     pub(crate) fn add_lane(&self, master: String, lane: crate::store::Store) {

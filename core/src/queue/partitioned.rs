@@ -50,7 +50,7 @@ impl Queue {
     /// holds it ([`owner`]).
     pub(crate) async fn holder_of(&self, id: JobId) -> Result<Queue> {
         match &self.spread() {
-            Some(p) => owner(&p, id).await.cloned(),
+            Some(p) => owner(p, id).await.cloned(),
             None => Ok(self.clone()),
         }
     }
