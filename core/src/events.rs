@@ -245,11 +245,18 @@ type Entries = Vec<(String, HashMap<String, String>)>;
 /// How long a reader task blocks in one XREAD.
 const READ_BLOCK: Duration = Duration::from_millis(1000);
 
+/// The partitions' streams as the queue's handle knows them now (a grown queue has more).
+pub(crate) type PartsNow = Box<dyn Fn() -> Vec<(Store, Key)> + Send + Sync>;
+
 /// The merged reader of a partitioned queue's events.
 pub(crate) struct Merged {
     /// Each partition's place: the id of the last entry handed on.
     last: Vec<String>,
     rx: mpsc::Receiver<(usize, Entries)>,
+    tx: mpsc::Sender<(usize, Entries)>,
+    /// Where a grown queue's new partitions are found: each gets a reader from its stream's start
+    /// (it held no events before the growth), its place appended to the cursor.
+    now: Option<PartsNow>,
     /// Entries received and not yet handed on (a batch takes at most `count` events).
     held: std::collections::VecDeque<(usize, Entries)>,
     _readers: Vec<TaskHandle>,
@@ -260,10 +267,11 @@ fn cursor(last: &[String]) -> String {
     last.join(",")
 }
 
-/// The places an `after` cursor names, one per partition.
+/// The places an `after` cursor names, one per partition (a cursor given before the queue grew
+/// names fewer: the new partitions from their start).
 fn parse_after(after: &str, n: usize) -> Result<Vec<String>> {
-    let ids: Vec<String> = after.split(',').map(str::to_string).collect();
-    let well_formed = ids.len() == n
+    let mut ids: Vec<String> = after.split(',').map(str::to_string).collect();
+    let well_formed = (2..=n).contains(&ids.len())
         && ids.iter().all(|id| {
             let mut it = id.splitn(2, '-');
             let (ms, seq) = (it.next().unwrap_or(""), it.next().unwrap_or("0"));
@@ -279,12 +287,18 @@ fn parse_after(after: &str, n: usize) -> Result<Vec<String>> {
             ),
         ));
     }
+    ids.resize(n, "0-0".to_string());
     Ok(ids)
 }
 
 impl Merged {
-    /// Follows the partitions' streams from now on, or from an `after` cursor.
-    pub(crate) async fn open(parts: &[(Store, Key)], after: Option<String>) -> Result<Merged> {
+    /// Follows the partitions' streams from now on, or from an `after` cursor; with `now`, also
+    /// the partitions a growth adds.
+    pub(crate) async fn open(
+        parts: &[(Store, Key)],
+        after: Option<String>,
+        now: Option<PartsNow>,
+    ) -> Result<Merged> {
         let last = match after {
             Some(a) => parse_after(&a, parts.len())?,
             None => {
@@ -295,37 +309,53 @@ impl Merged {
             }
         };
         let (tx, rx) = mpsc::channel(64);
-        let mut readers = Vec::with_capacity(parts.len());
-        for (i, p) in parts.iter().enumerate() {
-            let mut one = OneStream::new(p.0.clone(), p.1.clone(), Some(last[i].clone())).await?;
-            let tx = tx.clone();
-            readers.push(TaskHandle::spawn(async move {
-                loop {
-                    match one.next_entries(READ_BLOCK, 500).await {
-                        Ok(entries) if entries.is_empty() => {}
-                        Ok(entries) => {
-                            if tx.send((i, entries)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, partition = i, "emq: reading a partition's events failed; retrying");
-                            tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut m = Merged {
+            last: Vec::new(),
+            rx,
+            tx,
+            now,
+            held: Default::default(),
+            _readers: Vec::with_capacity(parts.len()),
+        };
+        for (p, from) in parts.iter().zip(last) {
+            m.follow(p, from).await?;
+        }
+        Ok(m)
+    }
+
+    /// Starts the reader of one more partition (the next index), after entry `from`.
+    async fn follow(&mut self, p: &(Store, Key), from: String) -> Result<()> {
+        let i = self.last.len();
+        let mut one = OneStream::new(p.0.clone(), p.1.clone(), Some(from.clone())).await?;
+        let tx = self.tx.clone();
+        self._readers.push(TaskHandle::spawn(async move {
+            loop {
+                match one.next_entries(READ_BLOCK, 500).await {
+                    Ok(entries) if entries.is_empty() => {}
+                    Ok(entries) => {
+                        if tx.send((i, entries)).await.is_err() {
+                            return;
                         }
                     }
+                    Err(e) => {
+                        tracing::warn!(error = %e, partition = i, "emq: reading a partition's events failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
                 }
-            }));
-        }
-        Ok(Merged {
-            last,
-            rx,
-            held: Default::default(),
-            _readers: readers,
-        })
+            }
+        }));
+        self.last.push(from);
+        Ok(())
     }
 
     /// The next events, waiting up to `wait` for the first one; empty when none came.
     pub(crate) async fn next_batch(&mut self, wait: Duration, count: usize) -> Result<Vec<Event>> {
+        if let Some(now) = &self.now {
+            let parts = now();
+            for p in parts.iter().skip(self.last.len()) {
+                self.follow(p, "0-0".to_string()).await?;
+            }
+        }
         if self.held.is_empty() {
             match tokio::time::timeout(wait, self.rx.recv()).await {
                 Ok(Some(got)) => self.held.push_back(got),

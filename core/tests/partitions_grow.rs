@@ -166,6 +166,18 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
     for (topology, store) in common::both().await {
         let name = unique("grow-settings");
         let q = open(&store, &name, Some(3)).await.unwrap();
+        // A follower of the queue's events opened before any growth, and a cursor of then.
+        let mut stream = q.events(None).await.unwrap();
+        let first = q.add("before", json!(0), JobOptions::default()).await.unwrap();
+        let mut cursor = None;
+        while cursor.is_none() {
+            for e in stream.next_batch(Duration::from_secs(2), 10).await.unwrap() {
+                if e.job_id == Some(first) {
+                    cursor = Some(e.stream_id.clone());
+                }
+            }
+        }
+        q.remove(first).await.unwrap();
         q.pause().await.unwrap();
         q.set_dead_letter(Some("grow-dlq")).await.unwrap();
         assert_eq!(q.grow_partitions(4).await.unwrap(), 4);
@@ -222,6 +234,35 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
             assert!(q.get(*id).await.unwrap().is_some(), "{topology}");
         }
         assert_eq!(q.counts().await.unwrap().waiting, 70);
+        // The follower opened before the growths sees the adds of every partition, the new ones'
+        // too; a cursor of before the growths resumes over all seven.
+        let parts = q.partitions().unwrap();
+        let in_new: HashSet<emq::JobId> = {
+            let mut s = HashSet::new();
+            for p in &parts[3..] {
+                for id in p.list_ids(emq::JobState::Waiting, 0, 100).await.unwrap() {
+                    s.insert(id);
+                }
+            }
+            s
+        };
+        assert!(!in_new.is_empty(), "{topology}: no job in the new partitions");
+        for follower in [&mut stream, &mut q.events(cursor).await.unwrap()] {
+            let mut added = HashSet::new();
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while !ids.iter().all(|id| added.contains(id)) {
+                assert!(
+                    std::time::Instant::now() < until,
+                    "{topology}: {} of 70 adds seen",
+                    added.len()
+                );
+                for e in follower.next_batch(Duration::from_millis(500), 100).await.unwrap() {
+                    if e.kind == "added" {
+                        added.extend(e.job_id);
+                    }
+                }
+            }
+        }
         for p in q.partitions().unwrap() {
             audit_ok(&p).await;
         }

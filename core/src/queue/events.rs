@@ -7,11 +7,15 @@ use crate::events::{expand, Event, EventStream};
 impl Queue {
     /// Follows the queue's events from now on (or after a stream id).
     /// On a partitioned queue, the partitions' streams merged (`events.rs`: an event's
-    /// `stream_id` is then a cursor over every partition, which `after` takes back).
+    /// `stream_id` is then a cursor over every partition, which `after` takes back), and those of
+    /// the partitions a growth adds, from their start, once the handle has read the growth.
     pub async fn events(&self, after: Option<String>) -> Result<EventStream> {
         if let Some(p) = &self.spread() {
+            let q = self.clone();
+            let now: crate::events::PartsNow =
+                Box::new(move || q.spread().map_or_else(Vec::new, |p| streams(&p.members)));
             return Ok(EventStream::merged(
-                crate::events::Merged::open(&streams(&p.members), after).await?,
+                crate::events::Merged::open(&streams(&p.members), after, Some(now)).await?,
             ));
         }
         EventStream::new(self.store().clone(), self.keys().events.clone(), after).await
