@@ -168,7 +168,10 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
         let q = open(&store, &name, Some(3)).await.unwrap();
         // A follower of the queue's events opened before any growth, and a cursor of then.
         let mut stream = q.events(None).await.unwrap();
-        let first = q.add("before", json!(0), JobOptions::default()).await.unwrap();
+        let first = q
+            .add("before", json!(0), JobOptions::default())
+            .await
+            .unwrap();
         let mut cursor = None;
         while cursor.is_none() {
             for e in stream.next_batch(Duration::from_secs(2), 10).await.unwrap() {
@@ -246,7 +249,10 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
             }
             s
         };
-        assert!(!in_new.is_empty(), "{topology}: no job in the new partitions");
+        assert!(
+            !in_new.is_empty(),
+            "{topology}: no job in the new partitions"
+        );
         for follower in [&mut stream, &mut q.events(cursor).await.unwrap()] {
             let mut added = HashSet::new();
             let until = std::time::Instant::now() + Duration::from_secs(20);
@@ -256,7 +262,11 @@ async fn new_partitions_carry_the_settings_and_bad_growths_are_refused() {
                     "{topology}: {} of 70 adds seen",
                     added.len()
                 );
-                for e in follower.next_batch(Duration::from_millis(500), 100).await.unwrap() {
+                for e in follower
+                    .next_batch(Duration::from_millis(500), 100)
+                    .await
+                    .unwrap()
+                {
                     if e.kind == "added" {
                         added.extend(e.job_id);
                     }
