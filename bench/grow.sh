@@ -18,23 +18,10 @@ REPS="${REPS:-5}"
 export PART_JOBS="${PART_JOBS:-40000}"
 OUT="$HERE/out/grow"
 mkdir -p "$OUT"
-BIN="${EMQ_BENCH_BIN:-}"
-if [ -z "$BIN" ]; then
-  (cd "$ROOT" && cargo build -q --release -p emq-bench)
-  BIN="$ROOT/target/release/emq-bench"
-fi
-HARNESS="${EMQ_HARNESS:-}"
-if [ -z "$HARNESS" ]; then
-  (cd "$ROOT" && cargo build -q -p emq-harness)
-  HARNESS="$ROOT/target/debug/emq-harness"
-fi
-fifo="$OUT/harness.stdin"
-rm -f "$fifo"; mkfifo "$fifo"
-"$HARNESS" up --masters "$MASTERS" <"$fifo" >"$OUT/harness.json" &
-exec 3>"$fifo"
-trap 'exec 3>&-; wait' EXIT
-for _ in $(seq 1 300); do [ -s "$OUT/harness.json" ] && break; sleep 0.2; done
-seeds=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["cluster"]))' "$OUT/harness.json")
+# shellcheck source=bench/private_redis.sh
+. "$HERE/private_redis.sh"
+bench_bin
+start_private_cluster "$MASTERS" "$OUT"
 : >"$OUT/lines.jsonl"
 for _ in $(seq 1 "$REPS"); do
   PART_COUNT="$FROM" PART_GROW_TO="$TO" "$BIN" partitions "$seeds" | tee -a "$OUT/lines.jsonl"

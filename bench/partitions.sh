@@ -17,24 +17,10 @@ PARTS="${PARTS:-6}"
 REPS="${REPS:-5}"
 OUT="$HERE/out/partitions"
 mkdir -p "$OUT"
-BIN="${EMQ_BENCH_BIN:-}"
-if [ -z "$BIN" ]; then
-  (cd "$ROOT" && cargo build -q --release -p emq-bench)
-  BIN="$ROOT/target/release/emq-bench"
-fi
-HARNESS="${EMQ_HARNESS:-}"
-if [ -z "$HARNESS" ]; then
-  (cd "$ROOT" && cargo build -q -p emq-harness)
-  HARNESS="$ROOT/target/debug/emq-harness"
-fi
-fifo="$OUT/harness.stdin"
-rm -f "$fifo"; mkfifo "$fifo"
-"$HARNESS" up --masters "$MASTERS" <"$fifo" >"$OUT/harness.json" &
-exec 3>"$fifo"
-trap 'exec 3>&-; wait' EXIT
-for _ in $(seq 1 300); do [ -s "$OUT/harness.json" ] && break; sleep 0.2; done
-seeds=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["cluster"]))' "$OUT/harness.json")
-ports=$(python3 -c 'import json,sys; print(" ".join(u.rsplit(":",1)[1] for u in json.load(open(sys.argv[1]))["cluster"]))' "$OUT/harness.json")
+# shellcheck source=bench/private_redis.sh
+. "$HERE/private_redis.sh"
+bench_bin
+start_private_cluster "$MASTERS" "$OUT"
 cpu() { for p in $ports; do redis-cli -p "$p" INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%s ", s}'; done; }
 : >"$OUT/lines.jsonl"
 for rep in $(seq 0 $((REPS - 1))); do

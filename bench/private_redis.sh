@@ -1,7 +1,11 @@
-# Sourced by the hand-run benchmarks (batch.sh, multiqueue.sh, add_cpu.sh, tracing_rust.sh): the emq-bench binary and one private
-# redis-server on loopback, stopped by the pid it was started with when the sourcing script exits.
+# Sourced by the hand-run benchmarks (batch.sh, multiqueue.sh, add_cpu.sh, tracing_rust.sh,
+# partitions.sh, grow.sh): the emq-bench binary and one private redis-server on loopback, stopped
+# by the pid it was started with when the sourcing script exits, or a private cluster.
 # bench_bin: sets BIN to EMQ_BENCH_BIN, or builds the release binary and sets BIN to it.
 # start_private_redis PORT TAG: starts redis-server (no persistence) on 127.0.0.1:PORT.
+# start_private_cluster MASTERS DIR: starts a cluster of MASTERS masters with emq-harness
+#   (EMQ_HARNESS, else the debug build), its state in DIR; sets `seeds` (comma-separated URLs)
+#   and `ports`; the harness stops it (its stdin closed) when the sourcing script exits.
 bench_bin() {
   BIN="${EMQ_BENCH_BIN:-}"
   if [ -z "$BIN" ]; then
@@ -27,4 +31,21 @@ start_private_redis() {
   done
   echo "private redis-server on port $1 did not answer" >&2
   return 1
+}
+start_private_cluster() {
+  local harness="${EMQ_HARNESS:-}"
+  if [ -z "$harness" ]; then
+    (cd "$ROOT" && cargo build -q -p emq-harness)
+    harness="$ROOT/target/debug/emq-harness"
+  fi
+  local fifo="$2/harness.stdin"
+  rm -f "$fifo"; mkfifo "$fifo"
+  "$harness" up --masters "$1" <"$fifo" >"$2/harness.json" &
+  exec 3>"$fifo"
+  trap 'exec 3>&-; wait' EXIT
+  for _ in $(seq 1 300); do [ -s "$2/harness.json" ] && break; sleep 0.2; done
+  # shellcheck disable=SC2034 # read by the sourcing script
+  seeds=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["cluster"]))' "$2/harness.json")
+  # shellcheck disable=SC2034 # read by the sourcing script
+  ports=$(python3 -c 'import json,sys; print(" ".join(u.rsplit(":",1)[1] for u in json.load(open(sys.argv[1]))["cluster"]))' "$2/harness.json")
 }

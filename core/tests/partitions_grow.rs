@@ -89,6 +89,11 @@ async fn growing_under_load_loses_nothing_runs_nothing_twice_and_keeps_keys_in_p
             if n % 50 == 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+            // After the growth, adds over 2 s: the producer's handle reads the grown layout
+            // within a second of its calls, so its later adds reach the new partitions.
+            if grown.is_some() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
         // An add retried with its id after the growth stays one job.
         for (id, n, key) in &own_ids {
@@ -99,8 +104,19 @@ async fn growing_under_load_loses_nothing_runs_nothing_twice_and_keeps_keys_in_p
             };
             q.add("j", json!({"n": n, "key": key}), o).await.unwrap();
         }
-        // The producer's handle learned the count as it went.
-        assert_eq!(q.partition_count(), 5, "{topology}");
+        // The producer's handle learns the count within a second of its calls.
+        wait_until(
+            "the producer's handle reads 5 partitions",
+            Duration::from_secs(5),
+            || {
+                let q = q.clone();
+                async move {
+                    let _ = q.counts().await;
+                    q.partition_count() == 5
+                }
+            },
+        )
+        .await;
         wait_until("every job completed", Duration::from_secs(60), || {
             let q = q.clone();
             async move { q.counts().await.unwrap().completed == total }

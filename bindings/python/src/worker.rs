@@ -18,8 +18,9 @@ pub(crate) struct Worker {
     aborter: emq::WorkerAborter,
     dispatch: Option<Arc<Dispatch>>,
     events: Arc<worker_events::EventQueue>,
-    /// The names of its queues, in order.
-    queues: Vec<String>,
+    /// Its queues, in order (their names: a partitioned queue's partitions as its handle knows
+    /// them now, so a grown queue's new ones too).
+    queues: Vec<emq::Queue>,
     /// Per-queue counters taken as `close` began (the core's handle gives them while it runs).
     last_by_queue: Mutex<Option<Vec<(String, emq::WorkerStats)>>>,
 }
@@ -104,14 +105,14 @@ awaitable_methods! {
             let _guard = rt.enter();
             emq::worker_registry::set_language("python");
             let events = worker_events::EventQueue::new();
-            let handle = emq::Worker::builder_many(qs)
+            let handle = emq::Worker::builder_many(qs.clone())
                 .options(opts)
                 .handler(handler)
                 .on_event(events.hook())
                 .run()
                 .map_err(|e| core_err(py, &e))?;
             Ok(Worker {
-                queues: handle.queues(),
+                queues: qs,
                 last_by_queue: Mutex::new(None),
                 aborter: handle.aborter(),
                 handle: Mutex::new(Some(handle)),
@@ -154,7 +155,11 @@ awaitable_methods! {
         /// The names of its queues, in the order it was given them.
         #[getter]
         fn queues(&self) -> Vec<String> {
-            self.queues.clone()
+            self.queues
+                .iter()
+                .flat_map(emq::Queue::slot_queues)
+                .map(|q| q.name().as_str().to_string())
+                .collect()
         }
 
         /// `[(queue name, counters)]` per queue, in order (after `close`: as the close began).

@@ -19,6 +19,11 @@
 //! 4. **Workers take up the new partitions** (`worker/regrow.rs`): each reads the layout every
 //!    second and restarts itself over the grown queue, as a graceful close and start would.
 //!
+//! A setting changed (on any handle) between steps 1 and 2 of a growth reaches only the
+//! partitions known before it: the new partitions keep the value copied in step 1 (set it again
+//! after the growth to be sure). A growth is an operator's step; settings are rarely changed at
+//! the same moment.
+//!
 //! Nothing moves: a job stays in the partition it was added to, and keys and ids keep routing to
 //! their home partitions (`partitions.rs`), so no job is lost or run twice and per-key order
 //! holds; the new partitions take the jobs routed by backlog (those with neither a key nor an id
@@ -35,6 +40,17 @@ use std::time::Duration;
 
 /// How old a handle's layout may get before a call of it reads the stored one again.
 pub(crate) const LAYOUT_REFRESH: Duration = Duration::from_secs(1);
+
+/// Clears a handle's "layout read under way" flag when dropped.
+struct Checked(Option<Arc<PartsCell>>);
+
+impl Drop for Checked {
+    fn drop(&mut self) {
+        if let Some(c) = &self.0 {
+            c.checking.store(false, Ordering::Release);
+        }
+    }
+}
 
 /// The settings of partition 0 a new partition gets (meta fields).
 const COPIED: &[&str] = &[
@@ -63,10 +79,9 @@ impl Queue {
                 Ok(rt) => {
                     let q = self.clone();
                     rt.spawn(async move {
+                        // Cleared however the read ends (a runtime shut down drops it mid-way).
+                        let _done = Checked(q.parts.clone());
                         let _ = q.read_layout().await;
-                        if let Some(c) = &q.parts {
-                            c.checking.store(false, Ordering::Release);
-                        }
                     });
                 }
                 Err(_) => cell.checking.store(false, Ordering::Release),
