@@ -1428,6 +1428,14 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func groups(offset: UInt64, limit: UInt64) async throws  -> [GroupInfo]
     
     /**
+     * Grows this partitioned queue to `count` partitions while producers and workers run;
+     * returns the count now. Jobs with a group, a dedup key or an id of their own keep their
+     * partition; each worker restarts itself over the grown queue within about a second.
+     * `InvalidOption` for a plain queue, or a count not above the present one or above 256.
+     */
+    func growPartitions(count: Int64) async throws  -> UInt16
+    
+    /**
      * True while paused.
      */
     func isPaused() async throws  -> Bool
@@ -2101,6 +2109,28 @@ open func groups(offset: UInt64 = UInt64(0), limit: UInt64 = UInt64(100))async t
             completeFunc: ffi_emq_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_emq_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceTypeGroupInfo.lift,
+            errorHandler: FfiConverterTypeEmqException_lift
+        )
+}
+    
+    /**
+     * Grows this partitioned queue to `count` partitions while producers and workers run;
+     * returns the count now. Jobs with a group, a dedup key or an id of their own keep their
+     * partition; each worker restarts itself over the grown queue within about a second.
+     * `InvalidOption` for a plain queue, or a count not above the present one or above 256.
+     */
+open func growPartitions(count: Int64)async throws  -> UInt16  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_emq_uniffi_fn_method_queue_grow_partitions(
+                        self.uniffiCloneHandle(),FfiConverterInt64.lower(count)
+                )
+            },
+            pollFunc: ffi_emq_uniffi_rust_future_poll_u16,
+            completeFunc: ffi_emq_uniffi_rust_future_complete_u16,
+            freeFunc: ffi_emq_uniffi_rust_future_free_u16,
+            liftFunc: FfiConverterUInt16.lift,
             errorHandler: FfiConverterTypeEmqException_lift
         )
 }
@@ -6838,6 +6868,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_groups() != 27495) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_emq_uniffi_checksum_method_queue_grow_partitions() != 18726) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_emq_uniffi_checksum_method_queue_is_paused() != 57285) {

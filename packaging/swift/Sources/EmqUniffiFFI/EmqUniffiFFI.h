@@ -463,6 +463,11 @@ uint64_t uniffi_emq_uniffi_fn_method_queue_get(uint64_t ptr, RustBuffer id
 uint64_t uniffi_emq_uniffi_fn_method_queue_groups(uint64_t ptr, uint64_t offset, uint64_t limit
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_GROW_PARTITIONS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_GROW_PARTITIONS
+uint64_t uniffi_emq_uniffi_fn_method_queue_grow_partitions(uint64_t ptr, int64_t count
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_IS_PAUSED
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_FN_METHOD_QUEUE_IS_PAUSED
 uint64_t uniffi_emq_uniffi_fn_method_queue_is_paused(uint64_t ptr
@@ -1176,6 +1181,12 @@ uint16_t uniffi_emq_uniffi_checksum_method_queue_get(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_GROUPS
 #define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_GROUPS
 uint16_t uniffi_emq_uniffi_checksum_method_queue_groups(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_GROW_PARTITIONS
+#define UNIFFI_FFIDEF_UNIFFI_EMQ_UNIFFI_CHECKSUM_METHOD_QUEUE_GROW_PARTITIONS
+uint16_t uniffi_emq_uniffi_checksum_method_queue_grow_partitions(void
     
 );
 #endif
