@@ -32,6 +32,7 @@
 use super::Queue;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keyspace::CoreKey;
+use crate::partitions::Layout;
 use crate::queue::partition_set::{stored_layout, Partitions, PartsCell};
 use crate::script;
 use std::sync::atomic::Ordering;
@@ -101,43 +102,35 @@ impl Queue {
     }
 
     /// Reads the stored layout and, when the queue has grown past the partitions this handle
-    /// knows, puts the grown partitions in place (for this handle and its clones).
-    pub(crate) async fn read_layout(&self) -> Result<()> {
+    /// knows, puts the grown partitions in place (for this handle and its clones). Returns the
+    /// stored layout (None: none is stored, the queue obliterated).
+    pub(crate) async fn read_layout(&self) -> Result<Option<Layout>> {
         let Some(cell) = &self.parts else {
-            return Ok(());
+            return Ok(None);
         };
         cell.checked_ms.store(cell.ms(), Ordering::Relaxed);
-        let Some(stored) = stored_layout(self).await? else {
-            return Ok(());
-        };
-        let parts = cell.now();
-        if stored.count() as usize <= parts.members.len() {
-            return Ok(());
+        let stored = stored_layout(self).await?;
+        if let Some(layout) = &stored {
+            self.take_layout(cell, layout).await?;
         }
-        self.take_layout(cell, &parts, stored).await
+        Ok(stored)
     }
 
-    /// Puts the partitions of `layout` (grown from `parts`) in place: the members this handle has
-    /// keep their connections; the new ones get this handle's (a cluster's: the lane of their
-    /// master).
-    async fn take_layout(
-        &self,
-        cell: &PartsCell,
-        parts: &Partitions,
-        layout: crate::partitions::Layout,
-    ) -> Result<()> {
-        let names = layout.names(&self.name);
-        let new: Vec<_> = names[parts.members.len()..].to_vec();
-        let mut members = parts.members.clone();
-        if self.store.topology() == crate::store::Topology::Cluster {
-            members.extend(self.members_on_lanes(cell, new).await?);
-        } else {
-            members.extend(
-                new.into_iter()
-                    .map(|n| Queue::from_parts(self.store.clone(), self.minter.clone(), n)),
-            );
+    /// Puts the partitions of `layout` in place when it has more than this handle knows: the
+    /// members this handle has keep their connections; the new ones get the lane of their master
+    /// (`members_on_lanes`: on a standalone server, this handle's connection).
+    async fn take_layout(&self, cell: &PartsCell, layout: &Layout) -> Result<()> {
+        let parts = cell.now();
+        if usize::from(layout.count()) <= parts.members.len() {
+            return Ok(());
         }
-        cell.set(Partitions::new(members, layout));
+        let names = layout.names(&self.name);
+        let mut members = parts.members.clone();
+        members.extend(
+            self.members_on_lanes(cell, names[parts.members.len()..].to_vec())
+                .await?,
+        );
+        cell.set(Partitions::new(members, layout.clone()));
         Ok(())
     }
 
@@ -162,7 +155,7 @@ impl Queue {
                 ),
             ));
         };
-        let was = stored_layout(self).await?.ok_or_else(|| {
+        let was = self.read_layout().await?.ok_or_else(|| {
             Error::new(
                 ErrorCode::InvalidOption,
                 format!(
@@ -172,7 +165,6 @@ impl Queue {
             )
         })?;
         let grown = was.grown(count)?;
-        self.read_layout().await?;
         let parts = cell.now();
         let names = grown.names(&self.name);
         let new = &names[usize::from(was.count())..];
@@ -215,12 +207,7 @@ impl Queue {
             }))
             .await?;
         }
-        let _: i64 = redis::cmd("HSET")
-            .arg(&self.keys().meta)
-            .arg("share_parts")
-            .arg(count)
-            .query_async(&mut self.store().conn())
-            .await?;
+        self.set_share_parts(count).await?;
         // 2. Publish, if still the layout read.
         let r: Vec<redis::Value> = script::PARTITIONS_GROW
             .prepare()
@@ -232,24 +219,31 @@ impl Queue {
             .await?;
         if !matches!(r.first(), Some(redis::Value::Int(1))) {
             // Lost to another growth: the shares' count is the stored layout's again.
-            let now = stored_layout(self).await?;
-            let _: i64 = redis::cmd("HSET")
-                .arg(&self.keys().meta)
-                .arg("share_parts")
-                .arg(now.as_ref().map_or(was.count(), |l| l.count()))
-                .query_async(&mut self.store().conn())
-                .await?;
+            let now = stored_layout(self)
+                .await?
+                .map_or(was.count(), |l| l.count());
+            self.set_share_parts(now).await?;
             return Err(Error::new(
                 ErrorCode::InvalidOption,
                 format!(
-                    "queue {} was grown by another caller meanwhile; it has {} partitions now",
-                    self.name,
-                    now.map_or(was.count(), |l| l.count())
+                    "queue {} was grown by another caller meanwhile; it has {now} partitions now",
+                    self.name
                 ),
             ));
         }
         // 3. This handle at once.
-        self.read_layout().await?;
+        self.take_layout(cell, &grown).await?;
         Ok(count)
+    }
+
+    /// The count of partitions every round of moving the shares must know (`share_lease.lua`).
+    async fn set_share_parts(&self, count: u16) -> Result<()> {
+        let _: i64 = redis::cmd("HSET")
+            .arg(&self.keys().meta)
+            .arg("share_parts")
+            .arg(count)
+            .query_async(&mut self.store().conn())
+            .await?;
+        Ok(())
     }
 }

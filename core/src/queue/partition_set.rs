@@ -179,10 +179,9 @@ const READ_LIMIT: Duration = Duration::from_secs(2);
 /// an id of its own still goes to its partition, and waits for it).
 pub(crate) struct Partitions {
     pub(crate) members: Vec<Queue>,
-    /// The layout the members are of.
+    /// The layout the members are of (keys and ids route over its first generation's, the home
+    /// partitions).
     pub(crate) layout: Layout,
-    /// The home partitions (the first generation's): keys and ids route over `members[..home]`.
-    home: usize,
     health: Vec<Health>,
     epoch: Instant,
 }
@@ -224,7 +223,6 @@ impl Partitions {
         debug_assert_eq!(members.len(), usize::from(layout.count()));
         Partitions {
             health: members.iter().map(|_| Health::default()).collect(),
-            home: usize::from(layout.home()),
             layout,
             members,
             epoch: Instant::now(),
@@ -349,7 +347,7 @@ impl Partitions {
     }
 
     pub(crate) fn key_index(&self, key: &str) -> usize {
-        usize::from(crc16(key.as_bytes())) % self.home
+        usize::from(crc16(key.as_bytes())) % usize::from(self.layout.home())
     }
 
     pub(crate) fn id_index(&self, id: JobId) -> usize {
@@ -358,7 +356,7 @@ impl Partitions {
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;
-        (x % self.home as u64) as usize
+        (x % u64::from(self.layout.home())) as usize
     }
 }
 

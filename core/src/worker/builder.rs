@@ -93,8 +93,6 @@ impl WorkerBuilder {
                 ));
             }
         }
-        // Checked here once; each start (and restart, `regrow.rs`) builds the pool again.
-        Pool::new(self.opts.concurrency, &names, &self.opts.queue_order)?;
         // One id for the whole worker: each member registers under it in its own queue's slot
         // (waiters, the worker registry), so a partitioned queue's listing of its partitions'
         // workers names each worker once. A restart keeps it.
